@@ -1,0 +1,53 @@
+# The two commands in the README are `make run` and `make test`; both create the environment first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAMPLE_SITE := www.alpinegear.example
+export DAGSTER_HOME ?= $(CURDIR)/dagster_home
+
+.PHONY: install run test test-slow dev lint bench docs lock clean
+
+# Pinned install: requirements.lock constrains every transitive version (torch 2.13.0 resolves to the
+# CPU wheel on machines that carry it locally, the CUDA build elsewhere on Linux).
+$(VENV)/.installed: pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+## Materialise the whole pipeline for the bundled sample site (embedded defaults, no network).
+run: install
+	$(BIN)/interlink demo
+
+## The test suite (what .ci/run calls).
+test: install
+	$(BIN)/python -m pytest -m "not slow"
+
+## Heavier tests: scale and fault injection.
+test-slow: install
+	$(BIN)/python -m pytest -m slow
+
+## Dagster UI and daemon on http://127.0.0.1:3000 (sensors and schedules run while this is up).
+dev: install
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+## Benchmarks print tables; see benchmarks/README.md for the sizes and what is compared.
+bench: install
+	$(BIN)/python -m benchmarks.bench_ingest
+
+## Regenerate the README's table reference from the schemas.
+docs: install
+	$(BIN)/python -m interlink_pipeline.core.table_docs README.md
+
+## Refresh requirements.lock from the current environment (after changing pyproject.toml).
+lock: install
+	$(BIN)/python -m pip freeze --exclude-editable --disable-pip-version-check \
+	  | sed -e 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/' > requirements.lock
+
+clean:
+	rm -rf $(VENV) data/interlink.duckdb data/interlink.duckdb.wal data/inbox data/exports
