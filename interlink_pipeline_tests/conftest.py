@@ -1,0 +1,120 @@
+"""Shared fixtures: the real crawls beside the checkout, temporary warehouses, SF-shaped test files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from interlink_pipeline.core.sample_site import SAMPLE_HOST
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_DIR = PROJECT_ROOT / "data" / "sample"
+SHARED_CRAWLS = Path(
+    os.environ.get("INTERLINK_SHARED_CRAWLS", PROJECT_ROOT.parent / "shared" / "data" / "crawls")
+)
+LIGHT = "www.lightchiropractic.sg"
+NUTRI = "nutrisport.es"
+
+
+@pytest.fixture(scope="session")
+def crawls() -> Path:
+    """../shared/data/crawls: read in place, never copied into the repo."""
+    if not (SHARED_CRAWLS / "PROVENANCE.md").exists():
+        pytest.fail(f"real crawl exports not found at {SHARED_CRAWLS}; set INTERLINK_SHARED_CRAWLS")
+    return SHARED_CRAWLS
+
+
+@pytest.fixture()
+def warehouse_path(tmp_path: Path) -> Path:
+    return tmp_path / "warehouse" / "interlink.duckdb"
+
+
+@pytest.fixture()
+def inbox_root(tmp_path: Path) -> Path:
+    root = tmp_path / "inbox"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture()
+def instance():
+    with dg.instance_for_test() as test_instance:
+        yield test_instance
+
+
+@pytest.fixture()
+def sample_inbox(inbox_root: Path) -> Path:
+    """The bundled sample registered in a temporary drop folder."""
+    from interlink_pipeline.core.inbox import register_crawl
+
+    register_crawl(inbox_root, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
+    return inbox_root
+
+
+def write_export(
+    path: Path,
+    header: list[str],
+    rows: list[list[str]],
+    *,
+    encoding: str = "utf-8",
+    delimiter: str = ",",
+    preamble: str | None = None,
+) -> Path:
+    """Write a Screaming Frog-shaped CSV (every field quoted) in a given encoding and delimiter."""
+    buffer = io.StringIO()
+    if preamble is not None:
+        buffer.write(f'"{preamble}"\r\n')
+    writer = csv.writer(buffer, delimiter=delimiter, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(buffer.getvalue().encode(encoding))
+    return path
+
+
+SF_HEADER = [
+    "Address",
+    "Content Type",
+    "Status Code",
+    "Status",
+    "Indexability",
+    "Indexability Status",
+    "Title 1",
+    "Meta Description 1",
+    "H1-1",
+    "Canonical Link Element 1",
+    "Crawl Depth",
+]
+
+
+def sf_row(
+    url: str,
+    title: str,
+    *,
+    status: str = "200",
+    indexability: str = "Indexable",
+    reason: str = "",
+    h1: str = "",
+    meta: str = "",
+    canonical: str = "",
+    depth: str = "1",
+    content_type: str = "text/html; charset=UTF-8",
+) -> list[str]:
+    return [
+        url,
+        content_type,
+        status,
+        "OK" if status == "200" else "",
+        indexability,
+        reason,
+        title,
+        meta,
+        h1,
+        canonical,
+        depth,
+    ]
