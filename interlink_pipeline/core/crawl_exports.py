@@ -1,0 +1,152 @@
+"""Crawl exports into canonical raw tables (`raw.crawl_pages`, `raw.crawl_links`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from interlink_pipeline.core.crawl_columns import CRAWL_FIELDS, LINK_FIELDS, Field
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.tabular_files import file_digest, mapped_positions, open_table, read_columns
+from interlink_pipeline.core.urls import hosts
+
+INT_FIELDS = ("status_code", "crawl_depth", "word_count", "unique_inlinks")
+TRUE_WORDS = ("true", "yes", "1", "verdadero", "si", "sí", "vrai", "oui", "wahr", "ja", "vero")
+# A crawl is accepted for a site when at least this share of its URLs are on the site's host.
+MIN_SITE_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class LoadedExport:
+    """One export read into its raw table, with what a user wants to know about the reading."""
+
+    frame: pl.DataFrame
+    crawl_id: str
+    source_file: str
+    mapped: dict[str, str]  # canonical field -> header it was read from
+    ignored_columns: list[str]
+    header_index: int
+
+
+def read_crawl_export(
+    path: Path,
+    site: str,
+    *,
+    column_map: dict[str, str] | None = None,
+    encoding: str | None = None,
+    sheet: str | None = None,
+    extra_columns: list[str] | None = None,
+    loaded_at: datetime | None = None,
+) -> LoadedExport:
+    """Read an Internal: HTML/All export (or another crawler's, via `column_map`) for `site`."""
+    loaded = _read_export(
+        path, site, CRAWL_FIELDS, column_map, encoding, sheet, extra_columns or [], loaded_at
+    )
+    _check_site(loaded.frame, site, path)
+    return loaded
+
+
+def read_links_export(
+    path: Path,
+    site: str,
+    *,
+    column_map: dict[str, str] | None = None,
+    encoding: str | None = None,
+    sheet: str | None = None,
+    loaded_at: datetime | None = None,
+) -> LoadedExport:
+    """Read an All Inlinks export: the site's existing link graph."""
+    loaded = _read_export(path, site, LINK_FIELDS, column_map, encoding, sheet, None, loaded_at)
+    # A missing Follow value means the link is followed (older exports have no such column).
+    follow = pl.col("follow").str.to_lowercase().is_in(TRUE_WORDS) | pl.col("follow").is_null()
+    return replace(loaded, frame=loaded.frame.with_columns(follow.alias("follow")))
+
+
+def infer_site(path: Path, *, column_map: dict[str, str] | None = None, sheet: str | None = None) -> str:
+    """The host most of the export's URLs are on (used when a crawl is registered without a site)."""
+    table = open_table(path, CRAWL_FIELDS[0], column_map=column_map, sheet=sheet)
+    positions = mapped_positions(table, CRAWL_FIELDS, column_map)
+    found = hosts(read_columns(table, {"url": positions["url"]})["url"]).drop_nulls()
+    if found.is_empty():
+        raise InputError(f"{path}: no http(s) URLs found, so the site cannot be inferred; pass the site.")
+    return found.value_counts(sort=True)["host"][0]
+
+
+def _read_export(
+    path: Path,
+    site: str,
+    fields: tuple[Field, ...],
+    column_map: dict[str, str] | None,
+    encoding: str | None,
+    sheet: str | None,
+    extra_columns: list[str] | None,
+    loaded_at: datetime | None,
+) -> LoadedExport:
+    """Shared reader; `extra_columns` is None for exports without an `extra` JSON column."""
+    path = Path(path)
+    probe = next(f for f in fields if f.required)
+    table = open_table(path, probe, column_map=column_map, encoding=encoding, sheet=sheet)
+    positions = mapped_positions(table, fields, column_map)
+    extra_positions = _extra_positions(table.headers, extra_columns or [], positions, path)
+    frame = read_columns(table, {**positions, **extra_positions})
+    missing = [f.name for f in fields if f.name not in positions]
+    frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(name) for name in missing)
+    frame = frame.with_columns(
+        pl.col(name).str.extract(r"^\s*(-?\d+)", 1).cast(pl.Int32, strict=False)
+        for name in INT_FIELDS
+        if name in frame.columns
+    )
+    meta = [
+        pl.lit(site).alias("site"),
+        pl.lit(file_digest(path)).alias("crawl_id"),
+        pl.lit(loaded_at or datetime.now(UTC))
+        .dt.replace_time_zone(None)
+        .dt.cast_time_unit("us")
+        .alias("loaded_at"),
+        pl.lit(path.name).alias("source_file"),
+    ]
+    frame = frame.with_row_index("row_number", offset=1).with_columns(pl.col("row_number").cast(pl.Int64))
+    columns = [*meta, "row_number", *[f.name for f in fields]]
+    if extra_columns is not None:
+        extra = (
+            pl.struct(
+                [pl.col(name).alias(name.removeprefix("extra::")) for name in extra_positions]
+            ).struct.json_encode()
+            if extra_positions
+            else pl.lit(None, dtype=pl.String)
+        )
+        columns.append(extra.alias("extra"))
+    frame = frame.select(columns)
+    mapped = {name: table.headers[pos] for name, pos in positions.items()}
+    used = set(positions.values()) | set(extra_positions.values())
+    ignored = [h for i, h in enumerate(table.headers) if i not in used]
+    return LoadedExport(frame, frame["crawl_id"][0], path.name, mapped, ignored, table.header_index)
+
+
+def _extra_positions(
+    headers: list[str], extra_columns: list[str], positions: dict[str, int], path: Path
+) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for name in extra_columns:
+        matches = [i for i, h in enumerate(headers) if h == name]
+        if not matches:
+            raise InputError(f"{path}: extra column '{name}' is not in the file. Columns found: {headers}.")
+        if matches[0] not in positions.values():
+            found[f"extra::{name}"] = matches[0]
+    return found
+
+
+def _check_site(frame: pl.DataFrame, site: str, path: Path) -> None:
+    found = hosts(frame["url"]).drop_nulls()
+    if found.is_empty():
+        raise InputError(f"{path}: none of the {frame.height} URLs is an http(s) URL.")
+    on_site = (found == site).sum()
+    if on_site / found.len() < MIN_SITE_SHARE:
+        top = found.value_counts(sort=True).row(0)
+        raise InputError(
+            f"{path}: this crawl is not for site '{site}': only {on_site} of {found.len()} URLs are on that "
+            f"host; most are on '{top[0]}' ({top[1]}). Register the file under the right site."
+        )
