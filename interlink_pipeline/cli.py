@@ -1,0 +1,181 @@
+"""`interlink`: register crawls, run the pipeline for a site, generate synthetic sites.
+
+Runs are recorded in the Dagster instance at $DAGSTER_HOME (default: the project's dagster_home/), so
+they show up in `dagster dev` next to sensor-triggered runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_DIR = PROJECT_ROOT / "data" / "sample"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="interlink", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="run the whole pipeline on the bundled sample site")
+    demo.add_argument("--sample-dir", type=Path, default=SAMPLE_DIR)
+
+    register = commands.add_parser("register", help="copy a crawl export into the drop folder, add the site")
+    register.add_argument("crawl", type=Path, help="Internal: HTML/All export (CSV or XLSX)")
+    register.add_argument("--links", type=Path, help="All Inlinks export (optional)")
+    register.add_argument("--site", help="site host (default: the host most URLs are on)")
+    register.add_argument("--run", action="store_true", help="materialise the pipeline for the site now")
+
+    run = commands.add_parser("materialize", help="materialise the whole pipeline for a registered site")
+    run.add_argument("--site", required=True)
+
+    generate = commands.add_parser("generate-site", help="write a synthetic site's exports and ground truth")
+    generate.add_argument("--pages", type=int, default=1700)
+    generate.add_argument("--seed", type=int, default=7)
+    generate.add_argument("--out", type=Path, required=True)
+    generate.add_argument("--no-links", action="store_true", help="skip the All Inlinks export")
+
+    commands.add_parser("sites", help="list registered sites and their table row counts")
+
+    args = parser.parse_args(argv)
+    from interlink_pipeline.core.errors import InputError
+
+    try:
+        return {
+            "demo": _demo,
+            "register": _register,
+            "materialize": _materialize,
+            "generate-site": _generate,
+            "sites": _sites,
+        }[args.command](args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _instance():
+    os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home"))
+    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    from dagster import DagsterInstance
+
+    return DagsterInstance.get()
+
+
+def _add_site(site: str) -> None:
+    from interlink_pipeline.defs.partitions import site_partitions
+
+    instance = _instance()
+    if not instance.has_dynamic_partition(site_partitions.name, site):
+        instance.add_dynamic_partitions(site_partitions.name, [site])
+
+
+def _run_site(site: str) -> int:
+    from interlink_pipeline.definitions import defs
+
+    instance = _instance()
+    started = time.monotonic()
+    result = defs.resolve_job_def("site_pipeline").execute_in_process(
+        partition_key=site, instance=instance, raise_on_error=False, tags={"interlink/trigger": "cli"}
+    )
+    seconds = time.monotonic() - started
+    if not result.success:
+        failure = next((e for e in result.all_events if e.event_type_value == "STEP_FAILURE"), None)
+        detail = failure.event_specific_data.error.message if failure else "see the run in the Dagster UI"
+        print(f"run {result.run_id} for {site} failed after {seconds:.1f}s:\n{detail}", file=sys.stderr)
+        return 1
+    print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s")
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_MATERIALIZATION":
+            metadata = event.event_specific_data.materialization.metadata
+            rows = metadata["dagster/row_count"].value if "dagster/row_count" in metadata else 0
+            print(f"  {event.asset_key.to_user_string():<22} {rows:>10,} rows")
+    _print_where()
+    return 0
+
+
+def _print_where() -> None:
+    from interlink_pipeline.core.inbox import default_inbox
+    from interlink_pipeline.core.warehouse import default_duckdb_path
+
+    print(f"warehouse: {Path(default_duckdb_path()).resolve()}")
+    print(f"drop folder: {Path(default_inbox()).resolve()}")
+    print("UI: make dev, then open http://127.0.0.1:3000")
+
+
+def _register_files(crawl: Path, links: Path | None, site: str | None) -> str:
+    from interlink_pipeline.core.crawl_exports import infer_site
+    from interlink_pipeline.core.inbox import default_inbox, register_crawl
+    from interlink_pipeline.core.urls import normalize_host
+
+    site = normalize_host(site) if site else infer_site(crawl)
+    drop = register_crawl(default_inbox(), site, crawl, links)
+    _add_site(site)
+    print(f"registered {site}: {drop.crawl_file}" + (f" + {drop.links_file}" if drop.links_file else ""))
+    return site
+
+
+def _demo(args: argparse.Namespace) -> int:
+    crawl = args.sample_dir / "internal_all.csv"
+    links = args.sample_dir / "all_inlinks.csv"
+    site = _register_files(crawl, links if links.exists() else None, None)
+    return _run_site(site)
+
+
+def _register(args: argparse.Namespace) -> int:
+    site = _register_files(args.crawl, args.links, args.site)
+    if args.run:
+        return _run_site(site)
+    print(f"the inbox sensor starts its run (make dev), or run it now: interlink materialize --site {site}")
+    return 0
+
+
+def _materialize(args: argparse.Namespace) -> int:
+    from interlink_pipeline.core.urls import normalize_host
+
+    site = normalize_host(args.site)
+    _add_site(site)
+    return _run_site(site)
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from interlink_pipeline.core.sample_site import generate_site, write_site
+
+    started = time.monotonic()
+    site = generate_site(args.pages, seed=args.seed, with_links=not args.no_links)
+    paths = write_site(site, args.out)
+    print(f"generated {site.host}: {site.crawl.height:,} crawl rows in {time.monotonic() - started:.1f}s")
+    for kind, path in paths.items():
+        print(f"  {kind:<6} {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+def _sites(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from interlink_pipeline.core.schemas import TABLES
+    from interlink_pipeline.core.warehouse import connect, default_duckdb_path
+    from interlink_pipeline.defs.partitions import site_partitions
+
+    sites = _instance().get_dynamic_partitions(site_partitions.name)
+    counts: dict[tuple[str, str], int] = {}
+    if Path(default_duckdb_path()).exists():
+        with connect(default_duckdb_path(), read_only=True) as con:
+            for table in TABLES:
+                try:
+                    rows = con.execute(f"SELECT site, count(*) FROM {table} GROUP BY site").fetchall()
+                except duckdb.CatalogException:
+                    continue
+                counts.update({(site, table): n for site, n in rows})
+    for site in sites:
+        tables = ", ".join(f"{t}={counts[(site, t)]:,}" for t in TABLES if (site, t) in counts)
+        print(f"{site}: {tables or 'not materialised yet'}")
+    if not sites:
+        print("no sites registered; try: interlink register <crawl.csv>")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""The drop folder: `<inbox>/<site>/` holds a site's crawl export and, optionally, its All Inlinks export.
+
+A file whose name contains "inlinks" is the links export; any other .csv/.tsv/.txt/.xlsx file is the
+crawl export. When a folder holds several of a kind, the most recently modified one is used.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.urls import normalize_host
+
+INBOX_ENV = "INTERLINK_INBOX"
+DEFAULT_INBOX = "data/inbox"
+EXPORT_SUFFIXES = {".csv", ".tsv", ".txt", ".xlsx", ".xlsm"}
+# A file modified more recently than this may still be being copied in; it waits for the next scan.
+SETTLE_SECONDS = 2.0
+
+
+def default_inbox() -> str:
+    return os.environ.get(INBOX_ENV) or DEFAULT_INBOX
+
+
+@dataclass(frozen=True)
+class SiteDrop:
+    site: str
+    crawl_file: Path | None
+    links_file: Path | None
+
+
+@dataclass(frozen=True)
+class InboxScan:
+    drops: list[SiteDrop]
+    problems: list[str]  # what was skipped and why (folders that are not hosts, stray files)
+
+
+def is_links_export(path: Path) -> bool:
+    return "inlink" in path.name.lower()
+
+
+def site_folder(root: str | Path, site: str) -> Path:
+    return Path(root) / normalize_host(site)
+
+
+def latest_exports(folder: Path, *, settled_before: float | None = None) -> tuple[Path | None, Path | None]:
+    """(crawl export, links export) in `folder`: the newest of each kind, ignoring hidden/temp files."""
+    newest: dict[bool, tuple[float, Path]] = {}
+    for path in folder.iterdir() if folder.is_dir() else []:
+        if path.name.startswith((".", "~$")) or path.suffix.lower() not in EXPORT_SUFFIXES:
+            continue
+        if not path.is_file():
+            continue
+        mtime = path.stat().st_mtime
+        if settled_before is not None and mtime > settled_before:
+            continue
+        kind = is_links_export(path)
+        if kind not in newest or mtime > newest[kind][0]:
+            newest[kind] = (mtime, path)
+    crawl = newest.get(False)
+    links = newest.get(True)
+    return (crawl[1] if crawl else None, links[1] if links else None)
+
+
+def scan_inbox(
+    root: str | Path, *, settle_seconds: float = SETTLE_SECONDS, now: float | None = None
+) -> InboxScan:
+    """Every site folder with a settled crawl export."""
+    root = Path(root)
+    if not root.is_dir():
+        return InboxScan([], [])
+    settled_before = (now if now is not None else time.time()) - settle_seconds
+    drops: list[SiteDrop] = []
+    problems: list[str] = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if not entry.is_dir():
+            problems.append(f"{entry.name}: files belong in a site folder, e.g. {root}/www.example.com/")
+            continue
+        try:
+            site = normalize_host(entry.name)
+        except InputError as exc:
+            problems.append(f"{entry.name}/: {exc}")
+            continue
+        if site != entry.name:
+            problems.append(f"{entry.name}/: rename the folder to its normalised host '{site}'")
+            continue
+        crawl, links = latest_exports(entry, settled_before=settled_before)
+        if crawl is not None:
+            drops.append(SiteDrop(site, crawl, links))
+    return InboxScan(drops, problems)
+
+
+def resolve_export(root: str | Path, site: str, name: str) -> Path:
+    """A file named in config, which must lie inside the site's drop folder (symlinks resolved)."""
+    folder = site_folder(root, site).resolve()
+    candidate = Path(name)
+    resolved = (candidate if candidate.is_absolute() else folder / candidate).resolve()
+    if not resolved.is_relative_to(folder):
+        raise InputError(
+            f"'{name}' is outside the drop folder {folder}; put the export in that folder and name it "
+            "relative to it."
+        )
+    if not resolved.is_file():
+        raise InputError(f"'{name}' is not a file in the drop folder {folder}.")
+    return resolved
+
+
+def register_crawl(root: str | Path, site: str, crawl_src: Path, links_src: Path | None = None) -> SiteDrop:
+    """Copy exports into the site's drop folder (atomically: a temp file renamed into place)."""
+    folder = site_folder(root, site)
+    folder.mkdir(parents=True, exist_ok=True)
+    placed: list[Path] = []
+    for src, must_be_links in ((crawl_src, False), (links_src, True)):
+        if src is None:
+            continue
+        src = Path(src)
+        if not src.is_file():
+            raise InputError(f"{src}: file not found.")
+        if src.suffix.lower() not in EXPORT_SUFFIXES:
+            raise InputError(f"{src}: expected a .csv, .tsv, .txt or .xlsx export.")
+        name = src.name
+        if is_links_export(src) != must_be_links:
+            stem = "all_inlinks" if must_be_links else "internal_html"
+            name = f"{stem}{src.suffix.lower()}"
+        target = folder / name
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".incoming-")
+        os.close(fd)
+        try:
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        placed.append(target)
+    crawl = placed[0]
+    return SiteDrop(normalize_host(site), crawl, placed[1] if len(placed) > 1 else None)

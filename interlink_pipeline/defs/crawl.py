@@ -1,0 +1,200 @@
+"""Ingest assets: raw_crawl, raw_links and pages (one partition per site)."""
+
+import time
+from typing import Literal
+
+import polars as pl
+from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from pydantic import Field
+
+from interlink_pipeline.core.crawl_exports import read_crawl_export, read_links_export
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.pages import CleaningOptions, clean_pages
+from interlink_pipeline.core.previews import counts_table, markdown_table
+from interlink_pipeline.core.warehouse import empty_frame
+from interlink_pipeline.defs.partitions import site_key, site_partitions
+from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
+from interlink_pipeline.defs.tables import WRITER_POOL, persist, schema_checks, table_metadata, user_errors
+
+GROUP = "ingest"
+
+
+class RawCrawlConfig(Config):
+    crawl_file: str | None = Field(
+        default=None,
+        description="Export to load, relative to the site's drop folder; default: the newest crawl "
+        "export there.",
+    )
+    column_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="Canonical field -> header in your file, for other crawlers or custom columns "
+        "(e.g. {'url': 'Page', 'title': 'Page Title', 'main_query': 'Keyword', 'custom_text': 'Body'}).",
+    )
+    encoding: str | None = Field(
+        default=None, description="Force a text encoding (default: detect UTF-8/16)."
+    )
+    sheet: str | None = Field(default=None, description="XLSX sheet (default: the first with a URL column).")
+    extra_columns: list[str] = Field(
+        default_factory=list, description="Other headers to keep, as JSON in raw.crawl_pages.extra."
+    )
+
+
+class RawLinksConfig(Config):
+    links_file: str | None = Field(
+        default=None,
+        description="All Inlinks export, relative to the site's drop folder; default: the newest '*inlinks*' "
+        "file there. Without one, the site's existing links are unknown (raw.crawl_links stays empty).",
+    )
+    column_map: dict[str, str] = Field(default_factory=dict, description="Canonical field -> header.")
+    encoding: str | None = Field(default=None, description="Force a text encoding.")
+
+
+class PagesConfig(Config):
+    text_source: Literal["title", "h1", "meta_description", "title_h1", "title_h1_meta", "custom"] = Field(
+        default="title",
+        description="Field that represents a page (embedded, searched); falls back to the next field "
+        "when empty.",
+    )
+    branding_pattern: str | None = Field(
+        default=None,
+        description="Regex removed from titles (Rust regex syntax). Unset: detect the site's branding "
+        "suffix; "
+        "'' keeps titles whole.",
+    )
+    drop_parameter_urls: bool = Field(
+        default=True, description="Drop URLs with non-tracking query parameters."
+    )
+    keep_query_params: list[str] = Field(
+        default_factory=list, description="Query parameters that identify distinct pages (e.g. 'id')."
+    )
+    min_brand_share: float = Field(
+        default=0.2, ge=0.0, le=1.0, description="Share of titles a detected branding suffix must end."
+    )
+
+
+@asset(
+    partitions_def=site_partitions,
+    group_name=GROUP,
+    kinds={"duckdb", "polars"},
+    pool=WRITER_POOL,
+    check_specs=schema_checks("raw_crawl", ["raw.crawl_pages"]),
+    metadata=table_metadata("raw.crawl_pages"),
+)
+def raw_crawl(
+    context: AssetExecutionContext, config: RawCrawlConfig, warehouse: Warehouse, inbox: CrawlInbox
+):
+    """The site's crawl export (Screaming Frog Internal: HTML/All, any language, CSV or XLSX) as read."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        path = inbox.crawl_export(site, config.crawl_file)
+        loaded = read_crawl_export(
+            path,
+            site,
+            column_map=config.column_map,
+            encoding=config.encoding,
+            sheet=config.sheet,
+            extra_columns=config.extra_columns,
+        )
+    frame = loaded.frame
+    metadata = {
+        "crawl_id": loaded.crawl_id,
+        "source_file": MetadataValue.path(str(path)),
+        "columns_mapped": MetadataValue.md(
+            markdown_table(
+                pl.DataFrame({"field": list(loaded.mapped), "header": list(loaded.mapped.values())}), 40
+            )
+        ),
+        "columns_ignored": len(loaded.ignored_columns),
+        "status_codes": MetadataValue.md(counts_table(frame, "status_code")),
+        "preview": MetadataValue.md(
+            markdown_table(frame.select("url", "status_code", "indexability", "title"))
+        ),
+    }
+    yield from persist(context, warehouse, site, {"raw.crawl_pages": frame}, metadata, started)
+
+
+@asset(
+    partitions_def=site_partitions,
+    group_name=GROUP,
+    kinds={"duckdb", "polars"},
+    pool=WRITER_POOL,
+    check_specs=schema_checks("raw_links", ["raw.crawl_links"]),
+    metadata=table_metadata("raw.crawl_links"),
+)
+def raw_links(
+    context: AssetExecutionContext, config: RawLinksConfig, warehouse: Warehouse, inbox: CrawlInbox
+):
+    """The site's All Inlinks export (optional): the existing link graph, with each link's position."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        path = inbox.links_export(site, config.links_file)
+        loaded = (
+            read_links_export(path, site, column_map=config.column_map, encoding=config.encoding)
+            if path
+            else None
+        )
+    if loaded is None:
+        context.log.info(f"{site}: no All Inlinks export in the drop folder; existing links are unknown.")
+        empty = empty_frame("raw.crawl_links")
+        metadata = {"source_file": "none (optional export not provided)"}
+        yield from persist(context, warehouse, site, {"raw.crawl_links": empty}, metadata, started)
+        return
+    frame = loaded.frame
+    metadata = {
+        "crawl_id": loaded.crawl_id,
+        "source_file": MetadataValue.path(str(path)),
+        "link_positions": MetadataValue.md(counts_table(frame, "link_position", "links")),
+        "link_types": MetadataValue.md(counts_table(frame, "link_type", "links")),
+        "nofollow_links": int((~frame["follow"]).sum()),
+        "preview": MetadataValue.md(
+            markdown_table(frame.select("source_url", "target_url", "anchor", "link_position"))
+        ),
+    }
+    yield from persist(context, warehouse, site, {"raw.crawl_links": frame}, metadata, started)
+
+
+@asset(
+    partitions_def=site_partitions,
+    group_name=GROUP,
+    kinds={"duckdb", "polars"},
+    pool=WRITER_POOL,
+    deps=[raw_crawl],
+    check_specs=schema_checks("pages", ["staging.pages", "staging.excluded_pages"]),
+    metadata=table_metadata("staging.pages"),
+)
+def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Warehouse):
+    """Pages worth linking: indexable HTML 200, de-duplicated, titles de-branded; every drop has a reason."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        raw = warehouse.read_site("raw.crawl_pages", site)
+        if raw.is_empty():
+            raise InputError(f"raw.crawl_pages has no rows for {site}: materialise raw_crawl for it first.")
+        options = CleaningOptions(
+            text_source=config.text_source,
+            branding_pattern=config.branding_pattern,
+            drop_parameter_urls=config.drop_parameter_urls,
+            keep_query_params=tuple(config.keep_query_params),
+            min_brand_share=config.min_brand_share,
+        )
+        cleaned = clean_pages(raw, site, options)
+    kept, excluded = cleaned.pages, cleaned.excluded
+    metadata = {
+        "pages_kept": kept.height,
+        "rows_excluded": excluded.height,
+        "kept_share": MetadataValue.float(round(kept.height / max(1, raw.height), 4)),
+        "excluded_by_reason": MetadataValue.md(counts_table(excluded, "reason")),
+        "branding_removed": cleaned.branding or "none detected",
+        "titles_debranded": cleaned.titles_debranded,
+        "text_sources": MetadataValue.md(counts_table(kept, "text_source", "pages")),
+        "home_page": MetadataValue.url(cleaned.home_url) if cleaned.home_url else "none",
+        "sections": MetadataValue.md(counts_table(kept, "section", "pages")),
+        "preview": MetadataValue.md(markdown_table(kept.select("url", "title_raw", "text", "text_source"))),
+        "excluded_preview": MetadataValue.md(
+            markdown_table(excluded.group_by("reason").head(2).select("crawled_url", "reason", "detail"), 30)
+        ),
+    }
+    frames = {"staging.pages": kept, "staging.excluded_pages": excluded}
+    yield from persist(context, warehouse, site, frames, metadata, started)

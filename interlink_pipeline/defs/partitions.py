@@ -1,0 +1,17 @@
+"""Sites are dynamic partitions keyed by their normalised host."""
+
+from dagster import AssetExecutionContext, DynamicPartitionsDefinition
+
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.urls import normalize_host
+
+site_partitions = DynamicPartitionsDefinition(name="sites")
+
+
+def site_key(context: AssetExecutionContext) -> str:
+    """The run's site, refusing a partition key that is not a normalised host."""
+    key = context.partition_key
+    site = normalize_host(key)
+    if site != key:
+        raise InputError(f"partition key '{key}' is not a normalised host; use '{site}'.")
+    return site

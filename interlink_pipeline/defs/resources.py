@@ -1,0 +1,51 @@
+"""Resources: the DuckDB warehouse and the crawl drop folder."""
+
+from pathlib import Path
+
+import polars as pl
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from interlink_pipeline.core import inbox, warehouse
+from interlink_pipeline.core.errors import InputError
+
+
+class Warehouse(ConfigurableResource):
+    """The DuckDB file every asset writes (and dbt and analysts read)."""
+
+    path: str = Field(description="DuckDB file; default $INTERLINK_DUCKDB_PATH or data/interlink.duckdb.")
+    lock_timeout_s: float = Field(
+        default=120.0, description="How long a write waits for another process's lock on the file."
+    )
+
+    def replace_site_rows(
+        self, site: str, frames: dict[str, pl.DataFrame]
+    ) -> dict[str, warehouse.ValidationReport]:
+        return warehouse.replace_site_rows(self.path, site, frames, lock_timeout_s=self.lock_timeout_s)
+
+    def read_site(self, table: str, site: str, columns: list[str] | None = None) -> pl.DataFrame:
+        return warehouse.read_site(self.path, table, site, columns, lock_timeout_s=self.lock_timeout_s)
+
+
+class CrawlInbox(ConfigurableResource):
+    """The drop folder: one sub-folder per site (its normalised host) holding the crawl exports."""
+
+    root: str = Field(description="Drop folder; default $INTERLINK_INBOX or data/inbox.")
+
+    def crawl_export(self, site: str, name: str | None) -> Path:
+        """The crawl export named in config, else the newest one in the site's folder."""
+        if name:
+            return inbox.resolve_export(self.root, site, name)
+        crawl, _ = inbox.latest_exports(inbox.site_folder(self.root, site))
+        if crawl is None:
+            raise InputError(
+                f"no crawl export in {inbox.site_folder(self.root, site)}; drop a Screaming Frog "
+                "Internal: HTML export there (CSV or XLSX) or register one with `interlink register`."
+            )
+        return crawl
+
+    def links_export(self, site: str, name: str | None) -> Path | None:
+        """The All Inlinks export named in config, else the newest one in the site's folder (optional)."""
+        if name:
+            return inbox.resolve_export(self.root, site, name)
+        return inbox.latest_exports(inbox.site_folder(self.root, site))[1]

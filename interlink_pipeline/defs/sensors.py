@@ -1,0 +1,81 @@
+"""The crawl inbox sensor: a new or changed export in <inbox>/<site>/ starts that site's pipeline."""
+
+import json
+from pathlib import Path
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from interlink_pipeline.core.inbox import scan_inbox
+from interlink_pipeline.core.tabular_files import file_digest
+from interlink_pipeline.defs.jobs import site_pipeline_job
+from interlink_pipeline.defs.partitions import site_partitions
+from interlink_pipeline.defs.resources import CrawlInbox
+
+
+def _digest(path: Path, known: dict[str, list]) -> tuple[str, list]:
+    """A file's content digest, reusing the cursor's when size and mtime are unchanged."""
+    stat = path.stat()
+    seen = known.get(str(path))
+    if seen and seen[0] == stat.st_mtime_ns and seen[1] == stat.st_size:
+        return seen[2], seen
+    digest = file_digest(path)
+    return digest, [stat.st_mtime_ns, stat.st_size, digest]
+
+
+def run_key(site: str, crawl_digest: str, links_digest: str | None) -> str:
+    return f"{site}:{crawl_digest}:{links_digest or 'no-links'}"
+
+
+@sensor(
+    job=site_pipeline_job,
+    minimum_interval_seconds=30,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Watches the drop folder; one run per site per distinct export content.",
+)
+def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
+    state = json.loads(context.cursor) if context.cursor else {}
+    files: dict[str, list] = state.get("files", {})
+    requested: dict[str, str] = state.get("requested", {})
+    scan = scan_inbox(inbox.root)
+    for problem in scan.problems:
+        context.log.warning(f"inbox: {problem}")
+    known_sites = set(context.instance.get_dynamic_partitions(site_partitions.name))
+    next_files: dict[str, list] = {}
+    run_requests: list[RunRequest] = []
+    new_sites: list[str] = []
+    for drop in scan.drops:
+        crawl_digest, next_files[str(drop.crawl_file)] = _digest(drop.crawl_file, files)
+        links_digest = None
+        if drop.links_file is not None:
+            links_digest, next_files[str(drop.links_file)] = _digest(drop.links_file, files)
+        key = run_key(drop.site, crawl_digest, links_digest)
+        if requested.get(drop.site) == key:
+            continue
+        requested[drop.site] = key
+        if drop.site not in known_sites:
+            new_sites.append(drop.site)
+        ops = {"raw_crawl": {"config": {"crawl_file": drop.crawl_file.name}}}
+        ops["raw_links"] = {"config": {"links_file": drop.links_file.name if drop.links_file else None}}
+        run_requests.append(
+            RunRequest(
+                run_key=key,
+                partition_key=drop.site,
+                run_config={"ops": ops},
+                tags={"interlink/crawl_id": crawl_digest, "interlink/trigger": "inbox"},
+            )
+        )
+    cursor = json.dumps({"files": next_files, "requested": requested}, sort_keys=True)
+    if not run_requests:
+        return SensorResult(skip_reason=SkipReason("no new or changed crawl exports"), cursor=cursor)
+    return SensorResult(
+        run_requests=run_requests,
+        dynamic_partitions_requests=[site_partitions.build_add_request(new_sites)] if new_sites else [],
+        cursor=cursor,
+    )

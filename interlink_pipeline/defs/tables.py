@@ -1,0 +1,96 @@
+"""What every table-writing asset shares: table metadata, schema checks, and the validated write."""
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import polars as pl
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    TableColumn,
+    TableSchema,
+)
+
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.previews import markdown_table
+from interlink_pipeline.core.warehouse import ContractError, ValidationReport, duckdb_type, table_columns
+
+WRITER_POOL = "duckdb_writer"
+
+
+def check_name(table: str) -> str:
+    return table.replace(".", "_") + "_schema"
+
+
+def schema_checks(asset: str, tables: list[str]) -> list[AssetCheckSpec]:
+    """One check per table: its pandera schema, validated before anything is written."""
+    return [
+        AssetCheckSpec(
+            check_name(table),
+            asset=asset,
+            description=f"{table} matches its pandera schema (types, nulls, ranges, keys); checked before "
+            "the "
+            "write, so a failing frame is never stored.",
+        )
+        for table in tables
+    ]
+
+
+def table_metadata(table: str) -> dict[str, Any]:
+    """Static asset metadata: the table's name and column schema, shown in the UI's asset page."""
+    columns = [
+        TableColumn(name, duckdb_type(dtype), description=description)
+        for name, (dtype, description) in table_columns(table).items()
+    ]
+    return {"dagster/table_name": table, "dagster/column_schema": TableSchema(columns=columns)}
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn InputError (bad file, config or key) into a Dagster Failure with just the message."""
+    try:
+        yield
+    except InputError as exc:
+        raise Failure(description=str(exc), allow_retries=False) from None
+
+
+def persist(
+    context: AssetExecutionContext,
+    warehouse: Any,
+    site: str,
+    frames: Mapping[str, pl.DataFrame],
+    metadata: dict[str, Any],
+    started: float,
+) -> Iterator[AssetCheckResult | MaterializeResult]:
+    """Validate and write `frames` for `site`; yield check results and the materialisation."""
+    try:
+        reports = warehouse.replace_site_rows(site, dict(frames))
+    except ContractError as exc:
+        for report in exc.reports.values():
+            yield _check_result(report)
+        raise Failure(description=f"nothing was written for {site}:\n{exc}", allow_retries=False) from None
+    rows = {table: frame.height for table, frame in frames.items()}
+    context.log.info(f"{site}: wrote " + ", ".join(f"{t} ({n:,} rows)" for t, n in rows.items()))
+    yield MaterializeResult(
+        metadata={
+            "dagster/row_count": next(iter(rows.values())),
+            **{f"rows {table}": MetadataValue.int(n) for table, n in rows.items()},
+            **metadata,
+            "duration_s": MetadataValue.float(round(time.monotonic() - started, 3)),
+        },
+        check_results=[_check_result(report) for report in reports.values()],
+    )
+
+
+def _check_result(report: ValidationReport) -> AssetCheckResult:
+    metadata: dict[str, Any] = {"rows_checked": MetadataValue.int(report.rows)}
+    if not report.passed:
+        metadata["failures"] = MetadataValue.md(markdown_table(report.failures, max_rows=20))
+        metadata["summary"] = MetadataValue.text(report.summary())
+    return AssetCheckResult(check_name=check_name(report.table), passed=report.passed, metadata=metadata)

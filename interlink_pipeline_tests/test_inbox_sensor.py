@@ -1,0 +1,118 @@
+"""The drop-folder sensor, evaluated against a real Dagster instance."""
+
+import os
+import shutil
+import time
+
+import dagster as dg
+
+from interlink_pipeline.core.inbox import register_crawl, scan_inbox
+from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.core.tabular_files import file_digest
+from interlink_pipeline.definitions import build_defs
+from interlink_pipeline.defs.sensors import crawl_inbox_sensor
+from interlink_pipeline_tests.conftest import LIGHT, SAMPLE_DIR
+
+
+def _settle(folder):
+    """Age every file past the sensor's settle time (as if copied in a while ago)."""
+    past = time.time() - 60
+    for path in folder.rglob("*"):
+        os.utime(path, (past, past))
+
+
+def _tick(defs, instance, cursor=None):
+    # the code location's own resources (build_sensor_context does not take them from `definitions`)
+    context = dg.build_sensor_context(
+        instance=instance, cursor=cursor, definitions=defs, resources=defs.resources
+    )
+    return crawl_inbox_sensor(context), context
+
+
+def test_one_run_per_file_content(warehouse_path, sample_inbox, instance):
+    defs = build_defs(str(warehouse_path), str(sample_inbox))
+    _settle(sample_inbox)
+    result, _ = _tick(defs, instance)
+    (request,) = result.run_requests
+    crawl = sample_inbox / SAMPLE_HOST / "internal_all.csv"
+    links = sample_inbox / SAMPLE_HOST / "all_inlinks.csv"
+    assert request.partition_key == SAMPLE_HOST
+    assert request.run_key == f"{SAMPLE_HOST}:{file_digest(crawl)}:{file_digest(links)}"
+    assert request.run_config["ops"]["raw_crawl"]["config"]["crawl_file"] == "internal_all.csv"
+    assert request.run_config["ops"]["raw_links"]["config"]["links_file"] == "all_inlinks.csv"
+    assert request.tags["interlink/crawl_id"] == file_digest(crawl)
+    (partitions,) = result.dynamic_partitions_requests
+    assert list(partitions.partition_keys) == [SAMPLE_HOST]
+
+    # the same files on the next tick: nothing to do
+    again, _ = _tick(defs, instance, result.cursor)
+    assert not again.run_requests
+    assert again.skip_reason.skip_message == "no new or changed crawl exports"
+
+    # the same content dropped again (new mtime, same bytes): still nothing
+    shutil.copyfile(SAMPLE_DIR / "internal_all.csv", crawl)
+    _settle(sample_inbox)
+    same, _ = _tick(defs, instance, again.cursor)
+    assert not same.run_requests
+
+    # changed content: one new run, and the site is not re-added
+    instance.add_dynamic_partitions("sites", [SAMPLE_HOST])
+    crawl.write_bytes(crawl.read_bytes().replace(b"Hiking Boots", b"Walking Boots", 1))
+    _settle(sample_inbox)
+    changed, _ = _tick(defs, instance, same.cursor)
+    (request,) = changed.run_requests
+    assert request.run_key.split(":")[1] == file_digest(crawl)
+    assert not changed.dynamic_partitions_requests
+
+
+def test_two_sites_dropped_at_once(warehouse_path, sample_inbox, instance, crawls):
+    register_crawl(sample_inbox, LIGHT, crawls / "lightchiropractic/internal_all.csv")
+    _settle(sample_inbox)
+    result, _ = _tick(build_defs(str(warehouse_path), str(sample_inbox)), instance)
+    assert sorted(r.partition_key for r in result.run_requests) == [SAMPLE_HOST, LIGHT]
+    light = next(r for r in result.run_requests if r.partition_key == LIGHT)
+    assert light.run_key.endswith(":no-links")
+    assert light.run_config["ops"]["raw_links"]["config"]["links_file"] is None
+
+
+def test_bad_folders_are_reported_and_skipped(warehouse_path, sample_inbox, instance):
+    (sample_inbox / "not a host").mkdir()
+    (sample_inbox / "not a host" / "internal_html.csv").write_text("Address\nhttps://x.example/\n")
+    (sample_inbox / "WWW.Example.com").mkdir()
+    (sample_inbox / "stray.csv").write_text("Address\n")
+    scan = scan_inbox(sample_inbox, now=time.time() + 60)
+    assert [d.site for d in scan.drops] == [SAMPLE_HOST]
+    assert any("not a host/" in p and "is not a host name" in p for p in scan.problems)
+    assert any("rename the folder to its normalised host 'www.example.com'" in p for p in scan.problems)
+    assert any(p.startswith("stray.csv: files belong in a site folder") for p in scan.problems)
+    _settle(sample_inbox)
+    result, _ = _tick(build_defs(str(warehouse_path), str(sample_inbox)), instance)
+    assert [r.partition_key for r in result.run_requests] == [SAMPLE_HOST]
+
+
+def test_a_file_still_being_copied_waits(warehouse_path, sample_inbox, instance):
+    result, _ = _tick(
+        build_defs(str(warehouse_path), str(sample_inbox)), instance
+    )  # just written: not settled
+    assert not result.run_requests
+    _settle(sample_inbox)
+    result, _ = _tick(build_defs(str(warehouse_path), str(sample_inbox)), instance, result.cursor)
+    assert len(result.run_requests) == 1
+
+
+def test_newest_export_wins_and_inlinks_are_told_apart(inbox_root):
+    folder = inbox_root / SAMPLE_HOST
+    folder.mkdir()
+    for name, age in [
+        ("internal_html_old.csv", 300),
+        ("internal_html_new.csv", 100),
+        ("all_inlinks.csv", 200),
+        (".hidden.csv", 10),
+        ("~$internal.xlsx", 10),
+        ("notes.md", 10),
+    ]:
+        (folder / name).write_text("Address\n")
+        os.utime(folder / name, (time.time() - age, time.time() - age))
+    (drop,) = scan_inbox(inbox_root).drops
+    assert drop.crawl_file.name == "internal_html_new.csv"
+    assert drop.links_file.name == "all_inlinks.csv"
