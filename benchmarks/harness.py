@@ -1,0 +1,87 @@
+"""Shared benchmark plumbing: each measurement runs in a fresh process (clean peak RSS), repeated; the
+table reports medians."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "benchmarks" / ".data"
+RESULTS = ROOT / "benchmarks" / "results"
+
+# Appended to every measured snippet: reports wall time of the measured part and the process's peak RSS.
+_REPORT = """
+import json as _json, resource as _resource
+_peak = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss / 1024
+print("@@RESULT@@" + _json.dumps({**RESULT, "peak_rss_mb": _peak}))
+"""
+
+
+@dataclass
+class Measurement:
+    label: str
+    size: int
+    runs: list[dict]
+
+    def median(self, key: str) -> float:
+        return statistics.median(run[key] for run in self.runs)
+
+    def spread(self, key: str) -> str:
+        values = [run[key] for run in self.runs]
+        return f"{min(values):.1f}–{max(values):.1f}" if len(values) > 1 else "-"
+
+
+def measure(label: str, size: int, snippet: str, repeats: int, timeout: int = 3600) -> Measurement:
+    """Run `snippet` (which must set RESULT = {"seconds": …, …}) `repeats` times in fresh processes."""
+    runs = []
+    for _ in range(repeats):
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-c", snippet + _REPORT],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{label} failed:\n{done.stderr[-3000:]}")
+        line = next(ln for ln in done.stdout.splitlines() if ln.startswith("@@RESULT@@"))
+        result = json.loads(line.removeprefix("@@RESULT@@"))
+        result.setdefault("seconds", time.monotonic() - started)
+        runs.append(result)
+        print(f"  {label} @ {size:,}: {result['seconds']:.1f}s, {result['peak_rss_mb']:,.0f} MB", flush=True)
+    return Measurement(label, size, runs)
+
+
+def print_table(title: str, rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = ["| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
+    text = "\n".join([f"\n{title}", line, sep, *body])
+    print(text)
+    return text
+
+
+def save(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2))
+    return path
+
+
+def generated_site(pages: int, with_links: bool = False) -> Path:
+    """A generated site under benchmarks/.data (made once, reused)."""
+    folder = DATA / f"site-{pages}{'-links' if with_links else ''}"
+    if not (folder / "internal_all.csv").exists():
+        from interlink_pipeline.core.sample_site import generate_site, write_site
+
+        print(f"generating a {pages:,}-page site in {folder} …", flush=True)
+        write_site(generate_site(pages, with_links=with_links), folder)
+    return folder

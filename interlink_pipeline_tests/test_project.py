@@ -1,0 +1,67 @@
+"""Project-level promises: a pure core, a reproducible sample, a README that lists every table."""
+
+import ast
+from pathlib import Path
+
+import polars as pl
+
+from interlink_pipeline.core.sample_site import TOPICS, generate_site, write_site
+from interlink_pipeline.core.schemas import TABLES
+from interlink_pipeline.core.table_docs import END, START, tables_markdown
+from interlink_pipeline.core.warehouse import table_columns
+from interlink_pipeline_tests.conftest import PROJECT_ROOT, SAMPLE_DIR
+
+CORE = PROJECT_ROOT / "interlink_pipeline" / "core"
+
+
+def test_core_never_imports_dagster():
+    offenders = []
+    for path in CORE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0].startswith("dagster")]
+    assert not offenders
+
+
+def test_bundled_sample_is_the_generator_output(tmp_path):
+    paths = write_site(generate_site(), tmp_path)
+    assert set(paths) == {"crawl", "links", "truth"}
+    for path in paths.values():
+        assert path.read_bytes() == (SAMPLE_DIR / path.name).read_bytes(), f"data/sample/{path.name} is stale"
+
+
+def test_generator_is_deterministic_and_covers_every_topic():
+    first, second = generate_site(800, seed=3), generate_site(800, seed=3)
+    assert first.crawl.equals(second.crawl) and first.links.equals(second.links)
+    assert not first.crawl.equals(generate_site(800, seed=4).crawl)
+    truth = first.truth
+    assert set(truth.filter(pl.col("topic") != "")["topic"]) == {t[0] for t in TOPICS}
+    assert set(truth["page_type"]) >= {
+        "home",
+        "category",
+        "subcategory",
+        "product",
+        "blog",
+        "guide",
+        "utility",
+    }
+    assert truth["url"].is_unique().all()
+
+
+def test_readme_table_reference_is_current():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert f"{START}\n\n{tables_markdown()}\n\n{END}" in readme, "README tables are stale: run `make docs`"
+    for table in TABLES:
+        assert f"#### `{table}`" in readme
+        for column in table_columns(table):
+            assert f"| `{column}` |" in readme
+
+
+def test_readme_names_the_two_commands():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert "make run" in readme and "make test" in readme
+    assert "make test" in Path(PROJECT_ROOT / ".ci" / "run").read_text()
