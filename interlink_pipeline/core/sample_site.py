@@ -426,54 +426,6 @@ UTILITY_PAGES = (
 )
 LISTING_PAGE_SIZE = 24
 GUIDES_HUB_SIZE = 30
-CRAWL_COLUMNS = (
-    "Address",
-    "Content Type",
-    "Status Code",
-    "Status",
-    "Indexability",
-    "Indexability Status",
-    "Title 1",
-    "Title 1 Length",
-    "Meta Description 1",
-    "Meta Description 1 Length",
-    "H1-1",
-    "H1-1 Length",
-    "H2-1",
-    "Meta Robots 1",
-    "X-Robots-Tag 1",
-    "Canonical Link Element 1",
-    'rel="next" 1',
-    'rel="prev" 1',
-    "Size (bytes)",
-    "Word Count",
-    "Crawl Depth",
-    "Inlinks",
-    "Unique Inlinks",
-    "Hash",
-    "Response Time",
-    "Redirect URL",
-    "Redirect Type",
-    "URL Encoded Address",
-    "Crawl Timestamp",
-)
-LINK_COLUMNS = (
-    "Type",
-    "Source",
-    "Destination",
-    "Size (Bytes)",
-    "Alt Text",
-    "Anchor",
-    "Status Code",
-    "Status",
-    "Follow",
-    "Target",
-    "Rel",
-    "Path Type",
-    "Link Path",
-    "Link Position",
-    "Link Origin",
-)
 
 
 @dataclass(frozen=True)

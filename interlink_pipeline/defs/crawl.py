@@ -4,7 +4,7 @@ import time
 from typing import Literal
 
 import polars as pl
-from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
 from interlink_pipeline.core.crawl_exports import read_crawl_export, read_links_export
@@ -12,9 +12,9 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.pages import CleaningOptions, clean_pages
 from interlink_pipeline.core.previews import counts_table, markdown_table
 from interlink_pipeline.core.warehouse import empty_frame
-from interlink_pipeline.defs.partitions import site_key, site_partitions
+from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
-from interlink_pipeline.defs.tables import WRITER_POOL, persist, schema_checks, table_metadata, user_errors
+from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 GROUP = "ingest"
 
@@ -72,14 +72,7 @@ class PagesConfig(Config):
     )
 
 
-@asset(
-    partitions_def=site_partitions,
-    group_name=GROUP,
-    kinds={"duckdb", "polars"},
-    pool=WRITER_POOL,
-    check_specs=schema_checks("raw_crawl", ["raw.crawl_pages"]),
-    metadata=table_metadata("raw.crawl_pages"),
-)
+@site_asset("raw.crawl_pages", group=GROUP)
 def raw_crawl(
     context: AssetExecutionContext, config: RawCrawlConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
@@ -114,14 +107,7 @@ def raw_crawl(
     yield from persist(context, warehouse, site, {"raw.crawl_pages": frame}, metadata, started)
 
 
-@asset(
-    partitions_def=site_partitions,
-    group_name=GROUP,
-    kinds={"duckdb", "polars"},
-    pool=WRITER_POOL,
-    check_specs=schema_checks("raw_links", ["raw.crawl_links"]),
-    metadata=table_metadata("raw.crawl_links"),
-)
+@site_asset("raw.crawl_links", group=GROUP)
 def raw_links(
     context: AssetExecutionContext, config: RawLinksConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
@@ -155,15 +141,7 @@ def raw_links(
     yield from persist(context, warehouse, site, {"raw.crawl_links": frame}, metadata, started)
 
 
-@asset(
-    partitions_def=site_partitions,
-    group_name=GROUP,
-    kinds={"duckdb", "polars"},
-    pool=WRITER_POOL,
-    deps=[raw_crawl],
-    check_specs=schema_checks("pages", ["staging.pages", "staging.excluded_pages"]),
-    metadata=table_metadata("staging.pages"),
-)
+@site_asset("staging.pages", "staging.excluded_pages", group=GROUP, deps=[raw_crawl])
 def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Warehouse):
     """Pages worth linking: indexable HTML 200, de-duplicated, titles de-branded; every drop has a reason."""
     started = time.monotonic()

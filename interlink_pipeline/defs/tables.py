@@ -1,7 +1,7 @@
 """What every table-writing asset shares: table metadata, schema checks, and the validated write."""
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -10,16 +10,19 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
     AssetExecutionContext,
+    AssetsDefinition,
     Failure,
     MaterializeResult,
     MetadataValue,
     TableColumn,
     TableSchema,
+    asset,
 )
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.core.warehouse import ContractError, ValidationReport, duckdb_type, table_columns
+from interlink_pipeline.defs.partitions import site_partitions
 
 WRITER_POOL = "duckdb_writer"
 
@@ -49,6 +52,30 @@ def table_metadata(table: str) -> dict[str, Any]:
         for name, (dtype, description) in table_columns(table).items()
     ]
     return {"dagster/table_name": table, "dagster/column_schema": TableSchema(columns=columns)}
+
+
+def site_asset(
+    *tables: str,
+    group: str,
+    deps: Sequence[Any] = (),
+    kinds: Collection[str] = frozenset({"duckdb", "polars"}),
+) -> Callable[[Callable[..., Any]], AssetsDefinition]:
+    """A per-site asset that writes `tables`: partitioned by site, in the writer pool, one schema check
+    per table, and the first table's name and columns shown in the UI."""
+
+    def decorate(fn: Callable[..., Any]) -> AssetsDefinition:
+        return asset(
+            name=fn.__name__,
+            partitions_def=site_partitions,
+            group_name=group,
+            kinds=set(kinds),
+            pool=WRITER_POOL,
+            deps=list(deps),
+            check_specs=schema_checks(fn.__name__, list(tables)),
+            metadata=table_metadata(tables[0]),
+        )(fn)
+
+    return decorate
 
 
 @contextmanager
