@@ -156,21 +156,22 @@ def _sites(args: argparse.Namespace) -> int:
     import duckdb
 
     from interlink_pipeline.core.schemas import TABLES
-    from interlink_pipeline.core.warehouse import connect, default_duckdb_path
+    from interlink_pipeline.core.warehouse import connect, default_duckdb_path, table_columns
     from interlink_pipeline.defs.partitions import site_partitions
 
+    per_site = [table for table in TABLES if "site" in table_columns(table)]
     sites = _instance().get_dynamic_partitions(site_partitions.name)
     counts: dict[tuple[str, str], int] = {}
     if Path(default_duckdb_path()).exists():
         with connect(default_duckdb_path(), read_only=True) as con:
-            for table in TABLES:
+            for table in per_site:
                 try:
                     rows = con.execute(f"SELECT site, count(*) FROM {table} GROUP BY site").fetchall()
                 except duckdb.CatalogException:
                     continue
                 counts.update({(site, table): n for site, n in rows})
     for site in sites:
-        tables = ", ".join(f"{t}={counts[(site, t)]:,}" for t in TABLES if (site, t) in counts)
+        tables = ", ".join(f"{t}={counts[(site, t)]:,}" for t in per_site if (site, t) in counts)
         print(f"{site}: {tables or 'not materialised yet'}")
     if not sites:
         print("no sites registered; try: interlink register <crawl.csv>")

@@ -7,20 +7,24 @@ from dagster import Definitions
 from interlink_pipeline.core.inbox import default_inbox
 from interlink_pipeline.core.warehouse import default_duckdb_path
 from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links
+from interlink_pipeline.defs.embeddings import Embedder, default_embedder, page_embeddings
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 
 
-def build_defs(duckdb_path: str | None = None, inbox_root: str | None = None) -> Definitions:
-    """Definitions over a given warehouse file and drop folder (defaults: env vars, then data/)."""
+def build_defs(
+    duckdb_path: str | None = None, inbox_root: str | None = None, embedder: Embedder | None = None
+) -> Definitions:
+    """Definitions over a given warehouse file, drop folder and model (defaults: env vars, then data/)."""
     return Definitions(
-        assets=[raw_crawl, raw_links, pages],
+        assets=[raw_crawl, raw_links, pages, page_embeddings],
         jobs=[site_pipeline_job],
         sensors=[crawl_inbox_sensor],
         resources={
             "warehouse": Warehouse(path=duckdb_path or default_duckdb_path()),
             "inbox": CrawlInbox(root=inbox_root or default_inbox()),
+            "embedder": embedder or default_embedder(),
         },
     )
 

@@ -21,6 +21,27 @@ LIGHT = "www.lightchiropractic.sg"
 NUTRI = "nutrisport.es"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory) -> Path:
+    """Exported ONNX graphs go to a per-session folder, not the user's cache."""
+    folder = tmp_path_factory.mktemp("model-cache")
+    previous = os.environ.get("INTERLINK_MODEL_CACHE")
+    os.environ["INTERLINK_MODEL_CACHE"] = str(folder)
+    yield folder
+    if previous is None:
+        del os.environ["INTERLINK_MODEL_CACHE"]
+    else:
+        os.environ["INTERLINK_MODEL_CACHE"] = previous
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    """The default encoder (bundled model, ONNX on CPU), loaded once for the session."""
+    from interlink_pipeline.core.encoders import EncoderSettings, load_encoder
+
+    return load_encoder(EncoderSettings())
+
+
 @pytest.fixture(scope="session")
 def crawls() -> Path:
     """../shared/data/crawls: read in place, never copied into the repo."""

@@ -9,8 +9,11 @@ from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links
 from interlink_pipeline_tests.conftest import LIGHT, write_export
 
+INGEST = [dg.AssetKey(name) for name in ("raw_crawl", "raw_links", "pages")]
+
 
 def _run(defs, instance, site, run_config=None, selection=None):
+    """Run the site pipeline's ingest assets (or `selection`) for one site."""
     if not instance.has_dynamic_partition("sites", site):
         instance.add_dynamic_partitions("sites", [site])
     job = defs.resolve_job_def("site_pipeline")
@@ -19,7 +22,7 @@ def _run(defs, instance, site, run_config=None, selection=None):
         instance=instance,
         run_config=run_config,
         raise_on_error=False,
-        asset_selection=selection,
+        asset_selection=selection or INGEST,
     )
 
 

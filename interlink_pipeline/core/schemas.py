@@ -136,10 +136,65 @@ class ExcludedPage(pa.DataFrameModel):
         unique = ["site", "row_number"]
 
 
+def _unit_vectors(data, tolerance: float = 1e-3) -> pl.LazyFrame:
+    norm = pl.col("vector").list.eval(pl.element().cast(pl.Float64).pow(2)).list.sum().sqrt()
+    return data.lazyframe.select((norm - 1).abs() <= tolerance)
+
+
+def _vector_length_is_dim(data) -> pl.LazyFrame:
+    return data.lazyframe.select(pl.col("vector").list.len() == pl.col("dim"))
+
+
+class EmbeddingCacheRow(pa.DataFrameModel):
+    """ml.embedding_cache: every text ever embedded, per model; shared by all sites and runs."""
+
+    model: str = pa.Field(description="Model id: name@content fingerprint[/fp16] (what produced the vector).")
+    text_hash: str = pa.Field(str_length={"min_value": 32, "max_value": 32}, description="MD5 of the text.")
+    dim: pl.Int32 = pa.Field(gt=0, description="Vector length.")
+    vector: pl.List(pl.Float32) = pa.Field(description="Unit-norm embedding.")
+    created_at: pl.Datetime = pa.Field(description="When it was embedded (UTC).")
+
+    class Config:
+        strict = True
+        unique = ["model", "text_hash"]
+
+    @pa.dataframe_check(description="vectors have unit norm")
+    def unit_norm(cls, data) -> pl.LazyFrame:
+        return _unit_vectors(data)
+
+    @pa.dataframe_check(description="vector length equals dim")
+    def length_is_dim(cls, data) -> pl.LazyFrame:
+        return _vector_length_is_dim(data)
+
+
+class PageEmbedding(pa.DataFrameModel):
+    """ml.page_embeddings: one unit-norm vector per page, of its `text`, by the configured model."""
+
+    site: str = pa.Field(description=SITE)
+    page_id: str = pa.Field(str_length={"min_value": 16, "max_value": 16}, description=PAGE_ID)
+    model: str = pa.Field(description="Model id (name@fingerprint[/fp16]).")
+    dim: pl.Int32 = pa.Field(gt=0, description="Vector length.")
+    vector: pl.List(pl.Float32) = pa.Field(description="Unit-norm embedding (FLOAT[]); cosine = dot product.")
+
+    class Config:
+        strict = True
+        unique = ["site", "page_id"]
+
+    @pa.dataframe_check(description="vectors have unit norm")
+    def unit_norm(cls, data) -> pl.LazyFrame:
+        return _unit_vectors(data)
+
+    @pa.dataframe_check(description="vector length equals dim")
+    def length_is_dim(cls, data) -> pl.LazyFrame:
+        return _vector_length_is_dim(data)
+
+
 # Warehouse table name -> model. Order is creation order and README order.
 TABLES: dict[str, type[pa.DataFrameModel]] = {
     "raw.crawl_pages": RawCrawlPage,
     "raw.crawl_links": RawCrawlLink,
     "staging.pages": Page,
     "staging.excluded_pages": ExcludedPage,
+    "ml.embedding_cache": EmbeddingCacheRow,
+    "ml.page_embeddings": PageEmbedding,
 }

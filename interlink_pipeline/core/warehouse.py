@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from interlink_pipeline.core.schemas import TABLES
 DUCKDB_PATH_ENV = "INTERLINK_DUCKDB_PATH"
 DEFAULT_DUCKDB_PATH = "data/interlink.duckdb"
 LOCK_RETRY_S = 0.2
+NO_FAILURES = pl.DataFrame(schema={"column": pl.String, "check": pl.String, "failure_case": pl.String})
 
 
 def default_duckdb_path() -> str:
@@ -55,7 +56,7 @@ class ValidationReport:
             return f"{self.table}: {self.rows} rows match the schema."
         grouped = (
             self.failures.group_by("column", "check")
-            .agg(pl.len().alias("n"), pl.col("failure_case").head(examples).alias("examples"))
+            .agg(pl.len().alias("n"), _shortened(pl.col("failure_case")).head(examples).alias("examples"))
             .sort("n", descending=True)
         )
         lines = [
@@ -63,6 +64,10 @@ class ValidationReport:
             for row in grouped.iter_rows(named=True)
         ]
         return f"{self.table} breaks its schema ({self.rows} rows):\n" + "\n".join(lines)
+
+
+def _shortened(cases: pl.Expr, limit: int = 100) -> pl.Expr:
+    return pl.when(cases.str.len_chars() > limit).then(cases.str.slice(0, limit) + "…").otherwise(cases)
 
 
 def validate(table: str, frame: pl.DataFrame) -> ValidationReport:
@@ -76,8 +81,7 @@ def validate(table: str, frame: pl.DataFrame) -> ValidationReport:
             pl.col("failure_case").cast(pl.String),
         )
         return ValidationReport(table, frame.height, failures)
-    empty = pl.DataFrame(schema={"column": pl.String, "check": pl.String, "failure_case": pl.String})
-    return ValidationReport(table, frame.height, empty)
+    return ValidationReport(table, frame.height, NO_FAILURES)
 
 
 def duckdb_type(dtype: pl.DataType) -> str:
@@ -191,25 +195,131 @@ def replace_site_rows(
             raise ValueError(f"{table}: frame holds rows of sites other than '{site}'")
     if not all(report.passed for report in reports.values()):
         raise ContractError(reports)
-    with connect(path, lock_timeout_s=lock_timeout_s) as con:
+    with connect(path, lock_timeout_s=lock_timeout_s) as con, _transaction(con):
         ensure_tables(con, list(frames))
-        con.execute("BEGIN TRANSACTION")
-        try:
-            for table, frame in frames.items():
-                con.execute(f"DELETE FROM {_quoted(table)} WHERE site = ?", [site])
-                if frame.height:
-                    # Arrow string views: DuckDB reads polars' buffers without a copy of every string.
-                    rows = frame.select(list(table_columns(table))).to_arrow(
-                        compat_level=pl.CompatLevel.newest()
-                    )
-                    con.register("incoming_rows", rows)
-                    con.execute(f"INSERT INTO {_quoted(table)} BY NAME SELECT * FROM incoming_rows")
-                    con.unregister("incoming_rows")
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+        for table, frame in frames.items():
+            con.execute(f"DELETE FROM {_quoted(table)} WHERE site = ?", [site])
+            _insert(con, table, frame)
     return reports
+
+
+def replace_site_rows_from_query(
+    path: str | Path,
+    site: str,
+    table: str,
+    select_sql: str,
+    params: Sequence[object] = (),
+    *,
+    expected_rows: int | None = None,
+    chunk_rows: int = 50_000,
+    lock_timeout_s: float = 120.0,
+) -> ValidationReport:
+    """Replace `site`'s rows of `table` with the rows of `select_sql`, computed inside DuckDB.
+
+    For tables too large to pass through Python whole (vectors): the new rows are validated in chunks
+    (and their keys checked for uniqueness in SQL) inside the transaction, which is rolled back, leaving
+    the previous rows, if any check fails or the row count is not `expected_rows`.
+    """
+    with connect(path, lock_timeout_s=lock_timeout_s) as con:
+        ensure_tables(con, [table])
+        with _transaction(con):
+            con.execute(f"DELETE FROM {_quoted(table)} WHERE site = ?", [site])
+            con.execute(f"INSERT INTO {_quoted(table)} BY NAME {select_sql}", list(params))
+            report = _validate_stored(con, table, site, chunk_rows, expected_rows)
+            if not report.passed:
+                raise ContractError({table: report})
+    return report
+
+
+def append_new_rows(
+    path: str | Path, table: str, frame: pl.DataFrame, key: Sequence[str], *, lock_timeout_s: float = 120.0
+) -> int:
+    """Insert the rows of `frame` whose `key` is not in `table` yet (for tables shared by all sites)."""
+    report = validate(table, frame)
+    if not report.passed:
+        raise ContractError({table: report})
+    match = " AND ".join(f'existing."{k}" = incoming_rows."{k}"' for k in key)
+    with connect(path, lock_timeout_s=lock_timeout_s) as con, _transaction(con):
+        ensure_tables(con, [table])
+        before = con.execute(f"SELECT count(*) FROM {_quoted(table)}").fetchone()[0]
+        con.register("incoming_rows", _arrow(table, frame))
+        con.execute(
+            f"INSERT INTO {_quoted(table)} BY NAME SELECT * FROM incoming_rows "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {_quoted(table)} existing WHERE {match})"
+        )
+        con.unregister("incoming_rows")
+        return con.execute(f"SELECT count(*) FROM {_quoted(table)}").fetchone()[0] - before
+
+
+def query(
+    path: str | Path,
+    sql: str,
+    params: Sequence[object] = (),
+    frames: Mapping[str, pl.DataFrame] | None = None,
+    *,
+    lock_timeout_s: float = 120.0,
+) -> pl.DataFrame:
+    """A read query over the warehouse, with `frames` registered as tables under their keys."""
+    with connect(path, lock_timeout_s=lock_timeout_s) as con:
+        ensure_tables(con)
+        for name, frame in (frames or {}).items():
+            con.register(name, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
+        return con.execute(sql, list(params)).pl()
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _arrow(table: str, frame: pl.DataFrame):
+    # Arrow string views: DuckDB reads polars' buffers without a copy of every string.
+    return frame.select(list(table_columns(table))).to_arrow(compat_level=pl.CompatLevel.newest())
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    if frame.height:
+        con.register("incoming_rows", _arrow(table, frame))
+        con.execute(f"INSERT INTO {_quoted(table)} BY NAME SELECT * FROM incoming_rows")
+        con.unregister("incoming_rows")
+
+
+def _validate_stored(
+    con: duckdb.DuckDBPyConnection, table: str, site: str, chunk_rows: int, expected_rows: int | None
+) -> ValidationReport:
+    """Validate a site's stored rows chunk by chunk; key uniqueness across chunks is checked in SQL."""
+    columns = list(table_columns(table))
+    select = ", ".join(f'"{c}"' for c in columns)
+    reader = con.execute(f"SELECT {select} FROM {_quoted(table)} WHERE site = ?", [site]).to_arrow_reader(
+        chunk_rows
+    )
+    rows = 0
+    failures: list[pl.DataFrame] = []
+    for batch in reader:
+        chunk = pl.from_arrow(batch).cast({c: t for c, t in empty_frame(table).schema.items()})
+        rows += chunk.height
+        report = validate(table, chunk)
+        if not report.passed:
+            failures.append(report.failures)
+    unique = _model(table).to_schema().unique or []
+    if unique:
+        keys = ", ".join(f'"{c}"' for c in unique)
+        duplicated = con.execute(
+            f"SELECT count(*) FROM (SELECT {keys} FROM {_quoted(table)} WHERE site = ? GROUP BY {keys} "
+            "HAVING count(*) > 1)",
+            [site],
+        ).fetchone()[0]
+        if duplicated:
+            failures.append(_failure(", ".join(unique), "unique", f"{duplicated} duplicated keys"))
+    if expected_rows is not None and rows != expected_rows:
+        failures.append(_failure("*", "row_count", f"{rows} rows, expected {expected_rows}"))
+    return ValidationReport(table, rows, pl.concat(failures) if failures else NO_FAILURES)
 
 
 def read_site(
@@ -230,6 +340,10 @@ def read_site(
         select = ", ".join(f'"{c}"' for c in wanted)
         result = con.execute(f"SELECT {select} FROM {_quoted(table)} WHERE site = ?", [site]).pl()
     return result.cast({c: dtype for c, dtype in empty_frame(table).select(wanted).schema.items()})
+
+
+def _failure(column: str, check: str, case: str) -> pl.DataFrame:
+    return pl.DataFrame({"column": [column], "check": [check], "failure_case": [case]})
 
 
 def _model(table: str) -> type[pa.DataFrameModel]:

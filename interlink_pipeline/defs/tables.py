@@ -99,12 +99,28 @@ def persist(
     try:
         reports = warehouse.replace_site_rows(site, dict(frames))
     except ContractError as exc:
-        for report in exc.reports.values():
-            yield _check_result(report)
-        raise Failure(description=f"nothing was written for {site}:\n{exc}", allow_retries=False) from None
-    rows = {table: frame.height for table, frame in frames.items()}
+        yield from failed_checks(site, exc)
+    yield materialized(context, site, reports, metadata, started)
+
+
+def failed_checks(site: str, exc: ContractError) -> Iterator[AssetCheckResult]:
+    """Record every table's check (the failing ones with their failure cases), then fail the step."""
+    for report in exc.reports.values():
+        yield _check_result(report)
+    raise Failure(description=f"nothing was written for {site}:\n{exc}", allow_retries=False) from None
+
+
+def materialized(
+    context: AssetExecutionContext,
+    site: str,
+    reports: Mapping[str, ValidationReport],
+    metadata: dict[str, Any],
+    started: float,
+) -> MaterializeResult:
+    """The materialisation of a successful write: row counts, the asset's metadata, checks passed."""
+    rows = {table: report.rows for table, report in reports.items()}
     context.log.info(f"{site}: wrote " + ", ".join(f"{t} ({n:,} rows)" for t, n in rows.items()))
-    yield MaterializeResult(
+    return MaterializeResult(
         metadata={
             "dagster/row_count": next(iter(rows.values())),
             **{f"rows {table}": MetadataValue.int(n) for table, n in rows.items()},

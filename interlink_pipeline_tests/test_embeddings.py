@@ -1,0 +1,244 @@
+"""Embeddings: the bundled offline model, backends, the cache, and the page_embeddings asset."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import dagster as dg
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+from interlink_pipeline.core.crawl_exports import read_crawl_export
+from interlink_pipeline.core.encoders import (
+    DEFAULT_MODEL,
+    EncoderSettings,
+    load_encoder,
+    model_fingerprint,
+    resolve_model_dir,
+)
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.core.page_embeddings import embed_site
+from interlink_pipeline.core.pages import clean_pages
+from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.core.urls import stable_ids
+from interlink_pipeline.core.warehouse import ContractError, replace_site_rows
+from interlink_pipeline.definitions import build_defs
+from interlink_pipeline_tests.conftest import LIGHT, NUTRI, SAMPLE_DIR
+
+TEXTS = [
+    "Waterproof hiking boots for winter",
+    "How to choose a backpacking tent",
+    "Kontakt",
+    "Proteínas veganas",
+]
+
+
+def _pages_in_warehouse(path, export, site):
+    raw = read_crawl_export(export, site).frame
+    cleaned = clean_pages(raw, site)
+    replace_site_rows(
+        path, site, {"staging.pages": cleaned.pages, "staging.excluded_pages": cleaned.excluded}
+    )
+    return cleaned.pages
+
+
+def _stored(path, site):
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute(
+            "SELECT page_id, model, dim, vector FROM ml.page_embeddings WHERE site = ? ORDER BY page_id",
+            [site],
+        ).pl()
+
+
+def test_default_model_is_bundled_and_offline(encoder):
+    folder, label = resolve_model_dir(DEFAULT_MODEL)
+    assert "site-packages" in str(folder) and label == DEFAULT_MODEL
+    assert encoder.model_id == f"{DEFAULT_MODEL}@{model_fingerprint(folder)}"
+    assert (encoder.dim, encoder.device, encoder.backend) == (384, "cpu", "onnx")
+
+
+def test_vectors_are_unit_norm_stable_and_backend_independent(encoder):
+    first = encoder.encode(TEXTS)
+    assert first.dtype == np.float32 and first.shape == (4, 384)
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(first, encoder.encode(TEXTS))  # deterministic
+    assert np.allclose(encoder.encode(list(reversed(TEXTS)))[::-1], first, atol=1e-6)  # order-independent
+    torch_encoder = load_encoder(EncoderSettings(backend="torch"))
+    assert torch_encoder.model_id == encoder.model_id  # same model, same cache key
+    assert (torch_encoder.encode(TEXTS) * first).sum(axis=1).min() > 0.9999
+    assert encoder.encode([]).shape == (0, 384)
+
+
+def test_same_files_in_another_folder_share_the_model_id(encoder, tmp_path):
+    folder, _ = resolve_model_dir(DEFAULT_MODEL)
+    copy = tmp_path / "my-minilm"
+    shutil.copytree(folder, copy)
+    local = load_encoder(EncoderSettings(model=str(copy), backend="torch"))
+    assert local.model_id == encoder.model_id.replace(DEFAULT_MODEL, "my-minilm")
+    assert np.allclose(local.encode(TEXTS), encoder.encode(TEXTS), atol=1e-4)
+
+
+def test_a_model_name_is_found_in_the_local_hugging_face_cache(tmp_path):
+    folder, _ = resolve_model_dir(DEFAULT_MODEL)
+    hub = tmp_path / "hub"
+    snapshot = hub / "models--sentence-transformers--paraphrase-tiny" / "snapshots" / "0123abcd"
+    shutil.copytree(folder, snapshot)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("0123abcd")
+    script = (
+        "from interlink_pipeline.core.encoders import EncoderSettings, load_encoder\n"
+        "e = load_encoder(EncoderSettings(model='paraphrase-tiny', backend='torch'))\n"
+        "print(e.model_id, e.encode(['a tent']).shape)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "HF_HUB_CACHE": str(hub)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0].startswith("paraphrase-tiny@") and "(1, 384)" in done.stdout
+
+
+def test_a_missing_model_fails_at_once_with_instructions():
+    started = time.monotonic()
+    with pytest.raises(InputError) as error:
+        load_encoder(EncoderSettings(model="paraphrase-multilingual-MiniLM-L12-v2"))
+    message = str(error.value)
+    assert "'paraphrase-multilingual-MiniLM-L12-v2' is not available offline" in message
+    assert "SentenceTransformer('sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2')" in message
+    assert "allow_download: true" in message and "is bundled and needs nothing" in message
+    assert time.monotonic() - started < 30  # no network attempt, no hang
+
+
+def test_bad_model_settings(tmp_path):
+    (tmp_path / "notes").mkdir()
+    with pytest.raises(InputError, match="is a folder but not a sentence-transformers model"):
+        load_encoder(EncoderSettings(model=str(tmp_path / "notes")))
+    with pytest.raises(InputError, match="device 'cuda' was requested but no CUDA GPU is available"):
+        load_encoder(EncoderSettings(device="cuda"))
+    with pytest.raises(InputError, match="unknown device 'tpu'"):
+        load_encoder(EncoderSettings(device="tpu"))
+
+
+def test_cache_hits_misses_and_exactly_the_changed_texts(encoder, warehouse_path):
+    pages = _pages_in_warehouse(warehouse_path, SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST)
+    cold = embed_site(warehouse_path, SAMPLE_HOST, encoder, chunk_size=500)
+    assert (cold.pages, cold.cache_hits, cold.embedded) == (1700, 0, cold.distinct_texts)
+    assert cold.chunks == -(-cold.distinct_texts // 500)
+    stored = _stored(warehouse_path, SAMPLE_HOST)
+    assert (
+        stored.height == 1700 and set(stored["model"]) == {encoder.model_id} and set(stored["dim"]) == {384}
+    )
+
+    warm = embed_site(warehouse_path, SAMPLE_HOST, encoder)
+    assert (warm.embedded, warm.cache_hits) == (0, cold.distinct_texts)
+    assert _stored(warehouse_path, SAMPLE_HOST).equals(stored)  # stable across runs
+
+    changed = pages.head(17).with_columns((pl.col("text") + " (new edition)").alias("text"))
+    changed = changed.with_columns(stable_ids(changed["text"], 32).alias("text_hash"))
+    edited = pl.concat([changed, pages.slice(17)])
+    replace_site_rows(warehouse_path, SAMPLE_HOST, {"staging.pages": edited})
+    incremental = embed_site(warehouse_path, SAMPLE_HOST, encoder)
+    assert incremental.embedded == changed["text_hash"].n_unique() == 17
+    after = _stored(warehouse_path, SAMPLE_HOST)
+    moved = after.join(stored, on="page_id", suffix="_before").filter(
+        pl.col("vector") != pl.col("vector_before")
+    )
+    assert sorted(moved["page_id"]) == sorted(changed["page_id"])
+
+
+def test_a_run_that_dies_midway_resumes_from_the_cache(encoder, warehouse_path):
+    _pages_in_warehouse(warehouse_path, SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST)
+
+    class DiesOnThirdChunk:
+        model_id, dim, device, backend = encoder.model_id, encoder.dim, "cpu", "test"
+        calls = 0
+
+        def encode(self, texts):
+            self.calls += 1
+            if self.calls == 3:
+                raise MemoryError("killed")
+            return encoder.encode(texts)
+
+    with pytest.raises(MemoryError):
+        embed_site(warehouse_path, SAMPLE_HOST, DiesOnThirdChunk(), chunk_size=400)
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM ml.embedding_cache").fetchone()[0] == 800
+        assert con.execute("SELECT count(*) FROM ml.page_embeddings").fetchone()[0] == 0
+    resumed = embed_site(warehouse_path, SAMPLE_HOST, encoder, chunk_size=400)
+    assert resumed.cache_hits == 800 and resumed.embedded == resumed.distinct_texts - 800
+
+
+def test_bad_vectors_are_never_stored(encoder, warehouse_path):
+    _pages_in_warehouse(warehouse_path, SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST)
+    embed_site(warehouse_path, SAMPLE_HOST, encoder)
+    before = _stored(warehouse_path, SAMPLE_HOST)
+
+    class Unnormalised:
+        model_id, dim, device, backend = "broken@0", 384, "cpu", "test"
+
+        def encode(self, texts):
+            return np.full((len(texts), 384), 2.0, dtype=np.float32)
+
+    with pytest.raises(ContractError, match=r"(?s)ml\.embedding_cache breaks its schema.*unit_norm failed"):
+        embed_site(warehouse_path, SAMPLE_HOST, Unnormalised())
+    assert _stored(warehouse_path, SAMPLE_HOST).equals(before)
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        assert (
+            con.execute("SELECT count(*) FROM ml.embedding_cache WHERE model = 'broken@0'").fetchone()[0] == 0
+        )
+
+
+@pytest.mark.parametrize(
+    ("site", "export", "pages"),
+    [
+        (SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", 1700),
+        (NUTRI, "nutrisport/internal_html.csv", 566),
+        (LIGHT, "lightchiropractic/internal_all.csv", 97),
+    ],
+)
+def test_asset_materialises(site, export, pages, warehouse_path, inbox_root, instance, crawls, encoder):
+    register_crawl(inbox_root, site, export if export.__class__ is not str else crawls / export)
+    defs = build_defs(str(warehouse_path), str(inbox_root))
+    instance.add_dynamic_partitions("sites", [site])
+    result = defs.resolve_job_def("site_pipeline").execute_in_process(partition_key=site, instance=instance)
+    metadata = next(
+        e.event_specific_data.materialization.metadata
+        for e in result.all_events
+        if e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key == dg.AssetKey("page_embeddings")
+    )
+    assert metadata["dagster/row_count"].value == pages
+    assert metadata["model"].value == encoder.model_id and metadata["backend"].value == "onnx"
+    assert metadata["texts_embedded"].value + metadata["cache_hits"].value == metadata["distinct_texts"].value
+    assert "| page_id | vector |" in metadata["preview"].value
+    checks = {
+        e.event_specific_data.check_name: e.event_specific_data.passed
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
+    assert checks["ml_page_embeddings_schema"] is True
+    vectors = np.array(_stored(warehouse_path, site)["vector"].to_list(), dtype=np.float32)
+    assert vectors.shape == (pages, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
+
+
+def test_real_crawl_neighbours_are_topical(encoder, warehouse_path, crawls):
+    """A smoke test of meaning: nutrisport products' nearest product is mostly in the same category."""
+    pages = _pages_in_warehouse(warehouse_path, crawls / "nutrisport/internal_html.csv", NUTRI)
+    truth = pl.read_csv(crawls / "nutrisport/ground_truth_url_sections.csv").filter(
+        pl.col("page_type") == "product"
+    )
+    products = pages.join(truth.select(pl.col("Address").alias("crawled_url"), "category"), on="crawled_url")
+    vectors = encoder.encode(products["text"].to_list())
+    similarity = vectors @ vectors.T
+    np.fill_diagonal(similarity, -1)
+    categories = products["category"].to_numpy()
+    same = (categories[similarity.argmax(axis=1)] == categories).mean()
+    chance = (products["category"].value_counts()["count"] / products.height).pow(2).sum()
+    assert products.height > 150 and same > 5 * chance  # measured: 0.51 against a chance of 0.07
