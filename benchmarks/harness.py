@@ -4,6 +4,7 @@ table reports medians."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -14,6 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / ".data"
 RESULTS = ROOT / "benchmarks" / "results"
+SAMPLE_DIR = ROOT / "data" / "sample"
+# The real crawls beside the checkout (as in the tests); never copied into the repository.
+SHARED_CRAWLS = Path(os.environ.get("INTERLINK_SHARED_CRAWLS", ROOT.parent / "shared" / "data" / "crawls"))
 
 # Appended to every measured snippet: reports wall time of the measured part and the process's peak RSS.
 _REPORT = """

@@ -74,6 +74,25 @@ def test_vectors_are_unit_norm_stable_and_backend_independent(encoder):
     assert encoder.encode([]).shape == (0, 384)
 
 
+def test_a_verified_export_loads_without_pytorch(encoder, model_cache):
+    assert list(model_cache.glob("onnx/*/verified.json"))  # written by the session's first load
+    script = (
+        "import sys\n"
+        "from interlink_pipeline.core.encoders import EncoderSettings, load_encoder\n"
+        "e = load_encoder(EncoderSettings())\n"
+        "print(e.backend, e.encode(['a tent']).shape, 'torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "INTERLINK_MODEL_CACHE": str(model_cache)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["onnx", "(1,", "384)", "False"]
+
+
 def test_same_files_in_another_folder_share_the_model_id(encoder, tmp_path):
     folder, _ = resolve_model_dir(DEFAULT_MODEL)
     copy = tmp_path / "my-minilm"
@@ -129,7 +148,7 @@ def test_bad_model_settings(tmp_path):
 
 def test_cache_hits_misses_and_exactly_the_changed_texts(encoder, warehouse_path):
     pages = _pages_in_warehouse(warehouse_path, SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST)
-    cold = embed_site(warehouse_path, SAMPLE_HOST, encoder, chunk_size=500)
+    cold = embed_site(warehouse_path, SAMPLE_HOST, encoder.model_id, lambda: encoder, chunk_size=500)
     assert (cold.pages, cold.cache_hits, cold.embedded) == (1700, 0, cold.distinct_texts)
     assert cold.chunks == -(-cold.distinct_texts // 500)
     stored = _stored(warehouse_path, SAMPLE_HOST)
@@ -137,15 +156,16 @@ def test_cache_hits_misses_and_exactly_the_changed_texts(encoder, warehouse_path
         stored.height == 1700 and set(stored["model"]) == {encoder.model_id} and set(stored["dim"]) == {384}
     )
 
-    warm = embed_site(warehouse_path, SAMPLE_HOST, encoder)
+    warm = embed_site(warehouse_path, SAMPLE_HOST, encoder.model_id, lambda: encoder)
     assert (warm.embedded, warm.cache_hits) == (0, cold.distinct_texts)
+    assert warm.encoder is None  # everything cached: the model was never loaded
     assert _stored(warehouse_path, SAMPLE_HOST).equals(stored)  # stable across runs
 
     changed = pages.head(17).with_columns((pl.col("text") + " (new edition)").alias("text"))
     changed = changed.with_columns(stable_ids(changed["text"], 32).alias("text_hash"))
     edited = pl.concat([changed, pages.slice(17)])
     replace_site_rows(warehouse_path, SAMPLE_HOST, {"staging.pages": edited})
-    incremental = embed_site(warehouse_path, SAMPLE_HOST, encoder)
+    incremental = embed_site(warehouse_path, SAMPLE_HOST, encoder.model_id, lambda: encoder)
     assert incremental.embedded == changed["text_hash"].n_unique() == 17
     after = _stored(warehouse_path, SAMPLE_HOST)
     moved = after.join(stored, on="page_id", suffix="_before").filter(
@@ -168,17 +188,17 @@ def test_a_run_that_dies_midway_resumes_from_the_cache(encoder, warehouse_path):
             return encoder.encode(texts)
 
     with pytest.raises(MemoryError):
-        embed_site(warehouse_path, SAMPLE_HOST, DiesOnThirdChunk(), chunk_size=400)
+        embed_site(warehouse_path, SAMPLE_HOST, encoder.model_id, DiesOnThirdChunk, chunk_size=400)
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM ml.embedding_cache").fetchone()[0] == 800
         assert con.execute("SELECT count(*) FROM ml.page_embeddings").fetchone()[0] == 0
-    resumed = embed_site(warehouse_path, SAMPLE_HOST, encoder, chunk_size=400)
+    resumed = embed_site(warehouse_path, SAMPLE_HOST, encoder.model_id, lambda: encoder, chunk_size=400)
     assert resumed.cache_hits == 800 and resumed.embedded == resumed.distinct_texts - 800
 
 
 def test_bad_vectors_are_never_stored(encoder, warehouse_path):
     _pages_in_warehouse(warehouse_path, SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST)
-    embed_site(warehouse_path, SAMPLE_HOST, encoder)
+    embed_site(warehouse_path, SAMPLE_HOST, encoder.model_id, lambda: encoder)
     before = _stored(warehouse_path, SAMPLE_HOST)
 
     class Unnormalised:
@@ -188,7 +208,7 @@ def test_bad_vectors_are_never_stored(encoder, warehouse_path):
             return np.full((len(texts), 384), 2.0, dtype=np.float32)
 
     with pytest.raises(ContractError, match=r"(?s)ml\.embedding_cache breaks its schema.*unit_norm failed"):
-        embed_site(warehouse_path, SAMPLE_HOST, Unnormalised())
+        embed_site(warehouse_path, SAMPLE_HOST, "broken@0", Unnormalised)
     assert _stored(warehouse_path, SAMPLE_HOST).equals(before)
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         assert (

@@ -2,7 +2,8 @@
 
 Texts are looked up in `ml.embedding_cache` by (model id, text hash); only the missing ones are embedded,
 in chunks that are committed one by one, so a run that dies halfway keeps what it finished and the next run
-continues from there. The site's `ml.page_embeddings` rows are then rebuilt inside DuckDB from the cache.
+continues from there. The model is loaded only when something is missing. The site's `ml.page_embeddings`
+rows are then rebuilt inside DuckDB from the cache.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class EmbeddingRun:
     embed_seconds: float
     chunks: int
     report: ValidationReport
+    encoder: TextEncoder | None  # None when every text was cached (the model was not loaded)
+    load_seconds: float
 
     @property
     def texts_per_second(self) -> float:
@@ -70,7 +73,8 @@ def vectors_frame(model_id: str, hashes: pl.Series, vectors: np.ndarray) -> pl.D
 def embed_site(
     warehouse: str | Path,
     site: str,
-    encoder: TextEncoder,
+    model_id: str,
+    load_encoder: Callable[[], TextEncoder],
     *,
     chunk_size: int = DEFAULT_CHUNK,
     progress: Callable[[int, int], None] | None = None,
@@ -83,36 +87,39 @@ def embed_site(
     cached = query(
         warehouse,
         "SELECT c.text_hash FROM ml.embedding_cache c JOIN wanted w USING (text_hash) WHERE c.model = ?",
-        [encoder.model_id],
+        [model_id],
         {"wanted": distinct.select("text_hash")},
     )["text_hash"]
     todo = distinct.filter(~pl.col("text_hash").is_in(cached.implode()))
-    embed_seconds = 0.0
+    encoder = None
+    load_seconds = embed_seconds = 0.0
     chunks = 0
+    if todo.height:
+        started = time.monotonic()
+        encoder = load_encoder()
+        load_seconds = time.monotonic() - started
+        if encoder.model_id != model_id:
+            raise ValueError(f"the loaded model is {encoder.model_id}, not {model_id}")
     for chunk in todo.iter_slices(chunk_size):
         started = time.monotonic()
         vectors = encoder.encode(chunk["text"].to_list())
         embed_seconds += time.monotonic() - started
-        append_new_rows(
-            warehouse,
-            "ml.embedding_cache",
-            vectors_frame(encoder.model_id, chunk["text_hash"], vectors),
-            key=["model", "text_hash"],
-        )
+        rows = vectors_frame(model_id, chunk["text_hash"], vectors)
+        append_new_rows(warehouse, "ml.embedding_cache", rows, key=["model", "text_hash"])
         chunks += 1
         if progress:
             progress(min(chunks * chunk_size, todo.height), todo.height)
     report = replace_site_rows_from_query(
-        warehouse, site, "ml.page_embeddings", PAGE_VECTORS_SQL, [encoder.model_id, site]
+        warehouse, site, "ml.page_embeddings", PAGE_VECTORS_SQL, [model_id, site], expected_rows=pages.height
     )
-    if report.rows != pages.height:
-        raise RuntimeError(f"{site}: {pages.height} pages but {report.rows} embeddings were written")
     return EmbeddingRun(
-        pages.height,
-        distinct.height,
-        distinct.height - todo.height,
-        todo.height,
-        embed_seconds,
-        chunks,
-        report,
+        pages=pages.height,
+        distinct_texts=distinct.height,
+        cache_hits=distinct.height - todo.height,
+        embedded=todo.height,
+        embed_seconds=embed_seconds,
+        chunks=chunks,
+        report=report,
+        encoder=encoder,
+        load_seconds=load_seconds,
     )

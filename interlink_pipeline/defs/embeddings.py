@@ -8,7 +8,14 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.encoders import DEFAULT_MODEL, EncoderSettings, TextEncoder, load_encoder
+from interlink_pipeline.core.encoders import (
+    DEFAULT_MODEL,
+    EncoderSettings,
+    ModelIdentity,
+    TextEncoder,
+    identify_model,
+    load_encoder,
+)
 from interlink_pipeline.core.page_embeddings import DEFAULT_CHUNK, embed_site
 from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.core.warehouse import ContractError
@@ -46,11 +53,17 @@ class Embedder(ConfigurableResource):
         default=False, description="Let a model missing locally be downloaded from the Hugging Face Hub."
     )
 
-    def encoder(self) -> TextEncoder:
-        settings = EncoderSettings(
+    def settings(self) -> EncoderSettings:
+        return EncoderSettings(
             self.model, self.device, self.backend, self.batch_size, self.half_precision, self.allow_download
         )
-        return load_encoder(settings)
+
+    def identity(self) -> ModelIdentity:
+        """The model's id, device and precision, without loading it."""
+        return identify_model(self.settings())
+
+    def encoder(self) -> TextEncoder:
+        return load_encoder(self.settings())
 
 
 def default_embedder() -> Embedder:
@@ -73,26 +86,32 @@ def page_embeddings(
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        load_started = time.monotonic()
-        encoder = embedder.encoder()
-        load_seconds = time.monotonic() - load_started
-        context.log.info(
-            f"model {encoder.model_id} on {encoder.device} ({encoder.backend}), dim {encoder.dim}"
-        )
+        identity = embedder.identity()
+        context.log.info(f"model {identity.model_id} on {identity.device}")
 
         def progress(done: int, total: int) -> None:
             context.log.info(f"{site}: embedded {done:,} of {total:,} new texts")
 
         try:
-            run = embed_site(warehouse.path, site, encoder, chunk_size=config.chunk_size, progress=progress)
+            run = embed_site(
+                warehouse.path,
+                site,
+                identity.model_id,
+                embedder.encoder,
+                chunk_size=config.chunk_size,
+                progress=progress,
+            )
         except ContractError as exc:
             yield from failed_checks(site, exc)
     sample = warehouse.read_site("ml.page_embeddings", site, ["page_id", "vector"]).head(5)
+    preview = sample.with_columns(
+        pl.col("vector").list.head(4).cast(pl.List(pl.String)).list.join(", ") + ", …"
+    )
     metadata = {
-        "model": encoder.model_id,
-        "device": encoder.device,
-        "backend": encoder.backend,
-        "dim": encoder.dim,
+        "model": identity.model_id,
+        "device": identity.device,
+        "backend": run.encoder.backend if run.encoder else "not loaded: every text was cached",
+        "dim": int(sample["vector"].list.len()[0]) if sample.height else 0,
         "pages": run.pages,
         "distinct_texts": run.distinct_texts,
         "cache_hits": run.cache_hits,
@@ -100,14 +119,8 @@ def page_embeddings(
         "cache_hit_rate": MetadataValue.float(round(run.cache_hits / max(1, run.distinct_texts), 4)),
         "texts_per_second": MetadataValue.float(round(run.texts_per_second, 1)),
         "embed_seconds": MetadataValue.float(round(run.embed_seconds, 2)),
-        "model_load_seconds": MetadataValue.float(round(load_seconds, 2)),
+        "model_load_seconds": MetadataValue.float(round(run.load_seconds, 2)),
         "chunks_committed": run.chunks,
-        "preview": MetadataValue.md(
-            markdown_table(
-                sample.with_columns(
-                    pl.col("vector").list.head(4).cast(pl.List(pl.String)).list.join(", ") + pl.lit(", …")
-                )
-            )
-        ),
+        "preview": MetadataValue.md(markdown_table(preview)),
     }
     yield materialized(context, site, {"ml.page_embeddings": run.report}, metadata, started)
