@@ -143,10 +143,17 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--million", action="store_true", help="also embed a 1M-page site (about 25 minutes)")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["throughput", "quality", "asset"],
+        choices=["throughput", "quality", "asset"],
+        help="which measurements to run",
+    )
     args = parser.parse_args()
     payload: dict = {"throughput": {}, "quality": {}, "asset": {}}
     speed_rows, quality_rows = [], []
-    for size in args.sizes:
+    for size in args.sizes if "throughput" in args.parts else []:
         template, texts = pages_warehouse(size)
         n_texts = pl.read_parquet(texts).height
         base = measure("plain encode", size, THROUGHPUT.format(texts=texts, baseline=True), args.repeats)
@@ -179,7 +186,7 @@ def main() -> None:
         )
         payload["throughput"][size] = {"baseline": base.runs, "ours": ours.runs}
         payload["quality"][size] = quality
-    for name in ("sample", "nutrisport", "lightchiropractic"):
+    for name in ("sample", "nutrisport", "lightchiropractic") if "quality" in args.parts else []:
         quality = measure("quality", 0, QUALITY.format(texts=real_texts(name), queries=2000), 1).runs[0]
         quality_rows.append(
             [
@@ -195,7 +202,7 @@ def main() -> None:
     template, _ = pages_warehouse(size)
     warehouse = str(DATA / "bench-asset.duckdb")
     colds, incrementals = [], []
-    for _ in range(args.repeats):
+    for _ in range(args.repeats if "asset" in args.parts else 0):
         colds += measure(
             "page_embeddings cold",
             size,
@@ -205,20 +212,21 @@ def main() -> None:
         incrementals += measure(
             "page_embeddings 1% changed", size, ASSET_INCREMENTAL.format(warehouse=warehouse, site=SITE), 1
         ).runs
-    cold = statistics.median(r["seconds"] for r in colds)
-    incremental = statistics.median(r["seconds"] for r in incrementals)
-    asset_rows.append(
-        [
-            f"{colds[0]['pages']:,}",
-            f"{cold:.1f}",
-            f"{incremental:.1f}",
-            f"{cold / incremental:.1f}×",
-            f"{incrementals[0]['changed_texts']:,}",
-            f"{incrementals[0]['embedded']:,}",
-            f"{max(r['peak_rss_mb'] for r in colds + incrementals):,.0f}",
-        ]
-    )
-    payload["asset"][size] = {"cold": colds, "incremental": incrementals}
+    if colds:
+        cold = statistics.median(r["seconds"] for r in colds)
+        incremental = statistics.median(r["seconds"] for r in incrementals)
+        asset_rows.append(
+            [
+                f"{colds[0]['pages']:,}",
+                f"{cold:.1f}",
+                f"{incremental:.1f}",
+                f"{cold / incremental:.1f}×",
+                f"{incrementals[0]['changed_texts']:,}",
+                f"{incrementals[0]['embedded']:,}",
+                f"{max(r['peak_rss_mb'] for r in colds + incrementals):,.0f}",
+            ]
+        )
+        payload["asset"][size] = {"cold": colds, "incremental": incrementals}
     if args.million:
         template, _ = pages_warehouse(1_000_000)
         million = measure("page_embeddings cold", 1_000_000, MILLION.format(template=template, site=SITE), 1)

@@ -159,6 +159,7 @@ def test_cache_hits_misses_and_exactly_the_changed_texts(encoder, warehouse_path
     warm = embed_site(warehouse_path, SAMPLE_HOST, encoder.model_id, lambda: encoder)
     assert (warm.embedded, warm.cache_hits) == (0, cold.distinct_texts)
     assert warm.encoder is None  # everything cached: the model was never loaded
+    assert warm.report.rows == 0 and warm.report.stored_rows == 1700  # and no stored vector was rewritten
     assert _stored(warehouse_path, SAMPLE_HOST).equals(stored)  # stable across runs
 
     changed = pages.head(17).with_columns((pl.col("text") + " (new edition)").alias("text"))
@@ -172,6 +173,13 @@ def test_cache_hits_misses_and_exactly_the_changed_texts(encoder, warehouse_path
         pl.col("vector") != pl.col("vector_before")
     )
     assert sorted(moved["page_id"]) == sorted(changed["page_id"])
+    assert incremental.report.rows == 17  # only the changed pages' rows were rewritten
+
+    remaining = pl.concat([edited.filter(pl.col("is_home")), edited.filter(~pl.col("is_home")).slice(100)])
+    replace_site_rows(warehouse_path, SAMPLE_HOST, {"staging.pages": remaining})
+    shrunk = embed_site(warehouse_path, SAMPLE_HOST, encoder.model_id, lambda: encoder)
+    assert (shrunk.embedded, shrunk.report.rows, shrunk.report.stored_rows) == (0, 0, 1600)
+    assert set(_stored(warehouse_path, SAMPLE_HOST)["page_id"]) == set(remaining["page_id"])
 
 
 def test_a_run_that_dies_midway_resumes_from_the_cache(encoder, warehouse_path):

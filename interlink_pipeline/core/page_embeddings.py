@@ -2,8 +2,9 @@
 
 Texts are looked up in `ml.embedding_cache` by (model id, text hash); only the missing ones are embedded,
 in chunks that are committed one by one, so a run that dies halfway keeps what it finished and the next run
-continues from there. The model is loaded only when something is missing. The site's `ml.page_embeddings`
-rows are then rebuilt inside DuckDB from the cache.
+continues from there. The model is loaded only when something is missing. Then, inside DuckDB, the site's
+`ml.page_embeddings` rows whose page is gone, whose text changed or whose model differs are replaced from
+the cache; unchanged rows are not touched, so a re-run costs what changed, not what exists.
 """
 
 from __future__ import annotations
@@ -21,17 +22,34 @@ from interlink_pipeline.core.encoders import TextEncoder
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.warehouse import (
     ValidationReport,
-    append_new_rows,
+    connect,
+    merge_rows,
     query,
     read_site,
-    replace_site_rows_from_query,
+    update_site_rows,
 )
 
 DEFAULT_CHUNK = 20_000
 
-PAGE_VECTORS_SQL = """
-SELECT p.site, p.page_id, c.model, c.dim, c.vector
+# Pages whose current text has no vector of this model yet (new pages, changed texts, another model).
+MARK_FRESH_PAGES = """
+CREATE OR REPLACE TEMP TABLE fresh_pages AS
+SELECT p.page_id FROM staging.pages p
+WHERE p.site = ? AND NOT EXISTS (
+    SELECT 1 FROM ml.page_embeddings e
+    WHERE e.site = p.site AND e.page_id = p.page_id AND e.text_hash = p.text_hash AND e.model = ?)
+"""
+DELETE_STALE_VECTORS = """
+DELETE FROM ml.page_embeddings e
+WHERE e.site = ? AND (
+    e.page_id IN (SELECT page_id FROM fresh_pages)
+    OR NOT EXISTS (SELECT 1 FROM staging.pages p WHERE p.site = e.site AND p.page_id = e.page_id))
+"""
+INSERT_FRESH_VECTORS = """
+INSERT INTO ml.page_embeddings BY NAME
+SELECT p.site, p.page_id, p.text_hash, c.model, c.dim, c.vector
 FROM staging.pages p
+JOIN fresh_pages USING (page_id)
 JOIN ml.embedding_cache c ON c.text_hash = p.text_hash AND c.model = ?
 WHERE p.site = ?
 """
@@ -45,7 +63,7 @@ class EmbeddingRun:
     embedded: int
     embed_seconds: float
     chunks: int
-    report: ValidationReport
+    report: ValidationReport  # report.rows: vectors (re)written this run
     encoder: TextEncoder | None  # None when every text was cached (the model was not loaded)
     load_seconds: float
 
@@ -105,12 +123,21 @@ def embed_site(
         vectors = encoder.encode(chunk["text"].to_list())
         embed_seconds += time.monotonic() - started
         rows = vectors_frame(model_id, chunk["text_hash"], vectors)
-        append_new_rows(warehouse, "ml.embedding_cache", rows, key=["model", "text_hash"])
+        merge_rows(warehouse, "ml.embedding_cache", rows, key=["model", "text_hash"])
         chunks += 1
         if progress:
             progress(min(chunks * chunk_size, todo.height), todo.height)
-    report = replace_site_rows_from_query(
-        warehouse, site, "ml.page_embeddings", PAGE_VECTORS_SQL, [model_id, site], expected_rows=pages.height
+    report = update_site_rows(
+        warehouse,
+        site,
+        "ml.page_embeddings",
+        [
+            (MARK_FRESH_PAGES, [site, model_id]),
+            (DELETE_STALE_VECTORS, [site]),
+            (INSERT_FRESH_VECTORS, [model_id, site]),
+        ],
+        changed_rows="page_id IN (SELECT page_id FROM fresh_pages)",
+        expected_rows=pages.height,
     )
     return EmbeddingRun(
         pages=pages.height,
@@ -123,3 +150,48 @@ def embed_site(
         encoder=encoder,
         load_seconds=load_seconds,
     )
+
+
+def read_vectors(
+    warehouse: str | Path,
+    site: str,
+    columns: tuple[str, ...] = ("page_id", "path", "text"),
+    chunk_rows: int = 50_000,
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """A site's pages (`columns` of staging.pages, by page_id) and their vectors as one float32 matrix.
+
+    Streams the rows into a preallocated array, so memory is the matrix plus one chunk.
+    """
+    select = ", ".join(f'p."{c}"' for c in columns)
+    with connect(warehouse) as con:
+        pages, embedded, dim = con.execute(
+            "SELECT (SELECT count(*) FROM staging.pages WHERE site = ?), count(*), max(dim) "
+            "FROM ml.page_embeddings WHERE site = ?",
+            [site, site],
+        ).fetchone()
+        matched = con.execute(
+            "SELECT count(*) FROM ml.page_embeddings e JOIN staging.pages p USING (site, page_id) "
+            "WHERE e.site = ?",
+            [site],
+        ).fetchone()[0]
+        if not embedded:
+            raise InputError(f"ml.page_embeddings has no rows for {site}: materialise page_embeddings first.")
+        if not pages == embedded == matched:
+            raise InputError(
+                f"ml.page_embeddings for {site} is stale ({embedded} vectors, {pages} pages, {matched} "
+                "matching): materialise page_embeddings again after pages."
+            )
+        vectors = np.empty((embedded, dim), dtype=np.float32)
+        frames = []
+        position = 0
+        reader = con.execute(
+            f"SELECT {select}, e.vector FROM ml.page_embeddings e JOIN staging.pages p USING (site, page_id) "
+            "WHERE e.site = ? ORDER BY p.page_id",
+            [site],
+        ).to_arrow_reader(chunk_rows)
+        for batch in reader:
+            chunk = pl.from_arrow(batch)
+            vectors[position : position + chunk.height] = chunk["vector"].list.to_array(dim).to_numpy()
+            frames.append(chunk.drop("vector"))
+            position += chunk.height
+    return pl.concat(frames), vectors

@@ -116,6 +116,7 @@ def page_embeddings(
         "distinct_texts": run.distinct_texts,
         "cache_hits": run.cache_hits,
         "texts_embedded": run.embedded,
+        "vectors_rewritten": run.report.rows,
         "cache_hit_rate": MetadataValue.float(round(run.cache_hits / max(1, run.distinct_texts), 4)),
         "texts_per_second": MetadataValue.float(round(run.texts_per_second, 1)),
         "embed_seconds": MetadataValue.float(round(run.embed_seconds, 2)),
