@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     register = commands.add_parser("register", help="copy a crawl export into the drop folder, add the site")
     register.add_argument("crawl", type=Path, help="Internal: HTML/All export (CSV or XLSX)")
     register.add_argument("--links", type=Path, help="All Inlinks export (optional)")
+    register.add_argument(
+        "--queries", type=Path, help="page URL -> main query file, e.g. from Search Console"
+    )
     register.add_argument("--site", help="site host (default: the host most URLs are on)")
     register.add_argument("--run", action="store_true", help="materialise the pipeline for the site now")
 
@@ -105,15 +108,16 @@ def _print_where() -> None:
     print("UI: make dev, then open http://127.0.0.1:3000")
 
 
-def _register_files(crawl: Path, links: Path | None, site: str | None) -> str:
+def _register_files(crawl: Path, links: Path | None, site: str | None, queries: Path | None = None) -> str:
     from interlink_pipeline.core.crawl_exports import infer_site
     from interlink_pipeline.core.inbox import default_inbox, register_crawl
     from interlink_pipeline.core.urls import normalize_host
 
     site = normalize_host(site) if site else infer_site(crawl)
-    drop = register_crawl(default_inbox(), site, crawl, links)
+    drop = register_crawl(default_inbox(), site, crawl, links, queries)
     _add_site(site)
-    print(f"registered {site}: {drop.crawl_file}" + (f" + {drop.links_file}" if drop.links_file else ""))
+    extras = [str(f) for f in (drop.links_file, drop.queries_file) if f]
+    print(f"registered {site}: {drop.crawl_file}" + "".join(f" + {f}" for f in extras))
     return site
 
 
@@ -125,7 +129,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _register(args: argparse.Namespace) -> int:
-    site = _register_files(args.crawl, args.links, args.site)
+    site = _register_files(args.crawl, args.links, args.site, args.queries)
     if args.run:
         return _run_site(site)
     print(f"the inbox sensor starts its run (make dev), or run it now: interlink materialize --site {site}")

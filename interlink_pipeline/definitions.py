@@ -11,20 +11,35 @@ from interlink_pipeline.defs.embeddings import Embedder, default_embedder, page_
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
+from interlink_pipeline.defs.serp import SerpApi, default_serp_api, link_candidates, serp_results
+from interlink_pipeline.defs.similarity import similarity_pairs, topic_clusters
 
 
 def build_defs(
-    duckdb_path: str | None = None, inbox_root: str | None = None, embedder: Embedder | None = None
+    duckdb_path: str | None = None,
+    inbox_root: str | None = None,
+    embedder: Embedder | None = None,
+    serp_api: SerpApi | None = None,
 ) -> Definitions:
     """Definitions over a given warehouse file, drop folder and model (defaults: env vars, then data/)."""
     return Definitions(
-        assets=[raw_crawl, raw_links, pages, page_embeddings],
+        assets=[
+            raw_crawl,
+            raw_links,
+            pages,
+            page_embeddings,
+            similarity_pairs,
+            topic_clusters,
+            serp_results,
+            link_candidates,
+        ],
         jobs=[site_pipeline_job],
         sensors=[crawl_inbox_sensor],
         resources={
             "warehouse": Warehouse(path=duckdb_path or default_duckdb_path()),
             "inbox": CrawlInbox(root=inbox_root or default_inbox()),
             "embedder": embedder or default_embedder(),
+            "serp_api": serp_api or default_serp_api(),
         },
     )
 

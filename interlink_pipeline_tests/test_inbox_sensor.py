@@ -113,6 +113,9 @@ def test_newest_export_wins_and_inlinks_are_told_apart(inbox_root):
     ]:
         (folder / name).write_text("Address\n")
         os.utime(folder / name, (time.time() - age, time.time() - age))
+    (folder / "gsc_queries.csv").write_text("Page,Query\n")
+    os.utime(folder / "gsc_queries.csv", (time.time() - 50, time.time() - 50))
     (drop,) = scan_inbox(inbox_root).drops
     assert drop.crawl_file.name == "internal_html_new.csv"
     assert drop.links_file.name == "all_inlinks.csv"
+    assert drop.queries_file.name == "gsc_queries.csv"

@@ -230,6 +230,54 @@ LINK_FIELDS: tuple[Field, ...] = (
 )
 
 
+# A queries file: page URL -> query, e.g. a Search Console performance export by page and query.
+QUERY_FIELDS: tuple[Field, ...] = (
+    Field(
+        "url",
+        (
+            "Page",
+            "Landing Page",
+            "Top pages",
+            "URL",
+            "Address",
+            "Página",
+            "Page de destination",
+            "Seite",
+            "Pagina",
+            "Dirección",
+            "Adresse",
+            "Indirizzo",
+        ),
+        required=True,
+    ),
+    Field(
+        "query",
+        (
+            "Query",
+            "Top queries",
+            "Main Query",
+            "Main Keyword",
+            "Keyword",
+            "Search term",
+            "Consulta",
+            "Consultas principales",
+            "Palabra clave",
+            "Requête",
+            "Requêtes les plus fréquentes",
+            "Mot clé",
+            "Suchanfrage",
+            "Häufigste Suchanfragen",
+            "Keyword-Suche",
+            "Query principali",
+            "Parola chiave",
+        ),
+        required=True,
+    ),
+    Field("clicks", ("Clicks", "Clics", "Klicks", "Clic")),
+    Field("impressions", ("Impressions", "Impresiones", "Impressionen", "Impressioni")),
+)
+
+
 def accepted_names(field: Field) -> str:
     return ", ".join(f"'{alias}'" for alias in field.aliases) or "(map it with column_map)"
 

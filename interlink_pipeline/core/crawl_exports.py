@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from interlink_pipeline.core.crawl_columns import CRAWL_FIELDS, LINK_FIELDS, Field
+from interlink_pipeline.core.crawl_columns import CRAWL_FIELDS, LINK_FIELDS, QUERY_FIELDS, Field
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.tabular_files import file_digest, mapped_positions, open_table, read_columns
 from interlink_pipeline.core.urls import hosts
@@ -63,6 +63,27 @@ def read_links_export(
     # A missing Follow value means the link is followed (older exports have no such column).
     follow = pl.col("follow").str.to_lowercase().is_in(TRUE_WORDS) | pl.col("follow").is_null()
     return replace(loaded, frame=loaded.frame.with_columns(follow.alias("follow")))
+
+
+def read_queries_export(
+    path: Path,
+    *,
+    column_map: dict[str, str] | None = None,
+    encoding: str | None = None,
+    sheet: str | None = None,
+) -> pl.DataFrame:
+    """url, query, clicks, impressions from a queries file (numbers with thousands separators allowed)."""
+    table = open_table(Path(path), QUERY_FIELDS[0], column_map=column_map, encoding=encoding, sheet=sheet)
+    positions = mapped_positions(table, QUERY_FIELDS, column_map)
+    frame = read_columns(table, positions)
+    for name in ("clicks", "impressions"):
+        value = (
+            pl.col(name).str.replace_all(r"[^\d]", "").cast(pl.Int64, strict=False)
+            if name in frame.columns
+            else (pl.lit(None, dtype=pl.Int64))
+        )
+        frame = frame.with_columns(value.alias(name))
+    return frame.select("url", "query", "clicks", "impressions")
 
 
 def infer_site(path: Path, *, column_map: dict[str, str] | None = None, sheet: str | None = None) -> str:

@@ -1,7 +1,9 @@
-"""The drop folder: `<inbox>/<site>/` holds a site's crawl export and, optionally, its All Inlinks export.
+"""The drop folder: `<inbox>/<site>/` holds a site's crawl export and, optionally, its All Inlinks export
+and a queries file (page URL -> main query, e.g. a Search Console export).
 
-A file whose name contains "inlinks" is the links export; any other .csv/.tsv/.txt/.xlsx file is the
-crawl export. When a folder holds several of a kind, the most recently modified one is used.
+A file whose name contains "inlink" is the links export; one whose name contains "quer" or "keyword" is
+the queries file; any other .csv/.tsv/.txt/.xlsx file is the crawl export. When a folder holds several of
+a kind, the most recently modified one is used.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class SiteDrop:
     site: str
     crawl_file: Path | None
     links_file: Path | None
+    queries_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -40,31 +43,37 @@ class InboxScan:
     problems: list[str]  # what was skipped and why (folders that are not hosts, stray files)
 
 
-def is_links_export(path: Path) -> bool:
-    return "inlink" in path.name.lower()
+def export_kind(path: Path) -> str:
+    """crawl, links or queries, from the file name."""
+    name = path.name.lower()
+    if "inlink" in name:
+        return "links"
+    if "quer" in name or "keyword" in name:
+        return "queries"
+    return "crawl"
 
 
 def site_folder(root: str | Path, site: str) -> Path:
     return Path(root) / normalize_host(site)
 
 
-def latest_exports(folder: Path, *, settled_before: float | None = None) -> tuple[Path | None, Path | None]:
-    """(crawl export, links export) in `folder`: the newest of each kind, ignoring hidden/temp files."""
-    newest: dict[bool, tuple[float, Path]] = {}
+def latest_exports(folder: Path, *, settled_before: float | None = None) -> dict[str, Path]:
+    """The newest file of each kind (crawl, links, queries) in `folder`, ignoring hidden and temp files."""
+    newest: dict[str, tuple[float, Path]] = {}
     for path in folder.iterdir() if folder.is_dir() else []:
-        if path.name.startswith((".", "~$")) or path.suffix.lower() not in EXPORT_SUFFIXES:
-            continue
-        if not path.is_file():
+        if (
+            path.name.startswith((".", "~$"))
+            or path.suffix.lower() not in EXPORT_SUFFIXES
+            or not path.is_file()
+        ):
             continue
         mtime = path.stat().st_mtime
         if settled_before is not None and mtime > settled_before:
             continue
-        kind = is_links_export(path)
+        kind = export_kind(path)
         if kind not in newest or mtime > newest[kind][0]:
             newest[kind] = (mtime, path)
-    crawl = newest.get(False)
-    links = newest.get(True)
-    return (crawl[1] if crawl else None, links[1] if links else None)
+    return {kind: path for kind, (_, path) in newest.items()}
 
 
 def scan_inbox(
@@ -91,9 +100,9 @@ def scan_inbox(
         if site != entry.name:
             problems.append(f"{entry.name}/: rename the folder to its normalised host '{site}'")
             continue
-        crawl, links = latest_exports(entry, settled_before=settled_before)
-        if crawl is not None:
-            drops.append(SiteDrop(site, crawl, links))
+        files = latest_exports(entry, settled_before=settled_before)
+        if "crawl" in files:
+            drops.append(SiteDrop(site, files["crawl"], files.get("links"), files.get("queries")))
     return InboxScan(drops, problems)
 
 
@@ -112,12 +121,19 @@ def resolve_export(root: str | Path, site: str, name: str) -> Path:
     return resolved
 
 
-def register_crawl(root: str | Path, site: str, crawl_src: Path, links_src: Path | None = None) -> SiteDrop:
-    """Copy exports into the site's drop folder (atomically: a temp file renamed into place)."""
+def register_crawl(
+    root: str | Path,
+    site: str,
+    crawl_src: Path,
+    links_src: Path | None = None,
+    queries_src: Path | None = None,
+) -> SiteDrop:
+    """Copy exports into the site's drop folder (atomically: a temp file renamed into place), named so that
+    each is recognised as its kind."""
     folder = site_folder(root, site)
     folder.mkdir(parents=True, exist_ok=True)
-    placed: list[Path] = []
-    for src, must_be_links in ((crawl_src, False), (links_src, True)):
+    placed: dict[str, Path] = {}
+    for src, kind in ((crawl_src, "crawl"), (links_src, "links"), (queries_src, "queries")):
         if src is None:
             continue
         src = Path(src)
@@ -126,8 +142,8 @@ def register_crawl(root: str | Path, site: str, crawl_src: Path, links_src: Path
         if src.suffix.lower() not in EXPORT_SUFFIXES:
             raise InputError(f"{src}: expected a .csv, .tsv, .txt or .xlsx export.")
         name = src.name
-        if is_links_export(src) != must_be_links:
-            stem = "all_inlinks" if must_be_links else "internal_html"
+        if export_kind(src) != kind:
+            stem = {"crawl": "internal_html", "links": "all_inlinks", "queries": "queries"}[kind]
             name = f"{stem}{src.suffix.lower()}"
         target = folder / name
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".incoming-")
@@ -138,6 +154,5 @@ def register_crawl(root: str | Path, site: str, crawl_src: Path, links_src: Path
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-        placed.append(target)
-    crawl = placed[0]
-    return SiteDrop(normalize_host(site), crawl, placed[1] if len(placed) > 1 else None)
+        placed[kind] = target
+    return SiteDrop(normalize_host(site), placed["crawl"], placed.get("links"), placed.get("queries"))

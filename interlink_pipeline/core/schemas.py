@@ -172,6 +172,9 @@ class PageEmbedding(pa.DataFrameModel):
 
     site: str = pa.Field(description=SITE)
     page_id: str = pa.Field(str_length={"min_value": 16, "max_value": 16}, description=PAGE_ID)
+    text_hash: str = pa.Field(
+        str_length={"min_value": 32, "max_value": 32}, description="MD5 of the page text this vector embeds."
+    )
     model: str = pa.Field(description="Model id (name@fingerprint[/fp16]).")
     dim: pl.Int32 = pa.Field(gt=0, description="Vector length.")
     vector: pl.List(pl.Float32) = pa.Field(description="Unit-norm embedding (FLOAT[]); cosine = dot product.")
@@ -189,6 +192,130 @@ class PageEmbedding(pa.DataFrameModel):
         return _vector_length_is_dim(data)
 
 
+class SimilarityPair(pa.DataFrameModel):
+    """ml.similarity_pairs: each page's most similar pages (link candidates) and its near-duplicates."""
+
+    site: str = pa.Field(description=SITE)
+    source_page_id: str = pa.Field(description="The page the link would be placed on.")
+    target_page_id: str = pa.Field(description="The page it would link to.")
+    score: pl.Float32 = pa.Field(
+        ge=-1.0001, le=1.0001, description="Cosine similarity of the two pages' texts."
+    )
+    rank: pl.Int32 = pa.Field(ge=1, description="1 = the source's most similar target (within its relation).")
+    relation: str = pa.Field(
+        isin=["similar", "near_duplicate"],
+        description="similar: a link candidate; near_duplicate: duplicate content (score >= threshold).",
+    )
+    reciprocal: bool = pa.Field(description="The target lists the source too (same relation).")
+    method: str = pa.Field(description="exact, or ann:<index> (approximate; recall in the run's metadata).")
+
+    class Config:
+        strict = True
+        unique = ["site", "source_page_id", "target_page_id"]
+
+    @pa.dataframe_check(description="no page is paired with itself")
+    def no_self_pairs(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
+
+
+class PageCluster(pa.DataFrameModel):
+    """ml.page_clusters: the topic cluster of every page."""
+
+    site: str = pa.Field(description=SITE)
+    page_id: str = pa.Field(description=PAGE_ID)
+    cluster_id: pl.Int32 = pa.Field(ge=0, description="The page's cluster (see ml.clusters).")
+    distance: pl.Float32 = pa.Field(ge=0, le=2, description="Cosine distance to the cluster's centroid.")
+    is_representative: bool = pa.Field(description="The page closest to its cluster's centroid.")
+
+    class Config:
+        strict = True
+        unique = ["site", "page_id"]
+
+
+class Cluster(pa.DataFrameModel):
+    """ml.clusters: named topic clusters of a site."""
+
+    site: str = pa.Field(description=SITE)
+    cluster_id: pl.Int32 = pa.Field(ge=0, description="Cluster number.")
+    label: str = pa.Field(
+        str_length={"min_value": 1}, description="Name: its most distinctive 1-2-word phrase."
+    )
+    top_terms: pl.List(pl.String) = pa.Field(description="Its most distinctive phrases (class-based TF-IDF).")
+    size: pl.Int32 = pa.Field(ge=1, description="Pages in the cluster.")
+    cohesion: pl.Float32 = pa.Field(ge=-1, le=1.0001, description="Mean cosine of its pages to the centroid.")
+    representative_page_id: str = pa.Field(description="The page closest to the centroid.")
+
+    class Config:
+        strict = True
+        unique = ["site", "cluster_id"]
+
+
+class SerpCacheRow(pa.DataFrameModel):
+    """serp.cache: search API answers, shared by all sites and runs, refreshed after their TTL."""
+
+    provider: str = pa.Field(description="The search API (serper).")
+    request_key: str = pa.Field(
+        str_length={"min_value": 32, "max_value": 32},
+        description="MD5 of the request: query, results per page, result page, country, language.",
+    )
+    query: str = pa.Field(description="The search string sent, e.g. 'site:www.example.com hiking boots'.")
+    result_page: pl.Int32 = pa.Field(ge=1, description="Which page of results (1 = the first).")
+    fetched_at: pl.Datetime = pa.Field(description="When the answer arrived (UTC).")
+    results: str = pa.Field(description="JSON list of the organic results: position, link, title.")
+    result_count: pl.Int32 = pa.Field(ge=0, description="Organic results in the answer.")
+
+    class Config:
+        strict = True
+        unique = ["provider", "request_key"]
+
+
+class SerpResult(pa.DataFrameModel):
+    """serp.results: for each page's query, the search results, matched to the site's pages."""
+
+    site: str = pa.Field(description=SITE)
+    page_id: str = pa.Field(description="The page whose main query was searched.")
+    query: str = pa.Field(description="The search string.")
+    provider: str = pa.Field(
+        isin=["serper", "local"], description="serper (Google via Serper) or local (BM25)."
+    )
+    rank: pl.Int32 = pa.Field(ge=1, description="Position in the results (1 = top).")
+    result_url: str = pa.Field(description="The result's URL as returned.")
+    result_title: str = pa.Field(nullable=True, description="The result's title as returned.")
+    matched_page_id: str = pa.Field(
+        nullable=True, description="The crawled page the result is (by URL key); null when it is not one."
+    )
+    fetched_at: pl.Datetime = pa.Field(description="When the results were fetched (UTC).")
+
+    class Config:
+        strict = True
+        unique = ["site", "page_id", "rank"]
+
+
+class LinkCandidate(pa.DataFrameModel):
+    """ml.link_candidates: SERP targets and similar pages merged per source page, ready for the link plan."""
+
+    site: str = pa.Field(description=SITE)
+    source_page_id: str = pa.Field(description="The page the link would be placed on.")
+    target_page_id: str = pa.Field(description="The page it would link to.")
+    score: pl.Float32 = pa.Field(
+        ge=0, le=1.0001, description="Combined score (weighted semantic and SERP scores)."
+    )
+    rank: pl.Int32 = pa.Field(ge=1, description="1 = the source's best candidate.")
+    provenance: str = pa.Field(isin=["serp", "semantic", "both"], description="Which evidence proposed it.")
+    semantic_score: pl.Float32 = pa.Field(
+        nullable=True, description="Cosine similarity, when a similar pair."
+    )
+    serp_rank: pl.Int32 = pa.Field(nullable=True, ge=1, description="Rank in the source's SERP, when there.")
+
+    class Config:
+        strict = True
+        unique = ["site", "source_page_id", "target_page_id"]
+
+    @pa.dataframe_check(description="no page is a candidate for itself")
+    def no_self_links(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
+
+
 # Warehouse table name -> model. Order is creation order and README order.
 TABLES: dict[str, type[pa.DataFrameModel]] = {
     "raw.crawl_pages": RawCrawlPage,
@@ -197,4 +324,10 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "staging.excluded_pages": ExcludedPage,
     "ml.embedding_cache": EmbeddingCacheRow,
     "ml.page_embeddings": PageEmbedding,
+    "ml.similarity_pairs": SimilarityPair,
+    "ml.page_clusters": PageCluster,
+    "ml.clusters": Cluster,
+    "serp.cache": SerpCacheRow,
+    "serp.results": SerpResult,
+    "ml.link_candidates": LinkCandidate,
 }

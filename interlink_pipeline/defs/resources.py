@@ -36,7 +36,7 @@ class CrawlInbox(ConfigurableResource):
         """The crawl export named in config, else the newest one in the site's folder."""
         if name:
             return inbox.resolve_export(self.root, site, name)
-        crawl, _ = inbox.latest_exports(inbox.site_folder(self.root, site))
+        crawl = inbox.latest_exports(inbox.site_folder(self.root, site)).get("crawl")
         if crawl is None:
             raise InputError(
                 f"no crawl export in {inbox.site_folder(self.root, site)}; drop a Screaming Frog "
@@ -48,4 +48,10 @@ class CrawlInbox(ConfigurableResource):
         """The All Inlinks export named in config, else the newest one in the site's folder (optional)."""
         if name:
             return inbox.resolve_export(self.root, site, name)
-        return inbox.latest_exports(inbox.site_folder(self.root, site))[1]
+        return inbox.latest_exports(inbox.site_folder(self.root, site)).get("links")
+
+    def queries_file(self, site: str, name: str | None) -> Path | None:
+        """The queries file named in config, else the newest '*quer*'/'*keyword*' file there (optional)."""
+        if name:
+            return inbox.resolve_export(self.root, site, name)
+        return inbox.latest_exports(inbox.site_folder(self.root, site)).get("queries")

@@ -59,11 +59,17 @@ def site_asset(
     group: str,
     deps: Sequence[Any] = (),
     kinds: Collection[str] = frozenset({"duckdb", "polars"}),
+    invariants: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], AssetsDefinition]:
     """A per-site asset that writes `tables`: partitioned by site, in the writer pool, one schema check
-    per table, and the first table's name and columns shown in the UI."""
+    per table plus `invariants` ({check name: description}) that the asset computes itself, and the
+    first table's name and columns shown in the UI."""
 
     def decorate(fn: Callable[..., Any]) -> AssetsDefinition:
+        own_checks = [
+            AssetCheckSpec(name, asset=fn.__name__, description=text)
+            for name, text in (invariants or {}).items()
+        ]
         return asset(
             name=fn.__name__,
             partitions_def=site_partitions,
@@ -71,7 +77,7 @@ def site_asset(
             kinds=set(kinds),
             pool=WRITER_POOL,
             deps=list(deps),
-            check_specs=schema_checks(fn.__name__, list(tables)),
+            check_specs=schema_checks(fn.__name__, list(tables)) + own_checks,
             metadata=table_metadata(tables[0]),
         )(fn)
 
@@ -94,13 +100,25 @@ def persist(
     frames: Mapping[str, pl.DataFrame],
     metadata: dict[str, Any],
     started: float,
+    invariants: Sequence[AssetCheckResult] = (),
 ) -> Iterator[AssetCheckResult | MaterializeResult]:
-    """Validate and write `frames` for `site`; yield check results and the materialisation."""
+    """Validate and write `frames` for `site`; yield check results and the materialisation.
+
+    `invariants` are the asset's own checks, computed on the frames: if one fails, nothing is written.
+    """
+    broken = [check for check in invariants if not check.passed]
+    if broken:
+        yield from invariants
+        names = ", ".join(check.check_name for check in broken)
+        raise Failure(
+            description=f"nothing was written for {site}: invariant check(s) failed: {names}",
+            allow_retries=False,
+        )
     try:
         reports = warehouse.replace_site_rows(site, dict(frames))
     except ContractError as exc:
         yield from failed_checks(site, exc)
-    yield materialized(context, site, reports, metadata, started)
+    yield materialized(context, site, reports, metadata, started, invariants)
 
 
 def failed_checks(site: str, exc: ContractError) -> Iterator[AssetCheckResult]:
@@ -116,9 +134,13 @@ def materialized(
     reports: Mapping[str, ValidationReport],
     metadata: dict[str, Any],
     started: float,
+    invariants: Sequence[AssetCheckResult] = (),
 ) -> MaterializeResult:
     """The materialisation of a successful write: row counts, the asset's metadata, checks passed."""
-    rows = {table: report.rows for table, report in reports.items()}
+    rows = {
+        table: report.rows if report.stored_rows is None else report.stored_rows
+        for table, report in reports.items()
+    }
     context.log.info(f"{site}: wrote " + ", ".join(f"{t} ({n:,} rows)" for t, n in rows.items()))
     return MaterializeResult(
         metadata={
@@ -127,7 +149,7 @@ def materialized(
             **metadata,
             "duration_s": MetadataValue.float(round(time.monotonic() - started, 3)),
         },
-        check_results=[_check_result(report) for report in reports.values()],
+        check_results=[*(_check_result(report) for report in reports.values()), *invariants],
     )
 
 

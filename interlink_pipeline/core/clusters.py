@@ -1,0 +1,217 @@
+"""Topic clusters: k-means over page embeddings, k chosen by silhouette, labels from class-based TF-IDF.
+
+k is configured, or chosen among a log-spaced range of candidates by the mean silhouette (cosine) of a
+sample: each candidate is fitted on a sample of pages, the best is refitted on all of them (mini-batch
+k-means above `minibatch_above` pages). Each cluster's label comes from class-based TF-IDF (c-TF-IDF) over
+1–2-word phrases of its pages' texts: a phrase scores high when it is frequent in the cluster and rare in
+the others. Stop words come from the offline stopwords-iso lists, in the site's language (detected from the
+texts unless configured).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+import numpy as np
+import polars as pl
+
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.text import detect_language, stop_words, words
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Every field is a `topic_clusters` config setting of the same name."""
+
+    k: int | None = None  # None: choose by silhouette
+    k_min: int | None = None  # candidate range (default: about sqrt(n)/4 to 2*sqrt(n))
+    k_max: int | None = None
+    candidates: int = 8
+    selection_sample: int = 20_000  # pages each candidate is fitted on
+    silhouette_sample: int = 4_000
+    minibatch_above: int = 20_000
+    language: str | None = None  # None: detect
+    extra_stop_words: tuple[str, ...] = ()
+    keep_words: tuple[str, ...] = ()  # never treated as stop words
+    top_terms: int = 10
+    seed: int = 0
+
+
+@dataclass
+class ClusterStats:
+    k: int
+    chosen_by: str
+    silhouette_by_k: dict[int, float] = field(default_factory=dict)
+    language: str = "en"
+    seconds: float = 0.0
+
+
+def candidate_ks(n: int, options: ClusterOptions) -> list[int]:
+    root = np.sqrt(n)
+    low = options.k_min or max(2, round(root / 4))
+    high = options.k_max or max(low, min(n - 1, round(2 * root), 1000))
+    return sorted({round(v) for v in np.geomspace(low, high, options.candidates)} & set(range(2, n)))
+
+
+def fit_kmeans(vectors: np.ndarray, k: int, options: ClusterOptions) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, unit-norm centroids) of k-means on unit vectors (so Euclidean follows cosine)."""
+    from sklearn.cluster import KMeans, MiniBatchKMeans
+
+    if len(vectors) > options.minibatch_above:
+        model = MiniBatchKMeans(
+            k, random_state=options.seed, batch_size=4096, n_init=3, max_no_improvement=20
+        )
+    else:
+        model = KMeans(k, random_state=options.seed, n_init=3)
+    labels = model.fit_predict(vectors)
+    centroids = model.cluster_centers_.astype(np.float32)
+    centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12, None)
+    return labels.astype(np.int32), centroids
+
+
+def choose_k(vectors: np.ndarray, options: ClusterOptions) -> tuple[int, dict[int, float]]:
+    """The candidate k with the best mean silhouette (cosine) on a sample."""
+    from sklearn.metrics import silhouette_score
+
+    rng = np.random.default_rng(options.seed)
+    n = len(vectors)
+    fit_rows = rng.choice(n, size=min(n, options.selection_sample), replace=False)
+    score_rows = fit_rows[: min(len(fit_rows), options.silhouette_sample)]
+    scores: dict[int, float] = {}
+    for k in candidate_ks(len(fit_rows), options):
+        _labels, centroids = fit_kmeans(vectors[fit_rows], k, options)
+        assigned = _nearest(vectors[score_rows], centroids)
+        if len(set(assigned)) < 2:
+            continue
+        scores[k] = float(silhouette_score(vectors[score_rows], assigned, metric="cosine"))
+    if not scores:
+        return 2, {}
+    return max(scores, key=scores.get), scores
+
+
+def label_clusters(
+    texts: list[str], labels: np.ndarray, stops: frozenset[str] | set[str], top_terms: int
+) -> pl.DataFrame:
+    """cluster_id, label and top_terms for every cluster, by class-based TF-IDF over 1-2-word phrases."""
+    from scipy import sparse
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    clusters = np.unique(labels)
+
+    def phrases(text: str) -> list[str]:
+        # bigrams only from adjacent content words: "boots for the trip" gives no "boots trip"
+        tokens = words(text)
+        kept = [w for w in tokens if w not in stops]
+        return kept + [f"{a} {b}" for a, b in pairwise(tokens) if a not in stops and b not in stops]
+
+    try:
+        vectorizer = CountVectorizer(analyzer=phrases, min_df=2 if len(texts) > 50 else 1)
+        counts = vectorizer.fit_transform(texts)
+    except ValueError:  # no vocabulary (e.g. every word is a stop word)
+        return pl.DataFrame(
+            {
+                "cluster_id": clusters.astype(np.int32),
+                "label": [f"cluster {c}" for c in clusters],
+                "top_terms": [[] for _ in clusters],
+            },
+            schema_overrides={"top_terms": pl.List(pl.String)},
+        )
+    terms = vectorizer.get_feature_names_out()
+    membership = sparse.csr_matrix(
+        (np.ones(len(labels)), (np.searchsorted(clusters, labels), np.arange(len(labels)))),
+        shape=(len(clusters), len(labels)),
+    )
+    per_cluster = np.asarray((membership @ counts).todense(), dtype=np.float64)
+    tf = per_cluster / np.clip(per_cluster.sum(axis=1, keepdims=True), 1, None)
+    average_words = per_cluster.sum() / len(clusters)
+    idf = np.log1p(average_words / np.clip(per_cluster.sum(axis=0), 1, None))
+    ctfidf = tf * idf
+    rows = []
+    for row, cluster in enumerate(clusters):
+        order = np.argsort(-ctfidf[row])[:top_terms]
+        top = [terms[i] for i in order if ctfidf[row, i] > 0]
+        rows.append((int(cluster), _label(top, ctfidf[row], vectorizer.vocabulary_), top))
+    frame = pl.DataFrame(
+        rows,
+        schema={"cluster_id": pl.Int32, "label": pl.String, "top_terms": pl.List(pl.String)},
+        orient="row",
+    )
+    return _distinct_labels(frame)
+
+
+def _label(top: list[str], scores: np.ndarray, vocabulary: dict[str, int]) -> str:
+    """The best phrase; a two-word phrase beats its own single word when it scores at least half as well."""
+    if not top:
+        return "misc"
+    best = top[0]
+    if " " not in best:
+        for phrase in top[1:]:
+            if (
+                " " in phrase
+                and best in phrase.split()
+                and scores[vocabulary[phrase]] >= 0.5 * scores[vocabulary[best]]
+            ):
+                best = phrase
+                break
+    return best.title() if best.islower() else best
+
+
+def _distinct_labels(frame: pl.DataFrame) -> pl.DataFrame:
+    """Clusters sharing a label get their next distinguishing term appended."""
+    seen: dict[str, int] = {}
+    labels = []
+    for label, top in zip(frame["label"], frame["top_terms"], strict=True):
+        if label in seen:
+            extra = next((t for t in top if t.lower() not in label.lower()), None)
+            label = f"{label} · {extra.title()}" if extra else f"{label} ({seen[label] + 1})"
+        seen[label] = seen.get(label, 0) + 1
+        labels.append(label)
+    return frame.with_columns(pl.Series("label", labels, dtype=pl.String))
+
+
+def _nearest(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    return np.argmax(vectors @ centroids.T, axis=1).astype(np.int32)
+
+
+def topic_clusters(
+    page_ids: pl.Series, texts: pl.Series, vectors: np.ndarray, options: ClusterOptions | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, ClusterStats]:
+    """(page rows, cluster rows, stats) for one site's pages."""
+    options = options or ClusterOptions()
+    started = time.monotonic()
+    n = len(vectors)
+    if n < 3:
+        raise InputError(f"clustering needs at least 3 pages; this site has {n}.")
+    if options.k is not None:
+        if not 2 <= options.k < n:
+            raise InputError(f"k={options.k} must be between 2 and the number of pages minus one ({n - 1}).")
+        k, chosen_by, scores = options.k, "configured", {}
+    else:
+        k, scores = choose_k(vectors, options)
+        chosen_by = "silhouette"
+    labels, centroids = fit_kmeans(vectors, k, options)
+    similarity = np.einsum("ij,ij->i", vectors, centroids[labels])
+    text_list = texts.to_list()
+    language = options.language or detect_language(text_list)
+    stops = stop_words(language, options.extra_stop_words, options.keep_words)
+    named = label_clusters(text_list, labels, stops, options.top_terms)
+    page_rows = pl.DataFrame(
+        {
+            "page_id": page_ids,
+            "cluster_id": pl.Series(labels, dtype=pl.Int32),
+            "distance": pl.Series(np.clip(1.0 - similarity, 0.0, 2.0), dtype=pl.Float32),
+        }
+    )
+    page_rows = page_rows.with_columns(
+        (pl.col("distance").rank("ordinal").over("cluster_id") == 1).alias("is_representative")
+    )
+    sizes = page_rows.group_by("cluster_id").agg(
+        pl.len().cast(pl.Int32).alias("size"),
+        (1 - pl.col("distance")).mean().cast(pl.Float32).alias("cohesion"),
+        pl.col("page_id").filter(pl.col("is_representative")).first().alias("representative_page_id"),
+    )
+    cluster_rows = named.join(sizes, on="cluster_id").sort("size", descending=True)
+    stats = ClusterStats(k, chosen_by, scores, language, time.monotonic() - started)
+    return page_rows, cluster_rows, stats

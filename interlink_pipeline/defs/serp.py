@@ -1,0 +1,180 @@
+"""serp_results and link_candidates: search-engine evidence, merged with similar pages."""
+
+import dataclasses
+import os
+import time
+from typing import Literal
+
+import polars as pl
+from dagster import AssetExecutionContext, Config, ConfigurableResource, EnvVar, MetadataValue
+from pydantic import Field
+
+from interlink_pipeline.core.crawl_exports import read_queries_export
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.link_candidates import CandidateOptions, merge_candidates
+from interlink_pipeline.core.previews import counts_table, markdown_table
+from interlink_pipeline.core.serp import SERPER_ENDPOINT, SerpOptions, serp_evidence, top_queries
+from interlink_pipeline.defs.crawl import pages
+from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
+from interlink_pipeline.defs.similarity import similarity_pairs
+from interlink_pipeline.defs.tables import persist, site_asset, user_errors
+
+KEY_ENV = "SERPER_API_KEY"
+ENDPOINT_ENV = "INTERLINK_SERPER_ENDPOINT"
+GROUP = "serp"
+
+
+class SerpApi(ConfigurableResource):
+    """Serper's search API. The key comes from $SERPER_API_KEY and is never logged or stored."""
+
+    api_key: str | None = Field(
+        default=None, description="Set through the SERPER_API_KEY environment variable."
+    )
+    endpoint: str = Field(default=SERPER_ENDPOINT, description="Search endpoint (default: Serper's).")
+
+
+def default_serp_api() -> SerpApi:
+    """The key as an EnvVar reference (so the UI shows the variable's name, never its value)."""
+    return SerpApi(
+        api_key=EnvVar(KEY_ENV) if os.environ.get(KEY_ENV) else None,
+        endpoint=os.environ.get(ENDPOINT_ENV) or SERPER_ENDPOINT,
+    )
+
+
+class SerpResultsConfig(Config):
+    provider: Literal["auto", "serper", "local", "none"] = Field(
+        default="auto", description="auto: serper when SERPER_API_KEY is set, else local (offline BM25)."
+    )
+    query_template: str = Field(
+        default="site:{host} {query}",
+        description="The search; a path after {host} narrows it (site:{host}/blog).",
+    )
+    results_per_query: int = Field(default=10, ge=1, le=100, description="Results per search (Serper 'num').")
+    max_result_pages: int = Field(
+        default=1, ge=1, le=10, description="Result pages fetched per query (each billed)."
+    )
+    exclude_url_patterns: list[str] = Field(default_factory=list, description="Regexes: results to ignore.")
+    cache_ttl_days: float = Field(
+        default=30.0, ge=0, description="Cached answers older than this are refetched."
+    )
+    budget: int = Field(default=1000, ge=0, description="Most requests sent per run (retries included).")
+    concurrency: int = Field(default=4, ge=1, le=64, description="Requests in flight at once.")
+    timeout_s: float = Field(default=15.0, gt=0, description="Per-request timeout.")
+    max_retries: int = Field(default=4, ge=0, le=10, description="Retries on 429, 5xx, timeouts, bad JSON.")
+    backoff_base_s: float = Field(default=0.5, ge=0, description="First retry delay (doubles, with jitter).")
+    backoff_max_s: float = Field(default=30.0, ge=0, description="Longest backoff delay.")
+    max_failed_share: float = Field(
+        default=0.0, ge=0, le=1, description="Share of requests allowed to fail for the run to still succeed."
+    )
+    country: str | None = Field(default=None, description="Serper 'gl' (e.g. 'es').")
+    language: str | None = Field(default=None, description="Serper 'hl' / the local engine's stop words.")
+    cost_per_request_usd: float = Field(default=0.001, ge=0, description="For the cost estimate in metadata.")
+    queries_file: str | None = Field(
+        default=None,
+        description="Queries file in the drop folder; default: the newest '*quer*'/'*keyword*' file.",
+    )
+    queries_column_map: dict[str, str] = Field(
+        default_factory=dict, description="Field -> header for that file."
+    )
+
+
+class LinkCandidatesConfig(Config):
+    semantic_weight: float = Field(default=0.6, ge=0, description="Weight of the cosine similarity.")
+    serp_weight: float = Field(
+        default=0.4, ge=0, description="Weight of the SERP score, (depth - rank + 1)/depth."
+    )
+    serp_depth: int = Field(default=10, ge=1, description="SERP positions that count as evidence.")
+    max_candidates: int = Field(default=20, ge=1, description="Candidates kept per page.")
+
+
+@site_asset("serp.results", group=GROUP, deps=[pages], kinds={"duckdb", "httpx"})
+def serp_results(
+    context: AssetExecutionContext,
+    config: SerpResultsConfig,
+    warehouse: Warehouse,
+    inbox: CrawlInbox,
+    serp_api: SerpApi,
+):
+    """For each page's main query (or title), the pages the search engine ranks, matched to the crawl."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        site_pages = warehouse.read_site("staging.pages", site)
+        if site_pages.is_empty():
+            raise InputError(f"staging.pages has no rows for {site}: materialise pages first.")
+        queries_path = inbox.queries_file(site, config.queries_file)
+        main_queries = (
+            top_queries(read_queries_export(queries_path, column_map=config.queries_column_map))
+            if queries_path
+            else None
+        )
+        fields = {f.name for f in dataclasses.fields(SerpOptions)} - {"endpoint", "exclude_url_patterns"}
+        options = SerpOptions(
+            **{name: getattr(config, name) for name in fields},
+            exclude_url_patterns=tuple(config.exclude_url_patterns),
+            endpoint=serp_api.endpoint,
+        )
+        results, run = serp_evidence(
+            warehouse.path, site, site_pages, options, serp_api.api_key, main_queries
+        )
+    matched = results["matched_page_id"].is_not_null().sum()
+    context.log.info(
+        f"{site}: {run.provider}: {run.queries:,} queries, {run.cache_hits:,} cached, "
+        f"{run.fetch.requests_sent:,} requests sent, {len(run.fetch.failures)} failed"
+    )
+    metadata = {
+        "provider": run.provider,
+        "pages": run.pages,
+        "queries": run.queries,
+        "query_sources": MetadataValue.md(
+            markdown_table(
+                pl.DataFrame({"source": list(run.query_sources), "pages": list(run.query_sources.values())})
+            )
+        ),
+        "queries_file": MetadataValue.path(str(queries_path)) if queries_path else "none",
+        "cache_hits": run.cache_hits,
+        "requests_sent": run.fetch.requests_sent,
+        "billed_requests": run.fetch.billed,
+        "retries": run.fetch.retries,
+        "failed_requests": len(run.fetch.failures),
+        "cost_estimate_usd": MetadataValue.float(round(run.cost_usd(options), 4)),
+        "results": results.height,
+        "matched_results": int(matched),
+        "unmatched_results": results.height - int(matched),
+        "excluded_results": run.excluded_results,
+        "preview": MetadataValue.md(
+            markdown_table(results.select("query", "rank", "result_url", "matched_page_id"))
+        ),
+    }
+    yield from persist(context, warehouse, site, {"serp.results": results}, metadata, started)
+
+
+@site_asset("ml.link_candidates", group=GROUP, deps=[serp_results, similarity_pairs])
+def link_candidates(context: AssetExecutionContext, config: LinkCandidatesConfig, warehouse: Warehouse):
+    """SERP targets and similar pages merged per page, with a combined score and where each came from."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        pairs = warehouse.read_site("ml.similarity_pairs", site)
+        serp = warehouse.read_site("serp.results", site)
+        options = CandidateOptions(
+            config.semantic_weight, config.serp_weight, config.serp_depth, config.max_candidates
+        )
+        candidates = merge_candidates(pairs, serp, options).with_columns(pl.lit(site).alias("site"))
+    site_pages = warehouse.read_site("staging.pages", site, ["page_id", "title", "text"])
+    titles = site_pages.select("page_id", pl.coalesce("title", "text").alias("title"))
+    preview = (
+        candidates.join(titles.rename({"page_id": "source_page_id", "title": "on_page"}), on="source_page_id")
+        .join(titles.rename({"page_id": "target_page_id", "title": "link_to"}), on="target_page_id")
+        .sort("score", descending=True)
+        .select("on_page", "link_to", pl.col("score").round(3), "provenance")
+    )
+    metadata = {
+        "candidates": candidates.height,
+        "by_provenance": MetadataValue.md(counts_table(candidates, "provenance", "candidates")),
+        "pages_with_candidates": candidates["source_page_id"].n_unique(),
+        "pages_without_candidates": site_pages.height - candidates["source_page_id"].n_unique(),
+        "preview": MetadataValue.md(markdown_table(preview, 15)),
+    }
+    yield from persist(context, warehouse, site, {"ml.link_candidates": candidates}, metadata, started)

@@ -1,0 +1,251 @@
+"""similarity_pairs and topic_clusters: what each page is most like, and the site's named topics."""
+
+import time
+from typing import Literal
+
+import polars as pl
+from dagster import AssetCheckResult, AssetExecutionContext, Config, MetadataValue
+from pydantic import Field
+
+from interlink_pipeline.core.clusters import ClusterOptions
+from interlink_pipeline.core.clusters import topic_clusters as topic_clusters_core
+from interlink_pipeline.core.encoders import resolve_device
+from interlink_pipeline.core.page_embeddings import read_vectors
+from interlink_pipeline.core.previews import markdown_table
+from interlink_pipeline.core.similarity import (
+    DEFAULT_DUPLICATE_THRESHOLD,
+    DEFAULT_MIN_SCORE,
+    SimilarityOptions,
+    similar_pairs,
+)
+from interlink_pipeline.defs.embeddings import page_embeddings
+from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.tables import persist, site_asset, user_errors
+
+GROUP = "ml"
+
+
+class SimilarityConfig(Config):
+    k: int = Field(default=15, ge=1, le=500, description="Similar pages kept per page.")
+    min_score: float = Field(
+        default=DEFAULT_MIN_SCORE, ge=-1, le=1, description="Lowest cosine kept (0.5: see the README)."
+    )
+    duplicate_threshold: float = Field(
+        default=DEFAULT_DUPLICATE_THRESHOLD,
+        ge=-1,
+        le=1,
+        description="At or above this cosine a pair is near-duplicate content, not a link candidate.",
+    )
+    max_per_target: int = Field(
+        default=50,
+        ge=0,
+        description="Most suggestions one page may receive (0: no cap); keeps templates in check.",
+    )
+    candidates_per_page: int = Field(
+        default=50, ge=1, description="Neighbours searched per page before the rules."
+    )
+    source_paths: list[str] = Field(
+        default_factory=list, description="Regexes: only pages whose path matches link."
+    )
+    target_paths: list[str] = Field(
+        default_factory=list, description="Regexes: only pages whose path matches get links."
+    )
+    exclude_source_paths: list[str] = Field(
+        default_factory=list, description="Regexes: these pages never link."
+    )
+    exclude_target_paths: list[str] = Field(
+        default_factory=list, description="Regexes: these pages are never linked."
+    )
+    method: Literal["auto", "exact", "ann"] = Field(
+        default="auto", description="auto: exact up to ann_threshold pages, an approximate index above."
+    )
+    ann_threshold: int = Field(
+        default=200_000, ge=1, description="Pages above which auto uses the ANN index."
+    )
+    device: str = Field(default="auto", description="Exact search on auto (CUDA when present), cpu or cuda.")
+
+
+class ClustersConfig(Config):
+    k: int = Field(default=0, ge=0, description="Number of clusters; 0 chooses it by silhouette.")
+    k_min: int = Field(default=0, ge=0, description="Smallest k tried (0: about sqrt(pages)/4).")
+    k_max: int = Field(default=0, ge=0, description="Largest k tried (0: about 2*sqrt(pages)).")
+    language: str = Field(default="", description="ISO 639-1 code of the site's language ('' detects it).")
+    extra_stop_words: list[str] = Field(default_factory=list, description="Words never used in labels.")
+    keep_words: list[str] = Field(default_factory=list, description="Words never treated as stop words.")
+    top_terms: int = Field(default=10, ge=1, le=50, description="Phrases kept per cluster.")
+
+
+@site_asset(
+    "ml.similarity_pairs",
+    group=GROUP,
+    deps=[page_embeddings],
+    kinds={"duckdb", "pytorch", "faiss"},
+    invariants={
+        "similarity_pairs_k_respected": "No page has more than k similar targets, and no target more than "
+        "max_per_target sources.",
+    },
+)
+def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, warehouse: Warehouse):
+    """Each page's top-k most similar pages (link candidates), near-duplicates flagged, in bounded memory."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        pages, vectors = read_vectors(warehouse.path, site, ("page_id", "path", "url", "title", "text"))
+        options = SimilarityOptions(
+            k=config.k,
+            min_score=config.min_score,
+            duplicate_threshold=config.duplicate_threshold,
+            max_per_target=config.max_per_target or None,
+            candidates_per_page=config.candidates_per_page,
+            source_paths=tuple(config.source_paths),
+            target_paths=tuple(config.target_paths),
+            exclude_source_paths=tuple(config.exclude_source_paths),
+            exclude_target_paths=tuple(config.exclude_target_paths),
+            method=config.method,
+            ann_threshold=config.ann_threshold,
+            device=resolve_device(config.device),
+        )
+        pairs, stats = similar_pairs(pages["page_id"], pages["path"], vectors, options)
+    pairs = pairs.with_columns(pl.lit(site).alias("site"), pl.lit(stats.method).alias("method"))
+    similar = pairs.filter(pl.col("relation") == "similar")
+    per_source = similar.group_by("source_page_id").len()["len"].max() or 0
+    per_target = similar.group_by("target_page_id").len()["len"].max() or 0
+    cap = options.max_per_target or len(pages)
+    k_check = AssetCheckResult(
+        check_name="similarity_pairs_k_respected",
+        passed=per_source <= options.k and per_target <= cap,
+        metadata={
+            "max_targets_per_page": per_source,
+            "k": options.k,
+            "max_sources_per_target": per_target,
+            "max_per_target": cap,
+        },
+    )
+    titles = pages.select("page_id", "url", pl.coalesce("title", "text").alias("title"))
+    named = pairs.join(
+        titles.rename({"page_id": "source_page_id", "url": "source", "title": "source_title"}),
+        on="source_page_id",
+    ).join(
+        titles.rename({"page_id": "target_page_id", "url": "target", "title": "target_title"}),
+        on="target_page_id",
+    )
+    covered = similar["source_page_id"].n_unique()
+    metadata = {
+        "method": stats.method,
+        "search_seconds": MetadataValue.float(round(stats.seconds, 2)),
+        "pages": len(pages),
+        "similar_pairs": similar.height,
+        "near_duplicate_pairs": pairs.height - similar.height,
+        "pages_with_candidates": covered,
+        "pages_without_candidates": len(pages) - covered,
+        "reciprocal_share": MetadataValue.float(round(float(similar["reciprocal"].mean() or 0), 4)),
+        "score_quantiles": MetadataValue.md(
+            markdown_table(
+                similar.select(
+                    *(
+                        pl.col("score").quantile(q).round(3).alias(f"p{int(q * 100)}")
+                        for q in (0.05, 0.25, 0.5, 0.75, 0.95)
+                    )
+                )
+            )
+        ),
+        "top_pairs": MetadataValue.md(
+            markdown_table(
+                named.filter(pl.col("relation") == "similar")
+                .sort("score", descending=True)
+                .select("source_title", "target_title", pl.col("score").round(3)),
+                15,
+            )
+        ),
+        "near_duplicates": MetadataValue.md(
+            markdown_table(
+                named.filter(pl.col("relation") == "near_duplicate")
+                .sort("score", descending=True)
+                .select("source", "target", pl.col("score").round(3)),
+                10,
+            )
+        ),
+    }
+    if stats.recall_at_k is not None:
+        metadata["recall_at_k"] = MetadataValue.float(round(stats.recall_at_k, 4))
+        metadata["recall_sample_pages"] = stats.recall_sample
+    yield from persist(context, warehouse, site, {"ml.similarity_pairs": pairs}, metadata, started, [k_check])
+
+
+@site_asset(
+    "ml.clusters",
+    "ml.page_clusters",
+    group=GROUP,
+    deps=[page_embeddings],
+    kinds={"duckdb", "scikitlearn"},
+    invariants={
+        "every_page_in_one_cluster": "Each page of staging.pages is in exactly one cluster, and cluster "
+        "sizes add up."
+    },
+)
+def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, warehouse: Warehouse):
+    """Named topic clusters: k-means on the embeddings (k by silhouette), labels by class-based TF-IDF."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        pages, vectors = read_vectors(warehouse.path, site, ("page_id", "url", "text"))
+        options = ClusterOptions(
+            k=config.k or None,
+            k_min=config.k_min or None,
+            k_max=config.k_max or None,
+            language=config.language or None,
+            extra_stop_words=tuple(config.extra_stop_words),
+            keep_words=tuple(config.keep_words),
+            top_terms=config.top_terms,
+        )
+        page_rows, cluster_rows, stats = topic_clusters_core(
+            pages["page_id"], pages["text"], vectors, options
+        )
+    page_rows = page_rows.with_columns(pl.lit(site).alias("site"))
+    cluster_rows = cluster_rows.with_columns(pl.lit(site).alias("site"))
+    one_each = AssetCheckResult(
+        check_name="every_page_in_one_cluster",
+        passed=page_rows.height == len(pages)
+        and page_rows["page_id"].is_unique().all()
+        and int(cluster_rows["size"].sum()) == len(pages),
+        metadata={
+            "pages": len(pages),
+            "clustered": page_rows.height,
+            "size_total": int(cluster_rows["size"].sum()),
+        },
+    )
+    representative = pages.select(
+        pl.col("page_id").alias("representative_page_id"), pl.col("text").alias("example")
+    )
+    preview = cluster_rows.join(representative, on="representative_page_id").select(
+        "cluster_id",
+        "label",
+        "size",
+        pl.col("cohesion").round(3),
+        pl.col("top_terms").list.head(5).list.join(", "),
+        "example",
+    )
+    metadata = {
+        "k": stats.k,
+        "k_chosen_by": stats.chosen_by,
+        "language": stats.language,
+        "clustering_seconds": MetadataValue.float(round(stats.seconds, 2)),
+        "silhouette_by_k": MetadataValue.md(
+            markdown_table(
+                pl.DataFrame(
+                    {
+                        "k": list(stats.silhouette_by_k),
+                        "silhouette": [round(v, 4) for v in stats.silhouette_by_k.values()],
+                    }
+                ),
+                20,
+            )
+        )
+        if stats.silhouette_by_k
+        else "k was configured",
+        "clusters": MetadataValue.md(markdown_table(preview, 60)),
+        "largest_cluster_share": MetadataValue.float(round(int(cluster_rows["size"].max()) / len(pages), 4)),
+    }
+    frames = {"ml.clusters": cluster_rows, "ml.page_clusters": page_rows}
+    yield from persist(context, warehouse, site, frames, metadata, started, [one_each])

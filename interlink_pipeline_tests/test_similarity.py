@@ -1,0 +1,278 @@
+"""Similarity pairs and topic clusters: the core on controlled vectors, the assets on real data."""
+
+import dagster as dg
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+from interlink_pipeline.core import similarity
+from interlink_pipeline.core.clusters import ClusterOptions, candidate_ks, label_clusters, topic_clusters
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.core.similarity import (
+    SimilarityOptions,
+    exact_top,
+    recall_at_k,
+    search,
+    similar_pairs,
+)
+from interlink_pipeline.core.text import detect_language, stop_words
+from interlink_pipeline.definitions import build_defs
+from interlink_pipeline_tests.conftest import NUTRI, SAMPLE_DIR
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _blobs(n_per: int, centres: int, dim: int = 64, spread: float = 0.15, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    centre = rng.normal(size=(centres, dim))
+    labels = np.repeat(np.arange(centres), n_per)
+    return _unit(centre[labels] + spread * rng.normal(size=(len(labels), dim))), labels
+
+
+def _ids(n: int) -> pl.Series:
+    return pl.Series([f"{i:016x}" for i in range(n)])
+
+
+def test_exact_top_matches_brute_force_in_small_blocks(monkeypatch):
+    vectors, _ = _blobs(100, 5)
+    monkeypatch.setattr(similarity, "BLOCK_BYTES", 4 * len(vectors) * 7)  # 7 query rows per block
+    idx, scores = exact_top(vectors, vectors, 10, query_ids=np.arange(len(vectors)))
+    full = vectors @ vectors.T
+    np.fill_diagonal(full, -np.inf)
+    expected = np.argsort(-full, axis=1, kind="stable")[:, :10]
+    assert np.allclose(scores, np.take_along_axis(full, expected, axis=1), atol=1e-5)
+    assert not (idx == np.arange(len(vectors))[:, None]).any()  # never itself
+
+
+def test_ann_recall_is_measured_against_exact():
+    vectors, _ = _blobs(400, 25, dim=48)
+    idx, _, stats = search(vectors, 15, SimilarityOptions(method="ann"))
+    assert stats.method.startswith("ann:IVFFlat") and stats.recall_sample == 1000
+    exact, _ = exact_top(vectors, vectors, 15, query_ids=np.arange(len(vectors)))
+    measured = recall_at_k(idx, exact, 15)
+    assert measured >= 0.9 and abs(stats.recall_at_k - measured) < 0.05
+    assert not (idx == np.arange(len(vectors))[:, None]).any()
+
+
+def test_rules_duplicates_cap_threshold_and_reciprocity():
+    rng = np.random.default_rng(3)
+    hub = _unit(rng.normal(size=(1, 32)))
+    # 30 pages close to one "template" page, plus two near-identical pages
+    near_hub = _unit(hub + 0.35 * rng.normal(size=(30, 32)))
+    twin = _unit(rng.normal(size=(1, 32)))
+    twins = _unit(np.vstack([twin, twin + 0.01 * rng.normal(size=(1, 32))]))
+    vectors = np.vstack([hub, near_hub, twins])
+    ids = _ids(len(vectors))
+    options = SimilarityOptions(k=5, min_score=0.3, max_per_target=4, candidates_per_page=20)
+    pairs, stats = similar_pairs(ids, pl.Series(["/"] * len(vectors)), vectors, options)
+    assert stats.method == "exact"
+    similar = pairs.filter(pl.col("relation") == "similar")
+    assert similar.group_by("source_page_id").len()["len"].max() <= 5
+    assert similar.group_by("target_page_id").len()["len"].max() <= 4  # the hub cannot take every slot
+    assert similar["score"].min() >= 0.3
+    twin_ids = set(ids[-2:])
+    duplicates = pairs.filter(pl.col("relation") == "near_duplicate")
+    assert set(duplicates["source_page_id"]) == twin_ids and duplicates["reciprocal"].all()
+    assert not similar.filter(
+        pl.col("source_page_id").is_in(list(twin_ids)) & pl.col("target_page_id").is_in(list(twin_ids))
+    ).height
+    # reciprocal is true exactly when the reverse pair exists
+    reverse = set(zip(similar["target_page_id"], similar["source_page_id"], strict=True))
+    expected = [
+        (s, t) in reverse for s, t in zip(similar["source_page_id"], similar["target_page_id"], strict=True)
+    ]
+    assert similar["reciprocal"].to_list() == expected
+    ranks = similar.group_by("source_page_id").agg(pl.col("rank").sort())
+    assert all(r == list(range(1, len(r) + 1)) for r in ranks["rank"].to_list())
+
+
+def test_path_filters_and_no_self_pairs():
+    vectors, _ = _blobs(20, 3)
+    paths = pl.Series(["/blog/post"] * 30 + ["/p/item"] * 30)
+    options = SimilarityOptions(
+        k=5,
+        min_score=-1,
+        source_paths=("^/blog/",),
+        target_paths=("^/p/", "^/blog/"),
+        exclude_target_paths=("^/blog/post$",),
+    )
+    pairs, _ = similar_pairs(_ids(60), paths, vectors, options)
+    sources = pairs["source_page_id"].str.to_integer(base=16)
+    targets = pairs["target_page_id"].str.to_integer(base=16)
+    assert (sources < 30).all() and (targets >= 30).all() and (sources != targets).all()
+    with pytest.raises(InputError, match="the path filters leave 0 source and 60 target pages"):
+        similar_pairs(_ids(60), paths, vectors, SimilarityOptions(source_paths=("^/shop/",)))
+    with pytest.raises(InputError, match="min_score <= duplicate_threshold"):
+        similar_pairs(_ids(60), paths, vectors, SimilarityOptions(min_score=0.99, duplicate_threshold=0.9))
+
+
+def test_candidate_ks():
+    assert candidate_ks(1700, ClusterOptions()) == sorted(set(candidate_ks(1700, ClusterOptions())))
+    ks = candidate_ks(1700, ClusterOptions())
+    assert ks[0] == 10 and ks[-1] == 82 and len(ks) == 8
+    assert candidate_ks(10, ClusterOptions()) == [2, 3, 4, 5, 6]
+    assert candidate_ks(5000, ClusterOptions(k_min=5, k_max=9, candidates=5)) == [5, 6, 7, 8, 9]
+
+
+def test_clusters_find_k_and_distinctive_labels():
+    vectors, truth = _blobs(40, 6, dim=96, spread=0.2)
+    words = ["tents", "boots", "stoves", "ropes", "headlamps", "skis"]
+    texts = pl.Series(
+        [
+            f"best {words[c]} for the trip, {['new', 'cheap', 'light'][i % 3]} model"
+            for i, c in enumerate(truth)
+        ]
+    )
+    page_rows, clusters, stats = topic_clusters(
+        _ids(len(vectors)), texts, vectors, ClusterOptions(k_min=3, k_max=10)
+    )
+    assert stats.k == 6 and stats.chosen_by == "silhouette" and stats.language == "en"
+    assert max(stats.silhouette_by_k, key=stats.silhouette_by_k.get) == 6
+    assert sorted(clusters["label"]) == sorted(w.title() for w in words)
+    assert page_rows["page_id"].is_unique().all() and clusters["size"].sum() == len(vectors)
+    assert (
+        page_rows.group_by("cluster_id").agg(pl.col("is_representative").sum())["is_representative"].to_list()
+        == [1] * 6
+    )
+
+
+def test_labels_language_and_word_settings():
+    assert (
+        detect_language(["Proteínas para deportistas y ciclistas", "La mejor creatina del mercado"]) == "es"
+    )
+    assert detect_language(["Die besten Wanderschuhe für den Winter", "Ein Zelt und der Rucksack"]) == "de"
+    assert detect_language(["The best hiking boots for the winter"]) == "en"
+    texts = ["home gym set", "home gym bench", "garden hose reel", "garden hose nozzle"]
+    labels = np.array([0, 0, 1, 1])
+    default = label_clusters(texts, labels, stop_words("en"), 5)
+    assert "home" not in " ".join(
+        default["top_terms"].explode().drop_nulls()
+    )  # "home" is an English stop word
+    kept = label_clusters(texts, labels, stop_words("en", keep=("home",)), 5)
+    assert kept.filter(pl.col("cluster_id") == 0)["label"][0] == "Home Gym"
+    dropped = label_clusters(texts, labels, stop_words("en", extra=("garden",)), 5)
+    assert "garden" not in dropped.filter(pl.col("cluster_id") == 1)["label"][0].lower()
+    with pytest.raises(InputError, match="no stop words for language 'xx'"):
+        stop_words("xx")
+
+
+def test_shared_labels_are_made_distinct():
+    texts = ["trail shoes grip", "trail shoes cushion", "trail shoes grip", "trail shoes cushion"]
+    frame = label_clusters(texts, np.array([0, 1, 0, 1]), frozenset(), 5)
+    assert frame["label"].n_unique() == 2
+
+
+def test_bad_cluster_settings():
+    vectors, _ = _blobs(5, 2)
+    with pytest.raises(InputError, match="k=20 must be between 2 and the number of pages minus one"):
+        topic_clusters(_ids(10), pl.Series(["x"] * 10), vectors, ClusterOptions(k=20))
+    with pytest.raises(InputError, match="clustering needs at least 3 pages"):
+        topic_clusters(_ids(2), pl.Series(["x"] * 2), vectors[:2], ClusterOptions())
+
+
+def _run_site(warehouse_path, inbox, instance, site, run_config=None):
+    defs = build_defs(str(warehouse_path), str(inbox))
+    if not instance.has_dynamic_partition("sites", site):
+        instance.add_dynamic_partitions("sites", [site])
+    return defs.resolve_job_def("site_pipeline").execute_in_process(
+        partition_key=site, instance=instance, run_config=run_config, raise_on_error=False
+    )
+
+
+def _metadata(result, asset):
+    return next(
+        e.event_specific_data.materialization.metadata
+        for e in result.all_events
+        if e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key == dg.AssetKey(asset)
+    )
+
+
+def test_sample_site_pairs_and_clusters_against_the_truth(warehouse_path, sample_inbox, instance, encoder):
+    result = _run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
+    assert result.success
+    checks = {
+        e.event_specific_data.check_name: e.event_specific_data.passed
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
+    assert all(checks.values()) and {
+        "similarity_pairs_k_respected",
+        "every_page_in_one_cluster",
+        "ml_similarity_pairs_schema",
+        "ml_clusters_schema",
+        "ml_page_clusters_schema",
+    } <= set(checks)
+    pairs_meta, cluster_meta = _metadata(result, "similarity_pairs"), _metadata(result, "topic_clusters")
+    assert pairs_meta["method"].value == "exact" and pairs_meta["near_duplicate_pairs"].value > 0
+    assert "| source_title | target_title | score |" in pairs_meta["top_pairs"].value
+    assert cluster_meta["k_chosen_by"].value == "silhouette" and cluster_meta["language"].value == "en"
+    assert "| cluster_id | label | size |" in cluster_meta["clusters"].value
+    truth = pl.read_csv(SAMPLE_DIR / "ground_truth.csv")
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        pages = con.execute("SELECT page_id, url FROM staging.pages").pl().join(truth, on="url")
+        pairs = con.execute("SELECT * FROM ml.similarity_pairs WHERE relation = 'similar'").pl()
+        clustered = con.execute("SELECT page_id, cluster_id FROM ml.page_clusters").pl()
+    topic = dict(zip(pages["page_id"], pages["topic"], strict=True))
+    with_topic = pairs.filter(pl.col("source_page_id").replace_strict(topic, default="") != "")
+    same_topic = (
+        with_topic["source_page_id"].replace_strict(topic)
+        == with_topic["target_page_id"].replace_strict(topic, default="")
+    ).mean()
+    assert same_topic > 0.8  # measured 0.9+ on the sample
+    purity = (
+        clustered.join(pages, on="page_id")
+        .filter(pl.col("topic") != "")
+        .group_by("cluster_id")
+        .agg(pl.col("topic").value_counts(sort=True).first().struct.field("count").alias("top"), pl.len())
+    )
+    assert purity["top"].sum() / purity["len"].sum() > 0.6
+
+
+def test_stale_embeddings_are_refused(warehouse_path, sample_inbox, instance, encoder):
+    assert _run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST).success
+    with duckdb.connect(str(warehouse_path)) as con:
+        before = con.execute("SELECT count(*) FROM ml.similarity_pairs").fetchone()[0]
+        con.execute(
+            "DELETE FROM ml.page_embeddings WHERE page_id IN (SELECT page_id FROM ml.page_embeddings "
+            "LIMIT 10)"
+        )
+    defs = build_defs(str(warehouse_path), str(sample_inbox))
+    result = defs.resolve_job_def("site_pipeline").execute_in_process(
+        partition_key=SAMPLE_HOST,
+        instance=instance,
+        asset_selection=[dg.AssetKey("similarity_pairs")],
+        raise_on_error=False,
+    )
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "ml.page_embeddings for www.alpinegear.example is stale (1690 vectors, 1700 pages" in (
+        failure.event_specific_data.error.message
+    )
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM ml.similarity_pairs").fetchone()[0] == before
+
+
+def test_real_crawl_with_filters_and_spanish_labels(warehouse_path, inbox_root, instance, crawls, encoder):
+    register_crawl(inbox_root, NUTRI, crawls / "nutrisport/internal_html.csv")
+    config = {
+        "ops": {
+            "similarity_pairs": {"config": {"source_paths": ["^/web/"], "exclude_target_paths": ["^/web/"]}}
+        }
+    }
+    result = _run_site(warehouse_path, inbox_root, instance, NUTRI, config)
+    assert result.success
+    assert _metadata(result, "topic_clusters")["language"].value == "es"
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        paths = con.execute(
+            "SELECT s.path AS source, t.path AS target FROM ml.similarity_pairs p "
+            "JOIN staging.pages s ON s.page_id = p.source_page_id "
+            "JOIN staging.pages t ON t.page_id = p.target_page_id"
+        ).pl()
+        labels = con.execute("SELECT label FROM ml.clusters").pl()["label"].to_list()
+    assert paths.height > 0 and paths["source"].str.starts_with("/web/").all()
+    assert not paths["target"].str.starts_with("/web/").any()
+    assert not {"de", "la", "el", "para", "con"} & {w.lower() for label in labels for w in label.split()}
