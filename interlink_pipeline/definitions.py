@@ -9,6 +9,7 @@ from interlink_pipeline.core.warehouse import default_duckdb_path
 from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links
 from interlink_pipeline.defs.embeddings import Embedder, default_embedder, page_embeddings
 from interlink_pipeline.defs.jobs import site_pipeline_job
+from interlink_pipeline.defs.link_plan import link_plan
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 from interlink_pipeline.defs.serp import SerpApi, default_serp_api, link_candidates, serp_results
@@ -32,6 +33,7 @@ def build_defs(
             topic_clusters,
             serp_results,
             link_candidates,
+            link_plan,
         ],
         jobs=[site_pipeline_job],
         sensors=[crawl_inbox_sensor],

@@ -316,6 +316,93 @@ class LinkCandidate(pa.DataFrameModel):
         return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
 
 
+class PlannedLink(pa.DataFrameModel):
+    """graph.link_plan: the links to add, each with its anchor text, score and reason."""
+
+    site: str = pa.Field(description=SITE)
+    source_page_id: str = pa.Field(description="The page to place the link on.")
+    target_page_id: str = pa.Field(description="The page to link to.")
+    source_url: str = pa.Field(description="URL of the page to place the link on.")
+    target_url: str = pa.Field(description="URL to link to.")
+    anchor_text: str = pa.Field(str_length={"min_value": 1}, description="Suggested anchor text.")
+    score: pl.Float32 = pa.Field(
+        description="Evidence strength: candidate score, cosine, or centrality for hubs."
+    )
+    reason: str = pa.Field(
+        isin=["hub", "topical", "orphan-rescue", "component-bridge", "depth-shortcut"],
+        description="hub, topical, orphan-rescue, component-bridge or depth-shortcut (see the README).",
+    )
+    evidence: str = pa.Field(isin=["serp", "semantic", "both", "centrality"], description="What supports it.")
+    placement: str = pa.Field(
+        isin=["home", "contextual"], description="home: on the home page; contextual: in-content."
+    )
+
+    class Config:
+        strict = True
+        unique = ["site", "source_page_id", "target_page_id"]
+
+    @pa.dataframe_check(description="no page links to itself")
+    def no_self_links(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
+
+
+class PageMetrics(pa.DataFrameModel):
+    """graph.page_metrics: each page before (existing links, when known) and after the plan."""
+
+    site: str = pa.Field(description=SITE)
+    page_id: str = pa.Field(description=PAGE_ID)
+    url: str = pa.Field(description="The page's URL.")
+    cluster_id: pl.Int32 = pa.Field(nullable=True, description="Its topic cluster.")
+    betweenness: pl.Float64 = pa.Field(ge=0, description="Betweenness centrality in the relatedness graph.")
+    inlink_quota: pl.Int32 = pa.Field(ge=0, description="In-links it may receive (by centrality quantile).")
+    is_hub: bool = pa.Field(description="Linked from the home page as a hub.")
+    depth_before: pl.Int32 = pa.Field(
+        nullable=True, ge=-1, description="Clicks from home; -1 unreachable; null unknown."
+    )
+    depth_after: pl.Int32 = pa.Field(ge=-1, description="Clicks from home with the plan; -1 unreachable.")
+    inlinks_before: pl.Int32 = pa.Field(
+        nullable=True, ge=0, description="In-links from other pages (null: unknown)."
+    )
+    inlinks_after: pl.Int32 = pa.Field(ge=0, description="In-links with the plan.")
+    outlinks_before: pl.Int32 = pa.Field(nullable=True, ge=0, description="Out-links to other pages.")
+    outlinks_after: pl.Int32 = pa.Field(ge=0, description="Out-links with the plan.")
+    pagerank_before: pl.Float64 = pa.Field(nullable=True, ge=0, description="Internal PageRank (sums to 1).")
+    pagerank_after: pl.Float64 = pa.Field(ge=0, description="Internal PageRank with the plan.")
+    planned_inlinks: pl.Int32 = pa.Field(ge=0, description="Links the plan adds to it.")
+    planned_outlinks: pl.Int32 = pa.Field(ge=0, description="Links the plan adds on it.")
+
+    class Config:
+        strict = True
+        unique = ["site", "page_id"]
+
+
+class SiteMetrics(pa.DataFrameModel):
+    """graph.site_metrics: the site's link graph before (existing links, when known) and after the plan."""
+
+    site: str = pa.Field(description=SITE)
+    scenario: str = pa.Field(
+        isin=["before", "after"], description="before: existing links; after: plus the plan."
+    )
+    crawl_id: str = pa.Field(description="The crawl the pages came from.")
+    computed_at: pl.Datetime = pa.Field(description="When the plan was made (UTC).")
+    pages: pl.Int32 = pa.Field(ge=0, description="Pages in the graph.")
+    links: pl.Int64 = pa.Field(ge=0, description="Distinct page-to-page links.")
+    planned_links: pl.Int32 = pa.Field(ge=0, description="Links added by the plan (0 before).")
+    orphan_pages: pl.Int32 = pa.Field(ge=0, description="Pages no other page links to (home excepted).")
+    unreachable_pages: pl.Int32 = pa.Field(ge=0, description="Pages with no click path from the home page.")
+    max_depth: pl.Int32 = pa.Field(ge=0, description="Deepest reachable page, in clicks from home.")
+    median_depth: pl.Float64 = pa.Field(ge=0, description="Median clicks from home (reachable pages).")
+    share_depth_le_3: pl.Float64 = pa.Field(ge=0, le=1, description="Share of pages within 3 clicks of home.")
+    share_depth_le_5: pl.Float64 = pa.Field(ge=0, le=1, description="Share of pages within 5 clicks of home.")
+    inlink_gini: pl.Float64 = pa.Field(ge=0, le=1, description="Inequality of in-links (0 = even).")
+    mean_outlinks: pl.Float64 = pa.Field(ge=0, description="Links per page.")
+    depth_histogram: str = pa.Field(description='JSON {"0": pages, "1": pages, …, "unreachable": pages}.')
+
+    class Config:
+        strict = True
+        unique = ["site", "scenario"]
+
+
 # Warehouse table name -> model. Order is creation order and README order.
 TABLES: dict[str, type[pa.DataFrameModel]] = {
     "raw.crawl_pages": RawCrawlPage,
@@ -330,4 +417,7 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "serp.cache": SerpCacheRow,
     "serp.results": SerpResult,
     "ml.link_candidates": LinkCandidate,
+    "graph.link_plan": PlannedLink,
+    "graph.page_metrics": PageMetrics,
+    "graph.site_metrics": SiteMetrics,
 }

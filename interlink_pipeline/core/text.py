@@ -38,3 +38,20 @@ def detect_language(texts: list[str]) -> str:
 def stop_words(language: str, extra: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> frozenset[str]:
     """The language's stop words, plus `extra`, minus `keep`."""
     return (_stopwords(language) | {w.lower() for w in extra}) - {w.lower() for w in keep}
+
+
+# Articles, prepositions and conjunctions: what a phrase should not end (or start) on. Much smaller than the
+# stop-word lists, which also hold content words ("cases", "best", "home").
+FUNCTION_WORDS = {
+    "en": "a an the of for to in on at by with from and or your our vs how what when which is are",
+    "es": "el la los las un una de del para por con en y o a al su tu que",
+    "fr": "le la les un une de des du pour par avec en et ou à au aux sur votre",
+    "de": "der die das den dem des ein eine einen für mit von zu zum zur und oder in im am auf",
+    "it": "il lo la i gli le un una di del della per con in e o a al su",
+    "pt": "o a os as um uma de do da para por com em e ou no na",
+    "nl": "de het een van voor met in en of op aan te",
+}
+
+
+def function_words(language: str) -> frozenset[str]:
+    return frozenset(FUNCTION_WORDS.get(language, FUNCTION_WORDS["en"]).split())

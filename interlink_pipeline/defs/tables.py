@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 from dagster import (
     AssetCheckResult,
+    AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetsDefinition,
@@ -104,9 +105,10 @@ def persist(
 ) -> Iterator[AssetCheckResult | MaterializeResult]:
     """Validate and write `frames` for `site`; yield check results and the materialisation.
 
-    `invariants` are the asset's own checks, computed on the frames: if one fails, nothing is written.
+    `invariants` are the asset's own checks, computed on the frames: if one fails with ERROR severity,
+    nothing is written; WARN results (e.g. a constraint that cannot be met) are recorded with the write.
     """
-    broken = [check for check in invariants if not check.passed]
+    broken = [c for c in invariants if not c.passed and c.severity == AssetCheckSeverity.ERROR]
     if broken:
         yield from invariants
         names = ", ".join(check.check_name for check in broken)

@@ -1,0 +1,457 @@
+"""The link plan: which page should link to which, built on the link graph (after Omio's "Link Pie").
+
+Steps, each adding links only where the source page has spare out-link budget and the link does not exist:
+
+1. **Centrality.** Betweenness on the relatedness graph (link candidates and similar pairs, undirected):
+   pages that sit between topics. Exact below `exact_centrality_below` pages, sampled above.
+2. **Hubs** (`hub`, placed on the home page): the most central page of each of the largest topic clusters,
+   then the most central pages overall, up to `hub_links`.
+3. **Quotas.** Each page may receive in-links in proportion to its centrality quantile: from `min_inlinks`
+   for the least central to `max_inlinks` for the most; existing in-links count.
+4. **Orphan rescue** (`orphan-rescue`): every page without an in-link gets one from its most similar page
+   that has budget (most central orphans first).
+5. **Topical links** (`topical`): candidates best first, while the target is under quota.
+6. **Component bridges** (`component-bridge`): groups of pages the home page cannot reach are attached
+   through their most central page, linked from its most related reachable page.
+7. **Depth shortcuts** (`depth-shortcut`): pages deeper than `max_depth` clicks get a link from their most
+   related page at depth <= max_depth - 1, shallowest first, until none is too deep or no source can help.
+
+Related pages come from the similarity pairs first, then from an exact search over the vectors. Anchors
+vary per link to the same target: the target's H1, its title, and its topic's phrases, kept short.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.graph_metrics import UNREACHABLE, adjacency, click_depth
+from interlink_pipeline.core.similarity import exact_top
+
+REASONS = ("hub", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
+NAVIGATION_POSITIONS = ("header", "footer", "navigation", "nav", "sidebar", "aside", "head")
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """Every field is a `link_plan` config setting of the same name."""
+
+    out_link_budget: int = 10  # contextual (in-content) links per page, existing ones included
+    hub_links: int = 20  # links from the home page to hubs, existing ones included
+    min_inlinks: int = 1
+    max_inlinks: int = 20
+    max_depth: int = 4
+    exact_centrality_below: int = 5_000
+    centrality_samples: int = 512
+    anchor_max_words: int = 6
+    seed: int = 0
+
+
+@dataclass
+class PlanStats:
+    centrality: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+    unresolved_orphans: list[str] = field(default_factory=list)  # page ids
+    unreachable_after: int = 0
+    too_deep_after: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SiteGraph:
+    """Everything the plan works on. Kept pages are nodes 0..n-1; other crawled URLs that appear in the
+    existing links (paginated listings, parameter URLs, noindex pages) are pass-through nodes n..nodes-1:
+    they carry click paths but are never linked to or from by the plan."""
+
+    page_ids: np.ndarray
+    home: int
+    cluster: np.ndarray  # cluster id per page (-1 when unknown)
+    candidates: pl.DataFrame  # source, target (page indices), score, provenance
+    similar: pl.DataFrame  # a, b (page indices), score — symmetric: both directions listed
+    existing: pl.DataFrame  # source, target (node indices), content (bool)
+    nodes: int = 0  # pages + pass-through nodes (0: pages only)
+    vectors: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.nodes = max(self.nodes, len(self.page_ids))
+
+
+def existing_links(links: pl.DataFrame, url_keys: pl.Series) -> tuple[pl.DataFrame, int]:
+    """Followed hyperlinks as (source, target, content) node edges, and the number of nodes.
+
+    Kept pages (`url_keys`, in order) are nodes 0..n-1; any other URL the links mention gets a node after
+    them. `content` is false for links in headers, footers, navigation and sidebars.
+    """
+    from interlink_pipeline.core.urls import url_parts
+
+    n = len(url_keys)
+    empty = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
+    if links.is_empty():
+        return empty, n
+    hyperlinks = links.filter(
+        (pl.col("link_type").is_null() | (pl.col("link_type").str.to_lowercase() == "hyperlink"))
+        & pl.col("follow")
+    )
+    keyed = pl.DataFrame(
+        {
+            "source_key": url_parts(hyperlinks["source_url"])["url_key"],
+            "target_key": url_parts(hyperlinks["target_url"])["url_key"],
+            "content": ~hyperlinks["link_position"]
+            .str.to_lowercase()
+            .is_in(NAVIGATION_POSITIONS)
+            .fill_null(False),
+        }
+    ).drop_nulls(["source_key", "target_key"])
+    known = pl.DataFrame({"key": url_keys, "i": np.arange(n, dtype=np.int64)})
+    others = (
+        pl.concat([keyed["source_key"], keyed["target_key"]])
+        .unique(maintain_order=True)
+        .alias("key")
+        .to_frame()
+        .join(known, on="key", how="anti")
+    )
+    index = pl.concat(
+        [known, others.with_columns(pl.int_range(n, n + others.height, dtype=pl.Int64).alias("i"))]
+    )
+    edges = keyed.join(index.rename({"key": "source_key", "i": "source"}), on="source_key").join(
+        index.rename({"key": "target_key", "i": "target"}), on="target_key"
+    )
+    # a link present both in the content and in navigation counts as content
+    edges = (
+        edges.filter(pl.col("source") != pl.col("target"))
+        .group_by("source", "target")
+        .agg(pl.col("content").any())
+        .sort("source", "target")
+    )
+    return edges, n + others.height
+
+
+def betweenness(n: int, edges: pl.DataFrame, options: PlanOptions) -> tuple[np.ndarray, str]:
+    """Betweenness centrality of the undirected relatedness graph (exact, or sampled on large graphs)."""
+    import networkit as nk
+
+    graph = nk.Graph(n, weighted=False, directed=False)
+    pairs = edges.select(
+        pl.min_horizontal("a", "b").alias("u"), pl.max_horizontal("a", "b").alias("v")
+    ).unique()
+    graph.addEdges((pairs["u"].to_numpy().astype(np.uint64), pairs["v"].to_numpy().astype(np.uint64)))
+    if n < options.exact_centrality_below:
+        algorithm = nk.centrality.Betweenness(graph, normalized=True)
+        method = "exact betweenness"
+    else:
+        samples = min(options.centrality_samples, n)
+        algorithm = nk.centrality.EstimateBetweenness(graph, samples, normalized=True, parallel=True)
+        method = f"betweenness estimated from {samples} sampled sources"
+    algorithm.run()
+    return np.asarray(algorithm.scores(), dtype=np.float64), method
+
+
+class Planner:
+    def __init__(self, site: SiteGraph, options: PlanOptions):
+        self.g = site
+        self.o = options
+        self.n = len(site.page_ids)
+        self.nodes = site.nodes
+        existing = site.existing
+        self.exists = set(zip(existing["source"].to_list(), existing["target"].to_list(), strict=True))
+        content_out = np.bincount(
+            existing.filter(pl.col("content"))["source"].to_numpy(), minlength=self.nodes
+        )
+        self.budget = np.maximum(0, options.out_link_budget - content_out).astype(np.int64)
+        self.budget[self.n :] = 0  # pass-through nodes are never linked from
+        self.hub_budget = max(0, options.hub_links - int(content_out[site.home]))
+        self.inbound = np.bincount(existing["target"].to_numpy(), minlength=self.nodes).astype(np.int64)
+        self.links: list[
+            tuple[int, int, str, float, str, str]
+        ] = []  # source, target, reason, score, evidence, place
+        self.planned: set[tuple[int, int]] = set()
+        self.neighbours = self._neighbour_lists()
+        self.stats = PlanStats()
+
+    def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each page, its related pages and their scores, most similar first (similar pairs and
+        candidates, both ways)."""
+        related = (
+            pl.concat(
+                [
+                    self.g.similar.select(pl.col("a").alias("page"), pl.col("b").alias("other"), "score"),
+                    self.g.candidates.select(
+                        pl.col("target").alias("page"), pl.col("source").alias("other"), "score"
+                    ),
+                    self.g.candidates.select(
+                        pl.col("source").alias("page"), pl.col("target").alias("other"), "score"
+                    ),
+                ]
+            )
+            .group_by("page", "other")
+            .agg(pl.col("score").max())
+            .sort(["page", "score"], descending=[False, True])
+        )
+        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
+        lists = [empty] * self.n
+        for page, others, scores in (
+            related.group_by("page", maintain_order=True).agg("other", "score").iter_rows()
+        ):
+            lists[page] = (np.asarray(others, dtype=np.int64), np.asarray(scores, dtype=np.float32))
+        return lists
+
+    def add(
+        self, source: int, target: int, reason: str, score: float, evidence: str, home: bool = False
+    ) -> bool:
+        if source == target or (source, target) in self.exists or (source, target) in self.planned:
+            return False
+        if home:
+            if self.hub_budget <= 0:
+                return False
+            self.hub_budget -= 1
+        else:
+            if self.budget[source] <= 0:
+                return False
+            self.budget[source] -= 1
+        self.planned.add((source, target))
+        self.inbound[target] += 1
+        self.links.append((source, target, reason, float(score), evidence, "home" if home else "contextual"))
+        return True
+
+    def graph(self) -> sparse.csr_matrix:
+        sources = np.concatenate([self.g.existing["source"].to_numpy(), [s for s, *_ in self.links]]).astype(
+            np.int64
+        )
+        targets = np.concatenate(
+            [self.g.existing["target"].to_numpy(), [t for _, t, *_ in self.links]]
+        ).astype(np.int64)
+        return adjacency(self.nodes, sources, targets)
+
+    def _open(self, source: int, target: int) -> bool:
+        return (
+            source != target and (source, target) not in self.exists and (source, target) not in self.planned
+        )
+
+    def related_sources(
+        self, targets: np.ndarray, eligible: np.ndarray
+    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Candidate sources for each target, most related first: its similar pages and candidates, then the
+        nearest eligible pages with budget, by one blocked vector search for all the targets together."""
+        found = {int(t): self.neighbours[int(t)] for t in targets}
+        pool = np.flatnonzero(eligible[: self.n] & (self.budget[: self.n] > 0))
+        if self.g.vectors is None or not len(targets) or not len(pool):
+            return found
+        idx, scores = exact_top(self.g.vectors[targets], self.g.vectors[pool], min(50, len(pool)))
+        for row, target in enumerate(targets):
+            others, near = found[int(target)]
+            found[int(target)] = (
+                np.concatenate([others, pool[idx[row]]]),
+                np.concatenate([near, scores[row]]),
+            )
+        return found
+
+    def link_from_related(self, targets: np.ndarray, eligible: np.ndarray, reason: str) -> list[int]:
+        """Give each target, in order, one link from its most related eligible page with budget left;
+        return the targets that found none."""
+        sources = self.related_sources(targets, eligible)
+        missed = []
+        for target in targets:
+            others, scores = sources[int(target)]
+            for other, score in zip(others, scores, strict=True):
+                if eligible[other] and self.budget[other] > 0 and self._open(int(other), int(target)):
+                    self.add(int(other), int(target), reason, float(score), "semantic")
+                    break
+            else:
+                missed.append(int(target))
+        return missed
+
+    def run(self) -> None:
+        o, g = self.o, self.g
+        started = time.monotonic()
+        related_edges = pl.concat(
+            [
+                g.similar.select("a", "b"),
+                g.candidates.select(pl.col("source").alias("a"), pl.col("target").alias("b")),
+            ]
+        )
+        self.centrality, self.stats.centrality = betweenness(self.n, related_edges, o)
+        self.stats.seconds["centrality"] = time.monotonic() - started
+        quantile = np.argsort(np.argsort(self.centrality, kind="stable"), kind="stable") / max(1, self.n - 1)
+        self.quota = (o.min_inlinks + np.round(quantile * (o.max_inlinks - o.min_inlinks))).astype(np.int64)
+        self.hubs = self._choose_hubs()
+        timed = [
+            ("hubs", self._link_hubs),
+            ("orphans", self._rescue_orphans),
+            ("topical", self._topical),
+            ("bridges", self._bridge_components),
+            ("depth", self._shorten_depth),
+        ]
+        for name, step in timed:
+            started = time.monotonic()
+            step()
+            self.stats.seconds[name] = time.monotonic() - started
+
+    def _choose_hubs(self) -> list[int]:
+        order = [int(i) for i in np.argsort(-self.centrality, kind="stable") if i != self.g.home]
+        sizes = (
+            np.bincount(self.g.cluster[self.g.cluster >= 0]) if (self.g.cluster >= 0).any() else np.array([])
+        )
+        best_per_cluster: dict[int, int] = {}
+        for page in order:
+            cluster = int(self.g.cluster[page])
+            if cluster >= 0 and cluster not in best_per_cluster:
+                best_per_cluster[cluster] = page
+        by_size = sorted(best_per_cluster, key=lambda c: -sizes[c])
+        hubs = [best_per_cluster[c] for c in by_size]
+        chosen = set(hubs)
+        hubs += [p for p in order if p not in chosen]
+        return hubs[: self.o.hub_links]
+
+    def _link_hubs(self) -> None:
+        home = self.g.home
+        for hub in self.hubs:
+            self.add(home, hub, "hub", float(self.centrality[hub]), "centrality", home=True)
+
+    def _rescue_orphans(self) -> None:
+        order = np.argsort(-self.centrality, kind="stable")
+        orphans = order[(self.inbound[: self.n][order] == 0) & (order != self.g.home)]
+        missed = self.link_from_related(orphans, np.ones(self.n, dtype=bool), "orphan-rescue")
+        self.stats.unresolved_orphans = [str(self.g.page_ids[p]) for p in missed]
+
+    def _topical(self) -> None:
+        ordered = self.g.candidates.sort("score", descending=True)
+        for source, target, score, provenance in ordered.select(
+            "source", "target", "score", "provenance"
+        ).iter_rows():
+            if self.inbound[target] < self.quota[target] and self.budget[source] > 0:
+                self.add(source, target, "topical", score, provenance)
+
+    def _bridge_components(self) -> None:
+        n = self.n
+        for _ in range(50):
+            graph = self.graph()
+            depth = click_depth(graph, self.g.home)
+            unreachable = np.flatnonzero(depth[:n] == UNREACHABLE)
+            if not len(unreachable):
+                return
+            count, labels = csgraph.connected_components(
+                graph[unreachable][:, unreachable], directed=True, connection="weak"
+            )
+            # each group enters through its most central page
+            entries = np.array(
+                [
+                    unreachable[labels == c][np.argmax(self.centrality[unreachable[labels == c]])]
+                    for c in range(count)
+                ]
+            )
+            if len(self.link_from_related(entries, depth != UNREACHABLE, "component-bridge")) == len(entries):
+                self.stats.notes.append(
+                    f"{len(unreachable)} pages stay unreachable: no related reachable page has out-link "
+                    "budget left (raise out_link_budget)"
+                )
+                return
+
+    def _shorten_depth(self) -> None:
+        limit, n = self.o.max_depth, self.n
+        for _ in range(limit + 20):
+            depth = click_depth(self.graph(), self.g.home)
+            too_deep = np.flatnonzero(depth[:n] > limit)
+            if not len(too_deep):
+                return
+            shallowest = too_deep[depth[too_deep] == depth[too_deep].min()]
+            ordered = shallowest[np.argsort(-self.centrality[shallowest], kind="stable")]
+            eligible = (depth >= 0) & (depth <= limit - 1)
+            if len(self.link_from_related(ordered, eligible, "depth-shortcut")) == len(ordered):
+                self.stats.notes.append(
+                    f"{len(too_deep)} pages stay deeper than {limit} clicks: no related page within "
+                    f"{limit - 1} clicks has out-link budget left"
+                )
+                return
+
+
+def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.DataFrame, Planner]:
+    """The planned links (source, target indices, reason, score, evidence, placement) and the planner."""
+    options = options or PlanOptions()
+    if options.out_link_budget < 1 or options.hub_links < 0 or options.max_depth < 1:
+        raise InputError("out_link_budget and max_depth must be at least 1, hub_links at least 0.")
+    if not 0 <= options.min_inlinks <= options.max_inlinks:
+        raise InputError("min_inlinks must be between 0 and max_inlinks.")
+    planner = Planner(site, options)
+    planner.run()
+    depth = click_depth(planner.graph(), site.home)[: planner.n]
+    planner.stats.unreachable_after = int((depth == UNREACHABLE).sum())
+    planner.stats.too_deep_after = int((depth > options.max_depth).sum())
+    frame = pl.DataFrame(
+        planner.links,
+        schema={
+            "source": pl.Int64,
+            "target": pl.Int64,
+            "reason": pl.String,
+            "score": pl.Float32,
+            "evidence": pl.String,
+            "placement": pl.String,
+        },
+        orient="row",
+    )
+    return frame, planner
+
+
+# --- anchors ---------------------------------------------------------------------------------------
+
+_CUT = re.compile(r"\s+[|:–—-]\s+|[:,;(]\s*")
+
+
+def _trim(words: list[str], glue: frozenset[str]) -> list[str]:
+    while len(words) > 1 and words[-1].lower() in glue:
+        words = words[:-1]
+    while len(words) > 1 and words[0].lower() in glue:
+        words = words[1:]
+    return words
+
+
+def shorten(text: str | None, max_words: int, glue: frozenset[str] = frozenset()) -> str | None:
+    """The first clause of a title (before ' | ', ': ', ' - ', ','), at most `max_words` words, not ending
+    on a function word ('The 7 Best Map Cases of' becomes 'The 7 Best Map Cases')."""
+    if not text:
+        return None
+    words = _CUT.split(text.strip())[0].strip(" .").split()[:max_words]
+    while len(words) > 1 and words[-1].lower() in glue:
+        words.pop()
+    return " ".join(words) or None
+
+
+def anchor_variants(
+    title: str | None,
+    h1: str | None,
+    topic_terms: list[str],
+    max_words: int,
+    glue: frozenset[str] = frozenset(),
+) -> list[str]:
+    """Distinct short anchors for one target: its H1, its title, the noun phrase its title ends with
+    ('Waterproof Hiking Boot'), and its topic's multi-word phrases found in them."""
+    variants = [shorten(h1, max_words, glue), shorten(title, max_words, glue)]
+    clause = _CUT.split((title or h1 or "").strip())[0].split()
+    if len(clause) > 3:
+        variants.append(" ".join(_trim(clause[-3:], glue)))
+    text = f"{title or ''} {h1 or ''}".lower()
+    variants += [term for term in topic_terms if " " in term and term in text][:2]
+    seen: set[str] = set()
+    distinct = []
+    for variant in variants:
+        if variant and variant.lower() not in seen:
+            seen.add(variant.lower())
+            distinct.append(variant)
+    return distinct or [shorten(title or h1 or "", max_words, glue) or "related page"]
+
+
+def assign_anchors(links: pl.DataFrame, variants: dict[int, list[str]]) -> pl.Series:
+    """Rotate each target's variants over its links, so one target does not get the same anchor everywhere."""
+    order = links.with_row_index("row").sort(["target", "score"], descending=[False, True])
+    position = order.select(pl.int_range(pl.len()).over("target").alias("k"))["k"].to_list()
+    anchors = [""] * links.height
+    for row, target, k in zip(order["row"].to_list(), order["target"].to_list(), position, strict=True):
+        options = variants[target]
+        anchors[row] = options[k % len(options)]
+    return pl.Series("anchor_text", anchors, dtype=pl.String)

@@ -1,0 +1,329 @@
+"""link_plan: the links to add, with before/after metrics of the site's link graph."""
+
+import dataclasses
+import json
+import time
+from datetime import UTC, datetime
+
+import numpy as np
+import polars as pl
+from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, Config, MetadataValue
+from pydantic import Field
+
+from interlink_pipeline.core.graph_metrics import GraphSummary, adjacency, out_degree, summarize
+from interlink_pipeline.core.link_plan import (
+    PlanOptions,
+    SiteGraph,
+    anchor_variants,
+    assign_anchors,
+    existing_links,
+    plan_links,
+)
+from interlink_pipeline.core.page_embeddings import read_vectors
+from interlink_pipeline.core.previews import counts_table, markdown_table
+from interlink_pipeline.core.text import detect_language, function_words
+from interlink_pipeline.defs.crawl import raw_links
+from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.serp import link_candidates
+from interlink_pipeline.defs.similarity import topic_clusters
+from interlink_pipeline.defs.tables import persist, site_asset, user_errors
+
+GROUP = "graph"
+SUMMARY_ROWS = [
+    ("orphan_pages", "orphan pages"),
+    ("unreachable_pages", "unreachable pages"),
+    ("max_depth", "max depth"),
+    ("median_depth", "median depth"),
+    ("share_depth_le_3", "share within 3 clicks"),
+    ("share_depth_le_5", "share within 5 clicks"),
+    ("inlink_gini", "in-link Gini"),
+    ("mean_outlinks", "links per page"),
+    ("links", "links"),
+]
+
+
+class LinkPlanConfig(Config):
+    out_link_budget: int = Field(
+        default=10, ge=1, description="In-content links per page, existing ones included."
+    )
+    hub_links: int = Field(
+        default=20, ge=0, description="Links on the home page to hubs, existing ones included."
+    )
+    min_inlinks: int = Field(default=1, ge=0, description="In-link quota of the least central pages.")
+    max_inlinks: int = Field(default=20, ge=0, description="In-link quota of the most central pages.")
+    max_depth: int = Field(default=4, ge=1, description="Click-depth target from the home page.")
+    exact_centrality_below: int = Field(
+        default=5000, ge=0, description="Pages below which betweenness is exact."
+    )
+    centrality_samples: int = Field(
+        default=512, ge=8, description="Sampled sources for estimated betweenness."
+    )
+    anchor_max_words: int = Field(default=6, ge=1, description="Longest anchor text, in words.")
+
+
+def _index(frame: pl.DataFrame, index: pl.DataFrame, columns: dict[str, str]) -> pl.DataFrame:
+    """Replace page-id columns by page indices, in place (rows of pages not in the index are dropped)."""
+    order = [columns.get(c, c) for c in frame.columns]
+    for column, name in columns.items():
+        frame = frame.join(index.rename({"page_id": column, "i": name}), on=column).drop(column)
+    return frame.select(order)
+
+
+def _bars(histogram: str, width: int = 24) -> str:
+    counts = json.loads(histogram)
+    top = max(counts.values()) or 1
+    return "<br>".join(
+        f"`{k:>11}` {'█' * max(1, round(width * v / top)) if v else ''} {v:,}" for k, v in counts.items()
+    )
+
+
+@site_asset(
+    "graph.link_plan",
+    "graph.page_metrics",
+    "graph.site_metrics",
+    group=GROUP,
+    deps=[link_candidates, topic_clusters, raw_links],
+    kinds={"duckdb", "networkit"},
+    invariants={
+        "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",
+        "link_plan_within_budget": "No page exceeds its out-link budget (existing in-content links "
+        "counted); the home page stays within hub_links.",
+        "link_plan_no_orphans": "Every page has an in-link after the plan; when the settings make that "
+        "impossible, a warning names the pages and why.",
+        "link_plan_depth_target": "Every page is within max_depth clicks of the home page after the plan "
+        "(a warning when the settings make that impossible).",
+    },
+)
+def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse: Warehouse):
+    """The plan: home -> hubs, orphans rescued, topical links by centrality quota, bridges, shortcuts."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        pages, vectors = read_vectors(
+            warehouse.path, site, ("page_id", "url", "url_key", "title", "h1", "is_home", "crawl_id")
+        )
+        index = pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("i"))
+        clusters = warehouse.read_site("ml.page_clusters", site, ["page_id", "cluster_id"])
+        cluster = _index(clusters, index, {"page_id": "i"}).sort("i")
+        cluster_of = np.full(len(pages), -1, dtype=np.int64)
+        cluster_of[cluster["i"].to_numpy()] = cluster["cluster_id"].to_numpy()
+        candidates = _index(
+            warehouse.read_site(
+                "ml.link_candidates", site, ["source_page_id", "target_page_id", "score", "provenance"]
+            ),
+            index,
+            {"source_page_id": "source", "target_page_id": "target"},
+        )
+        similar = _index(
+            warehouse.read_site("ml.similarity_pairs", site)
+            .filter(pl.col("relation") == "similar")
+            .select("source_page_id", "target_page_id", "score"),
+            index,
+            {"source_page_id": "a", "target_page_id": "b"},
+        )
+        similar = pl.concat(
+            [similar, similar.select(pl.col("b").alias("a"), pl.col("a").alias("b"), "score")]
+        )
+        links = warehouse.read_site("raw.crawl_links", site)
+        existing, nodes = existing_links(links, pages["url_key"])
+        graph = SiteGraph(
+            pages["page_id"].to_numpy(),
+            int(np.flatnonzero(pages["is_home"].to_numpy())[0]),
+            cluster_of,
+            candidates,
+            similar,
+            existing,
+            nodes=nodes,
+            vectors=vectors,
+        )
+        options = PlanOptions(
+            **{
+                f.name: getattr(config, f.name)
+                for f in dataclasses.fields(PlanOptions)
+                if hasattr(config, f.name)
+            }
+        )
+        planned, planner = plan_links(graph, options)
+    terms = dict(warehouse.read_site("ml.clusters", site, ["cluster_id", "top_terms"]).iter_rows())
+    glue = function_words(detect_language(pages["title"].drop_nulls().head(2000).to_list()))
+    titles, h1s = pages["title"].to_list(), pages["h1"].to_list()
+    variants = {
+        t: anchor_variants(
+            titles[t], h1s[t], list(terms.get(int(cluster_of[t]), []) or []), options.anchor_max_words, glue
+        )
+        for t in planned["target"].unique().to_list()
+    }
+    ids, urls = pages["page_id"], pages["url"]
+    plan = planned.with_columns(assign_anchors(planned, variants)).select(
+        pl.lit(site).alias("site"),
+        pl.Series("source_page_id", ids.gather(planned["source"]), dtype=pl.String),
+        pl.Series("target_page_id", ids.gather(planned["target"]), dtype=pl.String),
+        pl.Series("source_url", urls.gather(planned["source"]), dtype=pl.String),
+        pl.Series("target_url", urls.gather(planned["target"]), dtype=pl.String),
+        "anchor_text",
+        "score",
+        "reason",
+        "evidence",
+        "placement",
+    )
+
+    n = len(pages)
+    known = not existing.is_empty()
+    before_graph = adjacency(graph.nodes, existing["source"].to_numpy(), existing["target"].to_numpy())
+    after_graph = planner.graph()
+    after, depth_after, in_after, rank_after = summarize(after_graph, graph.home, n)
+    before, depth_before, in_before, rank_before = summarize(before_graph, graph.home, n)
+    computed = datetime.now(UTC).replace(tzinfo=None)
+    crawl_id = pages["crawl_id"][0]
+
+    def site_row(scenario: str, summary: GraphSummary, planned_links: int) -> dict:
+        return {
+            "site": site,
+            "scenario": scenario,
+            "crawl_id": crawl_id,
+            "computed_at": computed,
+            **dataclasses.asdict(summary),
+            "planned_links": planned_links,
+        }
+
+    site_rows = pl.DataFrame(
+        ([site_row("before", before, 0)] if known else []) + [site_row("after", after, planned.height)]
+    ).cast(
+        {
+            "pages": pl.Int32,
+            "links": pl.Int64,
+            "planned_links": pl.Int32,
+            "orphan_pages": pl.Int32,
+            "unreachable_pages": pl.Int32,
+            "max_depth": pl.Int32,
+            "computed_at": pl.Datetime("us"),
+        }
+    )
+    unknown_int = pl.lit(None, dtype=pl.Int32)
+    page_rows = pl.DataFrame(
+        {
+            "site": [site] * n,
+            "page_id": ids,
+            "url": urls,
+            "cluster_id": pl.Series(np.where(cluster_of >= 0, cluster_of, 0), dtype=pl.Int32),
+            "betweenness": planner.centrality,
+            "inlink_quota": pl.Series(planner.quota, dtype=pl.Int32),
+            "is_hub": np.isin(np.arange(n), planned.filter(pl.col("reason") == "hub")["target"].to_numpy()),
+            "depth_after": pl.Series(depth_after, dtype=pl.Int32),
+            "inlinks_after": pl.Series(in_after, dtype=pl.Int32),
+            "outlinks_after": pl.Series(out_degree(after_graph)[:n], dtype=pl.Int32),
+            "pagerank_after": rank_after,
+            "planned_inlinks": pl.Series(
+                np.bincount(planned["target"].to_numpy(), minlength=n), dtype=pl.Int32
+            ),
+            "planned_outlinks": pl.Series(
+                np.bincount(planned["source"].to_numpy(), minlength=n), dtype=pl.Int32
+            ),
+        }
+    ).with_columns(
+        pl.when(pl.Series(cluster_of >= 0)).then(pl.col("cluster_id")).otherwise(None).alias("cluster_id"),
+        (pl.Series(depth_before, dtype=pl.Int32) if known else unknown_int).alias("depth_before"),
+        (pl.Series(in_before, dtype=pl.Int32) if known else unknown_int).alias("inlinks_before"),
+        (pl.Series(out_degree(before_graph)[:n], dtype=pl.Int32) if known else unknown_int).alias(
+            "outlinks_before"
+        ),
+        (pl.Series(rank_before) if known else pl.lit(None, dtype=pl.Float64)).alias("pagerank_before"),
+    )
+
+    checks = _invariants(plan, pages, existing, planned, planner, after, options, graph.home)
+    comparison = pl.DataFrame(
+        {
+            "metric": [label for _, label in SUMMARY_ROWS],
+            "before": [round(float(getattr(before, key)), 3) if known else None for key, _ in SUMMARY_ROWS],
+            "after": [round(float(getattr(after, key)), 3) for key, _ in SUMMARY_ROWS],
+        }
+    )
+    names = dict(pages.select("page_id", pl.coalesce("title", "h1", "url")).iter_rows())
+    metadata = {
+        "planned_links": planned.height,
+        "links_by_reason": MetadataValue.md(counts_table(plan, "reason", "links")),
+        "before_after": MetadataValue.md(
+            markdown_table(comparison, 20)
+            + (
+                ""
+                if known
+                else "\n\n_No All Inlinks export: the existing links are unknown, so 'after' is the plan "
+                "alone and there is no 'before'._"
+            )
+        ),
+        "depth_before": MetadataValue.md(_bars(before.depth_histogram)) if known else "unknown",
+        "depth_after": MetadataValue.md(_bars(after.depth_histogram)),
+        "hubs": MetadataValue.md(
+            markdown_table(pl.DataFrame({"hub": [names[ids[h]] for h in planner.hubs]}), 30)
+        ),
+        "centrality": planner.stats.centrality,
+        "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in planner.stats.seconds.items()}),
+        "preview": MetadataValue.md(
+            markdown_table(
+                plan.group_by("reason", maintain_order=True)
+                .head(4)
+                .with_columns(
+                    pl.col("source_page_id").replace_strict(names).alias("on_page"),
+                    pl.col("target_page_id").replace_strict(names).alias("link_to"),
+                    pl.col("score").cast(pl.Float64).round(3),
+                )
+                .select("reason", "on_page", "anchor_text", "link_to", "score"),
+                20,
+            )
+        ),
+    }
+    frames = {"graph.link_plan": plan, "graph.page_metrics": page_rows, "graph.site_metrics": site_rows}
+    yield from persist(context, warehouse, site, frames, metadata, started, checks)
+
+
+def _invariants(plan, pages, existing, planned, planner, after, options, home) -> list[AssetCheckResult]:
+    n = len(pages)
+    targets_ok = plan["target_page_id"].is_in(pages["page_id"].implode()).all()
+    contextual = planned.filter(pl.col("placement") == "contextual")
+    content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
+    planned_out = np.bincount(contextual["source"].to_numpy(), minlength=n)
+    over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > options.out_link_budget))
+    home_existing = int(content_out[home])  # in-content links already on the home page
+    home_planned = int((planned["placement"] == "home").sum())
+    home_ok = home_planned <= max(0, options.hub_links - home_existing)
+    why = "; ".join(planner.stats.notes) or (
+        "no similar page with spare out-link budget: raise out_link_budget"
+        if planner.stats.unresolved_orphans
+        else ""
+    )
+    return [
+        AssetCheckResult(
+            check_name="link_plan_targets_are_pages", passed=bool(targets_ok), metadata={"links": plan.height}
+        ),
+        AssetCheckResult(
+            check_name="link_plan_within_budget",
+            passed=not len(over) and home_ok,
+            metadata={
+                "pages_over_budget": len(over),
+                "home_links_planned": home_planned,
+                "out_link_budget": options.out_link_budget,
+            },
+        ),
+        AssetCheckResult(
+            check_name="link_plan_no_orphans",
+            passed=after.orphan_pages == 0,
+            severity=AssetCheckSeverity.WARN,
+            metadata={
+                "orphans_after": after.orphan_pages,
+                "why": why or "none left",
+                "unresolved": MetadataValue.json(planner.stats.unresolved_orphans[:20]),
+            },
+        ),
+        AssetCheckResult(
+            check_name="link_plan_depth_target",
+            passed=planner.stats.too_deep_after == 0 and planner.stats.unreachable_after == 0,
+            severity=AssetCheckSeverity.WARN,
+            metadata={
+                "max_depth": options.max_depth,
+                "deeper_pages": planner.stats.too_deep_after,
+                "unreachable_pages": planner.stats.unreachable_after,
+                "why": why or "target met",
+            },
+        ),
+    ]

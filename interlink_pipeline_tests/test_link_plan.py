@@ -1,0 +1,308 @@
+"""The link plan: its rules on small controlled graphs, its metrics, the asset on real and generated data."""
+
+import json
+
+import dagster as dg
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+from interlink_pipeline.core.graph_metrics import adjacency, click_depth, gini, pagerank, summarize
+from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.core.link_plan import (
+    PlanOptions,
+    SiteGraph,
+    anchor_variants,
+    assign_anchors,
+    betweenness,
+    existing_links,
+    plan_links,
+    shorten,
+)
+from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.core.text import function_words
+from interlink_pipeline.definitions import build_defs
+from interlink_pipeline_tests.conftest import LIGHT, NUTRI
+
+EMPTY_EDGES = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
+EMPTY_PAIRS = pl.DataFrame(schema={"a": pl.Int64, "b": pl.Int64, "score": pl.Float32})
+EMPTY_CANDIDATES = pl.DataFrame(
+    schema={"source": pl.Int64, "target": pl.Int64, "score": pl.Float32, "provenance": pl.String}
+)
+
+
+def _site(n, similar=(), existing=(), candidates=(), vectors=None, clusters=None):
+    pairs = pl.DataFrame(
+        [(a, b, s) for a, b, s in similar] + [(b, a, s) for a, b, s in similar],
+        schema={"a": pl.Int64, "b": pl.Int64, "score": pl.Float32},
+        orient="row",
+    )
+    edges = (
+        pl.DataFrame(
+            list(existing),
+            schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean},
+            orient="row",
+        )
+        if existing
+        else EMPTY_EDGES
+    )
+    cands = (
+        pl.DataFrame(list(candidates), schema=EMPTY_CANDIDATES.schema, orient="row")
+        if candidates
+        else (EMPTY_CANDIDATES)
+    )
+    return SiteGraph(
+        np.array([f"{i:016x}" for i in range(n)]),
+        0,
+        np.asarray(clusters if clusters is not None else [-1] * n),
+        cands,
+        pairs if similar else EMPTY_PAIRS,
+        edges,
+        vectors=vectors,
+    )
+
+
+def _links(frame):
+    return {(s, t): r for s, t, r in frame.select("source", "target", "reason").iter_rows()}
+
+
+def test_an_orphan_is_rescued_by_its_most_related_page_with_budget():
+    # page 3 is an orphan; page 1 is most similar but has no budget left (2 existing content links)
+    existing = [(0, 1, False), (0, 2, False), (1, 2, True), (1, 0, True), (2, 1, True)]
+    site = _site(4, similar=[(3, 1, 0.9), (3, 2, 0.8)], existing=existing)
+    planned, planner = plan_links(site, PlanOptions(out_link_budget=2, hub_links=0, max_inlinks=1))
+    assert _links(planned)[(2, 3)] == "orphan-rescue"
+    assert (1, 3) not in _links(planned)
+    assert planner.budget[1] == 0 and planner.stats.unresolved_orphans == []
+
+
+def test_existing_links_are_never_suggested_and_budgets_hold():
+    existing = [(0, i, False) for i in range(1, 6)] + [(1, 2, True)]
+    candidates = [
+        (s, t, 0.9 - 0.01 * (s + t), "semantic") for s in range(1, 6) for t in range(1, 6) if s != t
+    ]
+    site = _site(6, existing=existing, candidates=candidates)
+    planned, _ = plan_links(site, PlanOptions(out_link_budget=2, hub_links=0, max_inlinks=10))
+    links = _links(planned)
+    assert (1, 2) not in links  # already there
+    per_source = planned.group_by("source").len()
+    content = {1: 1}
+    assert all(count + content.get(source, 0) <= 2 for source, count in per_source.iter_rows())
+
+
+def test_hubs_are_placed_on_the_home_page_within_hub_links():
+    candidates = [(1, t, 0.8, "semantic") for t in (2, 3, 4)] + [(t, 1, 0.8, "both") for t in (2, 3, 4)]
+    site = _site(5, candidates=candidates, existing=[(0, 4, True)])
+    planned, planner = plan_links(site, PlanOptions(hub_links=2, out_link_budget=5))
+    hubs = planned.filter(pl.col("reason") == "hub")
+    assert hubs["source"].to_list() == [0] and set(hubs["placement"]) == {"home"}  # 1 slot: 2 minus existing
+    assert hubs["target"][0] == 1  # the most central page
+    assert planner.hubs[0] == 1
+
+
+def test_depth_shortcuts_bring_a_chain_within_the_limit():
+    chain = [(i, i + 1, True) for i in range(7)]  # home -> 1 -> ... -> 7
+    similar = [(i, j, 0.9 - 0.05 * abs(i - j)) for i in range(8) for j in range(i + 1, 8)]
+    site = _site(8, similar=similar, existing=chain)
+    planned, planner = plan_links(
+        site, PlanOptions(max_depth=3, hub_links=0, max_inlinks=1, out_link_budget=3)
+    )
+    depth = click_depth(planner.graph(), 0)
+    assert depth.max() <= 3 and planner.stats.too_deep_after == 0
+    assert "depth-shortcut" in set(planned["reason"])
+
+
+def test_unreachable_groups_are_bridged_through_their_most_central_page():
+    existing = [(0, 1, True), (1, 2, True), (3, 4, True), (4, 5, True), (5, 3, True), (4, 3, True)]
+    vectors = np.eye(6, dtype=np.float32) + 0.1
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    site = _site(6, existing=existing, similar=[(4, 2, 0.7), (3, 5, 0.6)], vectors=vectors)
+    planned, planner = plan_links(site, PlanOptions(hub_links=0, max_inlinks=1))
+    bridge = planned.filter(pl.col("reason") == "component-bridge")
+    assert planner.stats.unreachable_after == 0
+    assert bridge.height == 1 and bridge["target"][0] in (3, 4, 5)
+
+
+def test_impossible_constraints_are_reported_not_hidden():
+    existing = [(0, 1, True), (1, 2, True), (2, 1, True)]  # everyone's budget (1) is spent; page 3 orphaned
+    site = _site(4, existing=existing, similar=[(3, 1, 0.9)])
+    planned, planner = plan_links(site, PlanOptions(out_link_budget=1, hub_links=0, max_inlinks=1))
+    assert planner.stats.unresolved_orphans == ["0000000000000003"]
+    assert any("stay unreachable" in note for note in planner.stats.notes)
+    assert planned.is_empty()
+
+
+def test_bad_plan_settings():
+    with pytest.raises(Exception, match="out_link_budget and max_depth must be at least 1"):
+        plan_links(_site(2), PlanOptions(out_link_budget=0))
+    with pytest.raises(Exception, match="min_inlinks must be between 0 and max_inlinks"):
+        plan_links(_site(2), PlanOptions(min_inlinks=5, max_inlinks=2))
+
+
+def test_anchors_are_short_clean_and_vary_per_target():
+    glue = function_words("en")
+    assert shorten("The 7 Best Map Cases of 2020, Tested in the Field", 6, glue) == "The 7 Best Map Cases"
+    assert shorten("Hiking Boots | Alpine Gear", 6, glue) == "Hiking Boots"
+    assert shorten("Dieta proteica: ¿qué comer?", 6, function_words("es")) == "Dieta proteica"
+    variants = anchor_variants(
+        "Waterproof Hiking Boots for Winter Walks",
+        "Hiking Boots",
+        ["hiking boots", "boots", "winter walks"],
+        6,
+        glue,
+    )
+    # H1, the title's first clause, its closing phrase; the topic phrases found are duplicates here, and a
+    # lone topic word ("boots") is never an anchor
+    assert variants == ["Hiking Boots", "Waterproof Hiking Boots for Winter Walks", "Winter Walks"]
+    assert anchor_variants("About Us", "About Us", [], 6, glue) == ["About Us"]
+    links = pl.DataFrame({"target": [7, 7, 7, 8], "score": [0.9, 0.8, 0.7, 0.5]})
+    anchors = assign_anchors(links, {7: ["a", "b"], 8: ["c"]})
+    assert anchors.to_list() == ["a", "b", "a", "c"]
+
+
+def test_existing_links_split_navigation_from_content_and_keep_pass_through_pages():
+    links = pl.DataFrame(
+        {
+            "link_type": ["Hyperlink", "Hyperlink", "Hyperlink", "Image", "Hyperlink", "Hyperlink"],
+            "source_url": [
+                "https://x.example/",
+                "https://x.example/",
+                "https://x.example/a",
+                "https://x.example/",
+                "https://x.example/list?page=2",
+                "https://x.example/a",
+            ],
+            "target_url": [
+                "https://x.example/a",
+                "https://x.example/b/",
+                "https://x.example/b",
+                "https://x.example/c",
+                "https://x.example/c",
+                "https://x.example/c",
+            ],
+            "link_position": ["Header", "Content", "Footer", "Content", "Content", "Content"],
+            "follow": [True, True, True, True, True, False],
+        }
+    )
+    keys = pl.Series(["x.example/", "x.example/a", "x.example/b", "x.example/c"])
+    edges, nodes = existing_links(links, keys)
+    assert nodes == 5  # the paginated listing is a pass-through node
+    assert sorted(edges.rows()) == [(0, 1, False), (0, 2, True), (1, 2, False), (4, 3, True)]
+
+
+def test_graph_metrics():
+    graph = adjacency(4, np.array([0, 0, 1]), np.array([1, 2, 3]))
+    assert click_depth(graph, 0).tolist() == [0, 1, 1, 2]
+    assert gini(np.array([3, 3, 3])) == 0 and gini(np.array([0, 0, 9])) == pytest.approx(2 / 3)
+    assert pagerank(graph).sum() == pytest.approx(1.0)
+    summary, *_ = summarize(graph, 0)
+    assert summary.orphan_pages == 0 and json.loads(summary.depth_histogram) == {
+        "0": 1,
+        "1": 2,
+        "2": 1,
+        "unreachable": 0,
+    }
+    assert summary.share_depth_le_3 == 1.0
+
+
+def test_betweenness_exact_and_estimated_agree_on_the_centre():
+    star = pl.DataFrame({"a": [0] * 50 + list(range(1, 50)), "b": list(range(1, 51)) + list(range(51, 100))})
+    exact, method = betweenness(100, star, PlanOptions(exact_centrality_below=1000))
+    estimate, estimated = betweenness(
+        100, star, PlanOptions(exact_centrality_below=10, centrality_samples=40)
+    )
+    assert method == "exact betweenness" and estimated.startswith("betweenness estimated from 40")
+    assert np.argmax(exact) == np.argmax(estimate) == 0
+
+
+def _plan(warehouse_path, inbox, instance, site, config=None):
+    defs = build_defs(str(warehouse_path), str(inbox))
+    instance.add_dynamic_partitions("sites", [site])
+    run_config = {"ops": {"link_plan": {"config": config}}} if config else None
+    return defs.resolve_job_def("site_pipeline").execute_in_process(
+        partition_key=site, instance=instance, raise_on_error=False, run_config=run_config
+    )
+
+
+def _checks(result):
+    """The link_plan asset's check evaluations by name."""
+    return {
+        e.event_specific_data.check_name: e.event_specific_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        and e.event_specific_data.asset_key == dg.AssetKey("link_plan")
+    }
+
+
+def test_plan_on_the_sample(warehouse_path, sample_inbox, instance, encoder):
+    result = _plan(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
+    assert result.success
+    checks = _checks(result)
+    assert set(checks) == {
+        "graph_link_plan_schema",
+        "graph_page_metrics_schema",
+        "graph_site_metrics_schema",
+        "link_plan_targets_are_pages",
+        "link_plan_within_budget",
+        "link_plan_no_orphans",
+        "link_plan_depth_target",
+    }
+    assert all(check.passed for check in checks.values())
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        after = (
+            con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'after'").pl().row(0, named=True)
+        )
+        before = (
+            con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'before'").pl().row(0, named=True)
+        )
+        plan = con.execute("SELECT * FROM graph.link_plan").pl()
+        repeated = con.execute(
+            "SELECT count(*) FROM graph.link_plan p JOIN raw.crawl_links l ON l.source_url = p.source_url "
+            "AND l.target_url = p.target_url"
+        ).fetchone()[0]
+        variety = con.execute(
+            "SELECT avg((anchors > 1)::INT) FROM (SELECT target_page_id, count(DISTINCT anchor_text) AS "
+            "anchors, count(*) AS n FROM graph.link_plan GROUP BY 1 HAVING n >= 3)"
+        ).fetchone()[0]
+    assert before["orphan_pages"] > 500 and after["orphan_pages"] == 0  # blog posts and guides left unlinked
+    assert after["max_depth"] <= 4 and after["unreachable_pages"] == 0
+    assert after["inlink_gini"] < before["inlink_gini"]
+    assert repeated == 0 and variety > 0.95  # targets with 3+ links get varied anchors
+    assert set(plan["reason"]) >= {"topical", "orphan-rescue"}
+
+
+def test_plan_on_real_crawls_with_and_without_inlinks(warehouse_path, inbox_root, instance, crawls, encoder):
+    register_crawl(
+        inbox_root,
+        LIGHT,
+        crawls / "lightchiropractic/internal_all.csv",
+        crawls / "lightchiropractic/all_inlinks.csv",
+    )
+    register_crawl(inbox_root, NUTRI, crawls / "nutrisport/internal_html.csv")
+    light = _plan(warehouse_path, inbox_root, instance, LIGHT)
+    nutri = _plan(warehouse_path, inbox_root, instance, NUTRI)
+    assert light.success and nutri.success
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        metrics = con.execute(
+            "SELECT site, scenario, orphan_pages FROM graph.site_metrics ORDER BY ALL"
+        ).fetchall()
+        nutri_hubs = con.execute(
+            "SELECT count(*) FROM graph.link_plan WHERE site = ? AND reason = 'hub'", [NUTRI]
+        ).fetchone()[0]
+    assert metrics == [(NUTRI, "after", 0), (LIGHT, "after", 0), (LIGHT, "before", 14)]
+    assert nutri_hubs == 20  # no existing links known: the home page gets its hubs
+
+
+def test_constraints_that_cannot_be_met_give_warnings_with_the_reason(
+    warehouse_path, sample_inbox, instance, encoder
+):
+    result = _plan(
+        warehouse_path, sample_inbox, instance, SAMPLE_HOST, {"out_link_budget": 1, "max_depth": 2}
+    )
+    assert result.success  # the plan is written, and the checks say what could not be done
+    checks = _checks(result)
+    depth = checks["link_plan_depth_target"]
+    assert not depth.passed and depth.severity == dg.AssetCheckSeverity.WARN
+    assert "within 1 clicks has out-link budget left" in depth.metadata["why"].value
+    assert checks["link_plan_within_budget"].passed
