@@ -7,7 +7,6 @@ vectors against that fp32 baseline, the page_embeddings step cold vs incremental
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 
@@ -258,7 +257,7 @@ def main() -> None:
         asset_rows,
         ["pages", "cold s", "1% changed s", "speed-up", "changed texts", "re-embedded", "peak RSS MB"],
     )
-    print(f"\nraw results: {save('embeddings', json.loads(json.dumps(payload, default=str)))}")
+    print(f"\nraw results: {save('embeddings', payload)}")
 
 
 if __name__ == "__main__":

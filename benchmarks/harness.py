@@ -74,9 +74,16 @@ def print_table(title: str, rows: list[list[str]], header: list[str]) -> str:
 
 
 def save(name: str, payload: dict) -> Path:
+    """Write the raw results; a run that measured only some parts keeps the earlier results of the others."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2))
+    merged = json.loads(path.read_text()) if path.exists() else {}
+    for key, value in json.loads(json.dumps(payload, default=str)).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        elif value or key not in merged:
+            merged[key] = value
+    path.write_text(json.dumps(merged, indent=2))
     return path
 
 

@@ -214,6 +214,8 @@ def test_betweenness_exact_and_estimated_agree_on_the_centre():
     )
     assert method == "exact betweenness" and estimated.startswith("betweenness estimated from 40")
     assert np.argmax(exact) == np.argmax(estimate) == 0
+    again, _ = betweenness(100, star, PlanOptions(exact_centrality_below=10, centrality_samples=40))
+    assert np.array_equal(estimate, again)  # sampled, yet the same plan every run
 
 
 def _plan(warehouse_path, inbox, instance, site, config=None):

@@ -51,7 +51,6 @@ class PlanOptions:
     exact_centrality_below: int = 5_000
     centrality_samples: int = 512
     anchor_max_words: int = 6
-    seed: int = 0
 
 
 @dataclass
@@ -147,6 +146,7 @@ def betweenness(n: int, edges: pl.DataFrame, options: PlanOptions) -> tuple[np.n
         method = "exact betweenness"
     else:
         samples = min(options.centrality_samples, n)
+        nk.engineering.setSeed(0, False)  # the same graph gives the same sample, so the same plan
         algorithm = nk.centrality.EstimateBetweenness(graph, samples, normalized=True, parallel=True)
         method = f"betweenness estimated from {samples} sampled sources"
     algorithm.run()
@@ -168,6 +168,10 @@ class Planner:
         self.budget[self.n :] = 0  # pass-through nodes are never linked from
         self.hub_budget = max(0, options.hub_links - int(content_out[site.home]))
         self.inbound = np.bincount(existing["target"].to_numpy(), minlength=self.nodes).astype(np.int64)
+        # quotas count in-content links only: a sitewide menu link does not make a page well linked
+        self.contextual_in = np.bincount(
+            existing.filter(pl.col("content"))["target"].to_numpy(), minlength=self.nodes
+        ).astype(np.int64)
         self.links: list[
             tuple[int, int, str, float, str, str]
         ] = []  # source, target, reason, score, evidence, place
@@ -217,6 +221,7 @@ class Planner:
             self.budget[source] -= 1
         self.planned.add((source, target))
         self.inbound[target] += 1
+        self.contextual_in[target] += 1
         self.links.append((source, target, reason, float(score), evidence, "home" if home else "contextual"))
         return True
 
@@ -325,7 +330,7 @@ class Planner:
         for source, target, score, provenance in ordered.select(
             "source", "target", "score", "provenance"
         ).iter_rows():
-            if self.inbound[target] < self.quota[target] and self.budget[source] > 0:
+            if self.contextual_in[target] < self.quota[target] and self.budget[source] > 0:
                 self.add(source, target, "topical", score, provenance)
 
     def _bridge_components(self) -> None:

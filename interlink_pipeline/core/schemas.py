@@ -354,7 +354,9 @@ class PageMetrics(pa.DataFrameModel):
     url: str = pa.Field(description="The page's URL.")
     cluster_id: pl.Int32 = pa.Field(nullable=True, description="Its topic cluster.")
     betweenness: pl.Float64 = pa.Field(ge=0, description="Betweenness centrality in the relatedness graph.")
-    inlink_quota: pl.Int32 = pa.Field(ge=0, description="In-links it may receive (by centrality quantile).")
+    inlink_quota: pl.Int32 = pa.Field(
+        ge=0, description="In-content in-links the plan fills up to (grows with centrality rank)."
+    )
     is_hub: bool = pa.Field(description="Linked from the home page as a hub.")
     depth_before: pl.Int32 = pa.Field(
         nullable=True, ge=-1, description="Clicks from home; -1 unreachable; null unknown."

@@ -50,8 +50,12 @@ class LinkPlanConfig(Config):
     hub_links: int = Field(
         default=20, ge=0, description="Links on the home page to hubs, existing ones included."
     )
-    min_inlinks: int = Field(default=1, ge=0, description="In-link quota of the least central pages.")
-    max_inlinks: int = Field(default=20, ge=0, description="In-link quota of the most central pages.")
+    min_inlinks: int = Field(
+        default=1, ge=0, description="In-content in-link quota of the least central pages."
+    )
+    max_inlinks: int = Field(
+        default=20, ge=0, description="In-content in-link quota of the most central pages."
+    )
     max_depth: int = Field(default=4, ge=1, description="Click-depth target from the home page.")
     exact_centrality_below: int = Field(
         default=5000, ge=0, description="Pages below which betweenness is exact."

@@ -1,0 +1,306 @@
+"""Link-plan benchmark: the `link_plan` asset at scale against the write-ups' plain plan, the real crawl's
+before/after, and sampled against exact betweenness.
+
+Speed and coverage: the asset (read, plan, anchors, metrics, write) on generated sites with their All
+Inlinks export, each upstream asset materialised once beforehand; the plain plan links every page to its
+`out_link_budget` most similar pages (the write-ups' approach) on the same data, and the same metrics are
+taken of both. lightchiropractic: its 52 editorial in-content links are removed from the inlinks export and
+the plan is asked to find them again. Centrality: sampled betweenness against exact on the generated site's
+relatedness graph (Spearman rank correlation, top-k overlap).
+
+    python -m benchmarks.bench_link_plan [--sizes 10000 100000] [--repeats 3] [--agreement-size 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from benchmarks.harness import DATA, SHARED_CRAWLS, generated_site, measure, print_table, save
+
+SITE = "www.alpinegear.example"
+LIGHT = "www.lightchiropractic.sg"
+UPSTREAM = ("raw_crawl", "raw_links", "pages", "page_embeddings", "serp_results", "similarity_pairs",
+            "topic_clusters", "link_candidates")  # fmt: skip
+
+ASSET = """
+import shutil, tempfile, time
+from pathlib import Path
+import dagster as dg, duckdb
+from interlink_pipeline.definitions import build_defs
+folder = Path(tempfile.mkdtemp())
+warehouse = folder / "bench.duckdb"
+shutil.copyfile({warehouse!r}, warehouse)
+defs = build_defs(str(warehouse), str(folder / "inbox"))
+instance = dg.DagsterInstance.ephemeral()
+instance.add_dynamic_partitions("sites", [{site!r}])
+started = time.monotonic()
+result = defs.resolve_job_def("site_pipeline").execute_in_process(
+    partition_key={site!r}, instance=instance, asset_selection=[dg.AssetKey("link_plan")]
+)
+seconds = time.monotonic() - started
+checks = [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+with duckdb.connect(str(warehouse), read_only=True) as con:
+    after = con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'after'").pl().row(0, named=True)
+    before = con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'before'").pl().row(0, named=True)
+    within = con.execute(
+        "SELECT avg((depth_after BETWEEN 0 AND 4)::INT), avg((depth_before BETWEEN 0 AND 4)::INT) "
+        "FROM graph.page_metrics"
+    ).fetchone()
+RESULT = {{"seconds": seconds, "links": after["planned_links"], "orphans_before": before["orphan_pages"],
+          "orphans_after": after["orphan_pages"], "within4_after": within[0], "within4_before": within[1],
+          "max_depth_after": after["max_depth"], "gini_before": before["inlink_gini"],
+          "gini_after": after["inlink_gini"],
+          "failed_checks": [c.check_name for c in checks if not c.passed]}}
+"""
+
+PLAIN = """
+import time, duckdb, numpy as np, polars as pl
+from interlink_pipeline.core.graph_metrics import adjacency, summarize
+from interlink_pipeline.core.link_plan import existing_links
+started = time.monotonic()
+with duckdb.connect({warehouse!r}, read_only=True) as con:
+    pages = con.execute("SELECT page_id, url_key, is_home FROM staging.pages WHERE site = ? ORDER BY page_id",
+                        [{site!r}]).pl()
+    pairs = con.execute("SELECT source_page_id, target_page_id, score FROM ml.similarity_pairs "
+                        "WHERE site = ? AND relation = 'similar'", [{site!r}]).pl()
+    links = con.execute("SELECT * FROM raw.crawl_links WHERE site = ?", [{site!r}]).pl()
+index = pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("i"))
+both = pl.concat([pairs, pairs.select(pl.col("target_page_id").alias("source_page_id"),
+                                      pl.col("source_page_id").alias("target_page_id"), "score")])
+top = (both.sort("score", descending=True).group_by("source_page_id", maintain_order=True).head({budget})
+       .join(index.rename({{"page_id": "source_page_id", "i": "s"}}), on="source_page_id")
+       .join(index.rename({{"page_id": "target_page_id", "i": "t"}}), on="target_page_id"))
+existing, nodes = existing_links(links, pages["url_key"])
+home = int(np.flatnonzero(pages["is_home"].to_numpy())[0])
+seconds = time.monotonic() - started
+graph = adjacency(nodes, np.concatenate([existing["source"].to_numpy(), top["s"].to_numpy()]),
+                  np.concatenate([existing["target"].to_numpy(), top["t"].to_numpy()]))
+after, depth, _, _ = summarize(graph, home, len(pages))
+RESULT = {{"seconds": seconds, "links": top.height, "orphans_after": after.orphan_pages,
+          "within4_after": float(((depth >= 0) & (depth <= 4)).mean()), "max_depth_after": after.max_depth,
+          "gini_after": after.inlink_gini}}
+"""
+
+
+def materialise(warehouse: Path, inbox: Path, site: str, selection: tuple[str, ...]) -> None:
+    import dagster as dg
+
+    from interlink_pipeline.definitions import build_defs
+
+    defs = build_defs(str(warehouse), str(inbox))
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("sites", [site])
+    defs.resolve_job_def("site_pipeline").execute_in_process(
+        partition_key=site,
+        instance=instance,
+        asset_selection=[dg.AssetKey(k) for k in selection],
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+    )
+
+
+def prepared_warehouse(pages: int) -> Path:
+    """A warehouse with every asset upstream of link_plan materialised for a generated site (made once)."""
+    warehouse = DATA / f"planned-{pages}.duckdb"
+    if not warehouse.exists():
+        from interlink_pipeline.core.inbox import register_crawl
+
+        folder = generated_site(pages, with_links=True)
+        inbox = Path(tempfile.mkdtemp()) / "inbox"
+        register_crawl(inbox, SITE, folder / "internal_all.csv", folder / "all_inlinks.csv")
+        print(f"materialising the upstream assets for {pages:,} pages …", flush=True)
+        started = time.monotonic()
+        partial = warehouse.with_suffix(".partial")
+        partial.unlink(missing_ok=True)
+        materialise(partial, inbox, SITE, UPSTREAM)
+        partial.rename(warehouse)
+        print(f"  done in {time.monotonic() - started:.0f}s", flush=True)
+    return warehouse
+
+
+def lightchiropractic() -> dict:
+    """Before/after on the real crawl, with its 52 editorial links hidden from the inlinks export."""
+    import duckdb
+
+    from interlink_pipeline.core.inbox import register_crawl
+
+    crawl = SHARED_CRAWLS / "lightchiropractic"
+    editorial = pl.read_csv(crawl / "content_links.csv").filter(~pl.col("navigational_or_utility"))
+    gold = set(zip(editorial["Source"], editorial["Destination"], strict=True))
+    folder = Path(tempfile.mkdtemp())
+    hidden_export = folder / "all_inlinks.csv"
+    hidden = 0
+    with (
+        open(crawl / "all_inlinks.csv", encoding="utf-8-sig", newline="") as src,
+        open(hidden_export, "w", encoding="utf-8", newline="") as dst,
+    ):
+        reader = csv.DictReader(src)
+        writer = csv.DictWriter(dst, fieldnames=reader.fieldnames, quoting=csv.QUOTE_ALL)
+        writer.writeheader()
+        for row in reader:
+            if (row["Source"], row["Destination"]) in gold and row["Link Position"] == "Content":
+                hidden += 1
+                continue
+            writer.writerow(row)
+    warehouse = folder / "light.duckdb"
+    register_crawl(folder / "inbox", LIGHT, crawl / "internal_all.csv", hidden_export)
+    materialise(warehouse, folder / "inbox", LIGHT, (*UPSTREAM, "link_plan"))
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        metrics = {
+            row["scenario"]: row
+            for row in con.execute("SELECT * FROM graph.site_metrics").pl().iter_rows(named=True)
+        }
+        plan = con.execute("SELECT source_url, target_url, reason FROM graph.link_plan").pl()
+        kept = set(con.execute("SELECT url FROM staging.pages").pl()["url"])
+    planned = set(zip(plan["source_url"], plan["target_url"], strict=True))
+    reachable = {(s, d) for s, d in gold if s in kept and d in kept}
+    return {
+        "hidden_link_rows": hidden,
+        "editorial_pairs": len(gold),
+        "editorial_between_kept_pages": len(reachable),
+        "proposed": sum(pair in planned for pair in reachable),
+        "proposed_either_direction": sum(
+            pair in planned or (pair[1], pair[0]) in planned for pair in reachable
+        ),
+        "editorial_targets": len({d for _, d in reachable}),
+        "editorial_targets_gaining_links": len({d for _, d in reachable} & set(plan["target_url"])),
+        "planned_links": plan.height,
+        "before": {k: metrics["before"][k] for k in ("orphan_pages", "max_depth", "share_depth_le_3")},
+        "after": {k: metrics["after"][k] for k in ("orphan_pages", "max_depth", "share_depth_le_3")},
+    }
+
+
+def centrality_agreement(warehouse: Path, samples: int) -> dict:
+    """Sampled betweenness against exact on the relatedness graph the planner uses."""
+    import duckdb
+    from scipy.stats import spearmanr
+
+    from interlink_pipeline.core.link_plan import PlanOptions, betweenness
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        ids = con.execute("SELECT page_id FROM staging.pages WHERE site = ? ORDER BY page_id", [SITE]).pl()
+        edges = con.execute(
+            "SELECT source_page_id AS a, target_page_id AS b FROM ml.similarity_pairs WHERE site = ? "
+            "AND relation = 'similar' UNION ALL SELECT source_page_id, target_page_id FROM "
+            "ml.link_candidates WHERE site = ?",
+            [SITE, SITE],
+        ).pl()
+    index = ids.with_row_index("i").with_columns(pl.col("i").cast(pl.Int64))
+    edges = edges.join(index.rename({"page_id": "a", "i": "ia"}), on="a").join(
+        index.rename({"page_id": "b", "i": "ib"}), on="b"
+    )
+    edges = edges.select(pl.col("ia").alias("a"), pl.col("ib").alias("b"))
+    n = ids.height
+    started = time.monotonic()
+    exact, _ = betweenness(n, edges, PlanOptions(exact_centrality_below=n + 1))
+    exact_s = time.monotonic() - started
+    started = time.monotonic()
+    estimate, method = betweenness(
+        n, edges, PlanOptions(exact_centrality_below=0, centrality_samples=samples)
+    )
+    estimate_s = time.monotonic() - started
+    top = {}
+    for k in (20, 100, n // 100):
+        a, b = set(np.argsort(-exact)[:k].tolist()), set(np.argsort(-estimate)[:k].tolist())
+        top[k] = len(a & b) / k
+    return {
+        "pages": n,
+        "edges": edges.height,
+        "method": method,
+        "exact_s": exact_s,
+        "estimate_s": estimate_s,
+        "spearman": float(spearmanr(exact, estimate).statistic),
+        "top_overlap": top,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--agreement-size", type=int, default=10_000)
+    parser.add_argument("--samples", type=int, default=512)
+    args = parser.parse_args()
+    payload: dict = {"plan": {}, "plain": {}}
+    rows = []
+    for size in args.sizes:
+        warehouse = prepared_warehouse(size)
+        ours = measure(
+            "link_plan asset", size, ASSET.format(warehouse=str(warehouse), site=SITE), args.repeats
+        )
+        plain = measure(
+            "plain top-10 plan", size, PLAIN.format(warehouse=str(warehouse), site=SITE, budget=10), 1
+        )
+        payload["plan"][size], payload["plain"][size] = ours.runs, plain.runs
+        first, base = ours.runs[0], plain.runs[0]
+        rows.append(
+            [f"{size:,}", "plain: 10 most similar per page", f"{base['seconds']:.1f}",
+             f"{base['peak_rss_mb']:,.0f}",
+             f"{base['links']:,}", f"{first['orphans_before']:,} → {base['orphans_after']:,}",
+             f"{first['within4_before']:.1%} → {base['within4_after']:.1%}", f"{base['max_depth_after']}",
+             f"{first['gini_before']:.3f} → {base['gini_after']:.3f}", "-"]
+        )  # fmt: skip
+        rows.append(
+            [f"{size:,}", "link_plan asset", f"{ours.median('seconds'):.1f} ({ours.spread('seconds')})",
+             f"{ours.median('peak_rss_mb'):,.0f}", f"{first['links']:,}",
+             f"{first['orphans_before']:,} → {first['orphans_after']:,}",
+             f"{first['within4_before']:.1%} → {first['within4_after']:.1%}", f"{first['max_depth_after']}",
+             f"{first['gini_before']:.3f} → {first['gini_after']:.3f}",
+             ", ".join(first["failed_checks"]) or "all pass"]
+        )  # fmt: skip
+    print_table(
+        "Link plan: median seconds (min–max), generated sites with their All Inlinks export",
+        rows,
+        ["pages", "plan", "seconds", "peak MB", "links added", "orphans", "within 4 clicks", "max depth",
+         "in-link Gini", "checks"],
+    )  # fmt: skip
+
+    light = lightchiropractic()
+    payload["lightchiropractic"] = light
+    b, a = light["before"], light["after"]
+    print_table(
+        "lightchiropractic (real All Inlinks, the 52 editorial content links removed from it)",
+        [
+            ["orphan pages", f"{b['orphan_pages']}", f"{a['orphan_pages']}"],
+            ["max depth", f"{b['max_depth']}", f"{a['max_depth']}"],
+            ["share within 3 clicks", f"{b['share_depth_le_3']:.1%}", f"{a['share_depth_le_3']:.1%}"],
+            ["links added", "-", f"{light['planned_links']}"],
+            [
+                "editorial links proposed (same direction / either)",
+                "-",
+                f"{light['proposed']} / {light['proposed_either_direction']} of "
+                f"{light['editorial_between_kept_pages']} between kept pages "
+                f"({light['editorial_pairs']} in all)",
+            ],
+            [
+                "editorial targets given new in-content links",
+                "-",
+                f"{light['editorial_targets_gaining_links']} of {light['editorial_targets']}",
+            ],
+        ],
+        ["", "before", "after"],
+    )
+
+    agreement = centrality_agreement(prepared_warehouse(args.agreement_size), args.samples)
+    payload["centrality"] = agreement
+    print_table(
+        f"Betweenness: {agreement['method']} against exact ({agreement['pages']:,} pages, "
+        f"{agreement['edges']:,} relatedness edges)",
+        [
+            ["seconds", f"{agreement['exact_s']:.1f}", f"{agreement['estimate_s']:.1f}"],
+            ["Spearman rank correlation", "1", f"{agreement['spearman']:.3f}"],
+            *[[f"top-{k} overlap", "1", f"{v:.2f}"] for k, v in agreement["top_overlap"].items()],
+        ],
+        ["", "exact", "sampled"],
+    )
+    print(f"\nraw results: {save('link_plan', payload)}")
+
+
+if __name__ == "__main__":
+    main()
