@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SAMPLE_SITE := www.alpinegear.example
 export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 
-.PHONY: install run test test-slow dev lint bench docs lock clean
+.PHONY: install browser run test test-slow dev lint bench docs lock clean
 
 # Pinned install: requirements.lock constrains every transitive version (torch 2.13.0 resolves to the
 # CPU wheel on machines that carry it locally, the CUDA build elsewhere on Linux).
@@ -14,14 +14,27 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed
+# The dbt manifest is prepared here, never when the code location is imported.
+DBT_MANIFEST := dbt/target/manifest.json
+$(DBT_MANIFEST): $(VENV)/.installed dbt/dbt_project.yml dbt/profiles.yml $(wildcard dbt/models/*/* dbt/macros/*)
+	cd dbt && ../$(BIN)/dbt parse --profiles-dir . --quiet
+
+install: $(VENV)/.installed $(DBT_MANIFEST)
 
 ## Materialise the whole pipeline for the bundled sample site (embedded defaults, no network).
 run: install
 	$(BIN)/interlink demo
 
+# A headless Chromium for the report's browser test: the system's (Debian's package where apt is at hand,
+# as in CI), else Playwright's own build.
+browser: install
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null \
+	  || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] \
+	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || $(BIN)/python -m playwright install chromium
+
 ## The test suite (what .ci/run calls).
-test: install
+test: install browser
 	$(BIN)/python -m pytest -m "not slow"
 
 ## Heavier tests: scale and fault injection.
@@ -39,6 +52,9 @@ lint: install
 ## Benchmarks print tables; see benchmarks/README.md for the sizes and what is compared.
 bench: install
 	$(BIN)/python -m benchmarks.bench_ingest
+	$(BIN)/python -m benchmarks.bench_embeddings
+	$(BIN)/python -m benchmarks.bench_similarity
+	$(BIN)/python -m benchmarks.bench_link_plan
 
 ## Regenerate the README's table reference from the schemas.
 docs: install
@@ -50,4 +66,4 @@ lock: install
 	  | sed -e 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/' > requirements.lock
 
 clean:
-	rm -rf $(VENV) data/interlink.duckdb data/interlink.duckdb.wal data/inbox data/exports
+	rm -rf $(VENV) data/interlink.duckdb data/interlink.duckdb.wal data/inbox data/exports data/snapshots dbt/target dbt/logs

@@ -93,8 +93,13 @@ def _run_site(site: str) -> int:
     for event in result.all_events:
         if event.event_type_value == "ASSET_MATERIALIZATION":
             metadata = event.event_specific_data.materialization.metadata
-            rows = metadata["dagster/row_count"].value if "dagster/row_count" in metadata else 0
-            print(f"  {event.asset_key.to_user_string():<22} {rows:>10,} rows")
+            if "dagster/row_count" in metadata:
+                detail = f"{metadata['dagster/row_count'].value:>10,} rows"
+            elif "path" in metadata or "workbook" in metadata:
+                detail = str((metadata.get("path") or metadata["workbook"]).value)
+            else:
+                detail = "built by dbt" if event.asset_key.path[0] in ("marts", "dbt_staging") else ""
+            print(f"  {event.asset_key.to_user_string():<32} {detail}")
     _print_where()
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dagster import Definitions
+from dagster_dbt import DbtCliResource
 
 from interlink_pipeline.core.inbox import default_inbox
 from interlink_pipeline.core.warehouse import default_duckdb_path
@@ -10,6 +11,8 @@ from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links
 from interlink_pipeline.defs.embeddings import Embedder, default_embedder, page_embeddings
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.link_plan import link_plan
+from interlink_pipeline.defs.marts import DBT_EXECUTABLE, analyst_snapshot, dbt_project, marts
+from interlink_pipeline.defs.reports import html_report, spreadsheet_exports
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 from interlink_pipeline.defs.serp import SerpApi, default_serp_api, link_candidates, serp_results
@@ -34,6 +37,10 @@ def build_defs(
             serp_results,
             link_candidates,
             link_plan,
+            marts,
+            analyst_snapshot,
+            spreadsheet_exports,
+            html_report,
         ],
         jobs=[site_pipeline_job],
         sensors=[crawl_inbox_sensor],
@@ -42,6 +49,7 @@ def build_defs(
             "inbox": CrawlInbox(root=inbox_root or default_inbox()),
             "embedder": embedder or default_embedder(),
             "serp_api": serp_api or default_serp_api(),
+            "dbt": DbtCliResource(project_dir=dbt_project, dbt_executable=DBT_EXECUTABLE),
         },
     )
 

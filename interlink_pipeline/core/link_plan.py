@@ -6,24 +6,24 @@ Steps, each adding links only where the source page has spare out-link budget an
    pages that sit between topics. Exact below `exact_centrality_below` pages, sampled above.
 2. **Hubs** (`hub`, placed on the home page): the most central page of each of the largest topic clusters,
    then the most central pages overall, up to `hub_links`.
-3. **Quotas.** Each page may receive in-links in proportion to its centrality quantile: from `min_inlinks`
-   for the least central to `max_inlinks` for the most; existing in-links count.
-4. **Orphan rescue** (`orphan-rescue`): every page without an in-link gets one from its most similar page
-   that has budget (most central orphans first).
-5. **Topical links** (`topical`): candidates best first, while the target is under quota.
-6. **Component bridges** (`component-bridge`): groups of pages the home page cannot reach are attached
-   through their most central page, linked from its most related reachable page.
-7. **Depth shortcuts** (`depth-shortcut`): pages deeper than `max_depth` clicks get a link from their most
-   related page at depth <= max_depth - 1, shallowest first, until none is too deep or no source can help.
+3. **Structure** (`orphan-rescue`, `component-bridge`, `depth-shortcut`): level by level, the shallowest
+   pages with budget link the too-deep or unreachable pages (most out-links first, one per cut-off group),
+   each from its most related page at that level, until every page is within `max_depth` clicks or no
+   page within `max_depth - 1` clicks has budget left. Orphans and cut-off groups left then get a link from
+   their most related page anywhere.
+4. **Topical links** (`topical`): candidates best first, while the target is under its in-content quota
+   (from `min_inlinks` for the least central pages to `max_inlinks` for the most).
 
-Related pages come from the similarity pairs first, then from an exact search over the vectors. Anchors
-vary per link to the same target: the target's H1, its title, and its topic's phrases, kept short.
+Structure comes before topical links so that the shallow pages' budgets build a wide, shallow tree. Related
+pages come from the similarity pairs and candidates first, then from an exact search over the vectors.
+Anchors vary per link to the same target: the target's H1, its title, and its topic's phrases, kept short.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,7 +32,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.graph_metrics import UNREACHABLE, adjacency, click_depth
+from interlink_pipeline.core.graph_metrics import UNREACHABLE, adjacency, click_depth, out_degree
 from interlink_pipeline.core.similarity import exact_top
 
 REASONS = ("hub", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
@@ -176,6 +176,8 @@ class Planner:
             tuple[int, int, str, float, str, str]
         ] = []  # source, target, reason, score, evidence, place
         self.planned: set[tuple[int, int]] = set()
+        self.planned_sources: list[int] = []
+        self.planned_targets: list[int] = []
         self.neighbours = self._neighbour_lists()
         self.stats = PlanStats()
 
@@ -220,57 +222,64 @@ class Planner:
                 return False
             self.budget[source] -= 1
         self.planned.add((source, target))
+        self.planned_sources.append(source)
+        self.planned_targets.append(target)
         self.inbound[target] += 1
         self.contextual_in[target] += 1
         self.links.append((source, target, reason, float(score), evidence, "home" if home else "contextual"))
         return True
 
     def graph(self) -> sparse.csr_matrix:
-        sources = np.concatenate([self.g.existing["source"].to_numpy(), [s for s, *_ in self.links]]).astype(
-            np.int64
-        )
-        targets = np.concatenate(
-            [self.g.existing["target"].to_numpy(), [t for _, t, *_ in self.links]]
-        ).astype(np.int64)
-        return adjacency(self.nodes, sources, targets)
+        """The existing links plus the plan so far."""
+        sources = np.concatenate([self.g.existing["source"].to_numpy(), np.asarray(self.planned_sources)])
+        targets = np.concatenate([self.g.existing["target"].to_numpy(), np.asarray(self.planned_targets)])
+        return adjacency(self.nodes, sources.astype(np.int64), targets.astype(np.int64))
 
     def _open(self, source: int, target: int) -> bool:
         return (
             source != target and (source, target) not in self.exists and (source, target) not in self.planned
         )
 
-    def related_sources(
-        self, targets: np.ndarray, eligible: np.ndarray
+    def _nearest_sources(
+        self, targets: list[int], eligible: np.ndarray
     ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """Candidate sources for each target, most related first: its similar pages and candidates, then the
-        nearest eligible pages with budget, by one blocked vector search for all the targets together."""
-        found = {int(t): self.neighbours[int(t)] for t in targets}
+        """The nearest eligible pages with budget for each target, by one blocked vector search."""
         pool = np.flatnonzero(eligible[: self.n] & (self.budget[: self.n] > 0))
-        if self.g.vectors is None or not len(targets) or not len(pool):
-            return found
+        if self.g.vectors is None or not targets or not len(pool):
+            return {}
         idx, scores = exact_top(self.g.vectors[targets], self.g.vectors[pool], min(50, len(pool)))
-        for row, target in enumerate(targets):
-            others, near = found[int(target)]
-            found[int(target)] = (
-                np.concatenate([others, pool[idx[row]]]),
-                np.concatenate([near, scores[row]]),
-            )
-        return found
+        return {t: (pool[idx[row]], scores[row]) for row, t in enumerate(targets)}
 
-    def link_from_related(self, targets: np.ndarray, eligible: np.ndarray, reason: str) -> list[int]:
-        """Give each target, in order, one link from its most related eligible page with budget left;
-        return the targets that found none."""
-        sources = self.related_sources(targets, eligible)
-        missed = []
-        for target in targets:
-            others, scores = sources[int(target)]
-            for other, score in zip(others, scores, strict=True):
-                if eligible[other] and self.budget[other] > 0 and self._open(int(other), int(target)):
-                    self.add(int(other), int(target), reason, float(score), "semantic")
-                    break
-            else:
-                missed.append(int(target))
-        return missed
+    def _link_first_open(
+        self, target: int, others: np.ndarray, scores: np.ndarray, eligible: np.ndarray, reason: str
+    ) -> bool:
+        """Link target from the first of `others` (best first) that is eligible, has budget, no link yet."""
+        for other, score in zip(others.tolist(), scores.tolist(), strict=True):
+            if eligible[other] and self.budget[other] > 0 and self._open(other, target):
+                return self.add(other, target, reason, score, "semantic")
+        return False
+
+    def link_from_related(
+        self, targets: np.ndarray, eligible: np.ndarray, reason: str | Mapping[int, str]
+    ) -> list[int]:
+        """Give each target, in order, one link from its most related eligible page with budget left: its
+        similar pages and candidates first, then (for the targets still unlinked) the nearest eligible pages
+        by vector search. `reason` is one for all, or one per target. Returns the targets that found none."""
+
+        def why(target: int) -> str:
+            return reason if isinstance(reason, str) else reason[target]
+
+        unlinked = [
+            int(t)
+            for t in targets
+            if not self._link_first_open(int(t), *self.neighbours[int(t)], eligible, why(int(t)))
+        ]
+        nearest = self._nearest_sources(unlinked, eligible)
+        return [
+            t
+            for t in unlinked
+            if t not in nearest or not self._link_first_open(t, *nearest[t], eligible, why(t))
+        ]
 
     def run(self) -> None:
         o, g = self.o, self.g
@@ -286,12 +295,15 @@ class Planner:
         quantile = np.argsort(np.argsort(self.centrality, kind="stable"), kind="stable") / max(1, self.n - 1)
         self.quota = (o.min_inlinks + np.round(quantile * (o.max_inlinks - o.min_inlinks))).astype(np.int64)
         self.hubs = self._choose_hubs()
+        # Structure first, while the shallow pages still have budget: every page within max_depth clicks
+        # (unreachable ones included), then orphans and any group still cut off, then topical links with
+        # the budgets left.
         timed = [
             ("hubs", self._link_hubs),
-            ("orphans", self._rescue_orphans),
-            ("topical", self._topical),
-            ("bridges", self._bridge_components),
             ("depth", self._shorten_depth),
+            ("orphans", self._rescue_orphans),
+            ("bridges", self._bridge_components),
+            ("topical", self._topical),
         ]
         for name, step in timed:
             started = time.monotonic()
@@ -359,21 +371,57 @@ class Planner:
                 return
 
     def _shorten_depth(self) -> None:
+        """Bring every page within max_depth clicks, level by level: the shallowest pages with budget left
+        link the too-deep or unreachable pages with the most out-links (then the most central), which then
+        sit one click below them and pass links on in turn — the budgets build a wide, shallow tree rather
+        than a single layer at the limit. A link to a page nobody linked is an orphan rescue; into a group
+        cut off from the home page, a component bridge."""
         limit, n = self.o.max_depth, self.n
-        for _ in range(limit + 20):
-            depth = click_depth(self.graph(), self.g.home)
-            too_deep = np.flatnonzero(depth[:n] > limit)
+        unrelated = np.zeros(n, dtype=bool)  # givers none of the remaining too-deep pages relate to
+        while True:
+            graph = self.graph()
+            depth = click_depth(graph, self.g.home)
+            too_deep = np.flatnonzero((depth[:n] > limit) | (depth[:n] == UNREACHABLE))
             if not len(too_deep):
                 return
-            shallowest = too_deep[depth[too_deep] == depth[too_deep].min()]
-            ordered = shallowest[np.argsort(-self.centrality[shallowest], kind="stable")]
-            eligible = (depth >= 0) & (depth <= limit - 1)
-            if len(self.link_from_related(ordered, eligible, "depth-shortcut")) == len(ordered):
+            givers = np.flatnonzero(
+                (depth[:n] >= 0) & (depth[:n] < limit) & (self.budget[:n] > 0) & ~unrelated
+            )
+            if not len(givers):
                 self.stats.notes.append(
-                    f"{len(too_deep)} pages stay deeper than {limit} clicks: no related page within "
-                    f"{limit - 1} clicks has out-link budget left"
+                    f"{len(too_deep)} pages stay deeper than {limit} clicks: no page within {limit - 1} "
+                    "clicks has out-link budget left (raise out_link_budget or hub_links)"
                 )
                 return
+            level = depth[givers].min()
+            eligible = np.zeros(self.nodes, dtype=bool)
+            eligible[givers[depth[givers] == level]] = True
+            # at most as many targets as the level has budget to give: the rest wait for the next level
+            capacity = int(self.budget[:n][eligible[:n]].sum())
+            # pages that link to many others first: each one brought up brings its pages up a level too
+            fan_out = out_degree(graph)[too_deep]
+            ordered = too_deep[np.lexsort((-self.centrality[too_deep], -fan_out))]
+            # one way into each group of unreachable pages: the others follow through its links
+            cut_off = depth[ordered] == UNREACHABLE
+            _, group = csgraph.connected_components(
+                graph[ordered[cut_off]][:, ordered[cut_off]], directed=True, connection="weak"
+            )
+            entry = np.ones(len(ordered), dtype=bool)
+            first_of_group = np.zeros(len(group), dtype=bool)
+            first_of_group[np.unique(group, return_index=True)[1]] = True
+            entry[cut_off] = first_of_group
+            ordered = ordered[entry][: 2 * capacity]
+            reasons = np.where(
+                self.inbound[ordered] == 0,
+                "orphan-rescue",
+                np.where(depth[ordered] == UNREACHABLE, "component-bridge", "depth-shortcut"),
+            )
+            linked = len(self.links)
+            self.link_from_related(
+                ordered, eligible, dict(zip(ordered.tolist(), reasons.tolist(), strict=True))
+            )
+            if len(self.links) == linked:
+                unrelated[eligible[:n]] = True
 
 
 def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.DataFrame, Planner]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import pandera.polars as pa
@@ -21,6 +22,8 @@ import polars as pl
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.schemas import TABLES
+
+T = TypeVar("T")
 
 DUCKDB_PATH_ENV = "INTERLINK_DUCKDB_PATH"
 DEFAULT_DUCKDB_PATH = "data/interlink.duckdb"
@@ -138,27 +141,33 @@ def connect(
             raise InputError(f"cannot create the warehouse folder {path.parent}: {exc.strerror}.") from None
     elif not path.exists():
         raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
+    # Frames are always registered by name; never let a query resolve a missing table to a Python
+    # variable of the same name (DuckDB's replacement scans).
+    config = {
+        "python_enable_replacements": False,
+        "memory_limit": os.environ.get(MEMORY_LIMIT_ENV) or DEFAULT_MEMORY_LIMIT,
+    }
+    con = _waiting_for_lock(
+        lambda: duckdb.connect(str(path), read_only=read_only, config=config), path, lock_timeout_s
+    )
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _waiting_for_lock(open_file: Callable[[], T], path: Path, lock_timeout_s: float) -> T:
+    """open_file(), retried while another process holds the file's lock, for up to lock_timeout_s."""
     deadline = time.monotonic() + lock_timeout_s
     while True:
         try:
-            # Frames are always registered by name; never let a query resolve a missing table to a Python
-            # variable of the same name (DuckDB's replacement scans).
-            config = {
-                "python_enable_replacements": False,
-                "memory_limit": os.environ.get(MEMORY_LIMIT_ENV) or DEFAULT_MEMORY_LIMIT,
-            }
-            con = duckdb.connect(str(path), read_only=read_only, config=config)
-            break
+            return open_file()
         except duckdb.IOException as exc:
             message = str(exc)
             if "lock" in message.lower() and time.monotonic() < deadline:
                 time.sleep(LOCK_RETRY_S)
                 continue
             raise InputError(f"cannot open the warehouse {path}: {message.splitlines()[0]}") from None
-    try:
-        yield con
-    finally:
-        con.close()
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection, tables: list[str] | None = None) -> None:
@@ -392,3 +401,67 @@ def _quoted(table: str) -> str:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+SNAPSHOT_PATH_ENV = "INTERLINK_SNAPSHOT_PATH"
+
+
+def snapshot_path(warehouse_path: str | Path, configured: str = "") -> Path:
+    """Where analysts read: as configured, else $INTERLINK_SNAPSHOT_PATH, else snapshots/<file> beside the
+    warehouse (data/snapshots/interlink.duckdb by default)."""
+    chosen = configured or os.environ.get(SNAPSHOT_PATH_ENV)
+    if chosen:
+        return Path(chosen)
+    warehouse_path = Path(warehouse_path)
+    return warehouse_path.parent / "snapshots" / warehouse_path.name
+
+
+# Tables left out of the analyst snapshot: vectors and request caches, large and of no use to a query.
+SNAPSHOT_SKIPS = frozenset({"ml.embedding_cache", "ml.page_embeddings", "serp.cache"})
+
+
+def publish_snapshot(path: str | Path, snapshot: str | Path, lock_timeout_s: float = 120.0) -> dict[str, int]:
+    """Copy every table (vectors and caches left out) into a new file beside `snapshot`, then rename
+    it into place. Analysts query the snapshot: a reader never blocks a run, and a reader with the old file
+    open keeps reading it while the next one appears. Returns the rows copied per table."""
+    snapshot = Path(snapshot)
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    partial = snapshot.with_name(f".{snapshot.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    copied: dict[str, int] = {}
+    try:
+        if not Path(path).exists():
+            raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
+        with connect(partial) as con:
+            target = _identifier(con.execute("SELECT current_database()").fetchone()[0])
+            source_db = "interlink_warehouse"
+            _waiting_for_lock(
+                lambda: con.execute(f"ATTACH {_literal(str(path))} AS {_identifier(source_db)} (READ_ONLY)"),
+                Path(path),
+                lock_timeout_s,
+            )
+            con.execute(f"USE {_identifier(source_db)}")
+            relations = con.execute(
+                "SELECT schema_name, table_name, comment FROM duckdb_tables() WHERE database_name = ? "
+                "ORDER BY ALL",
+                [source_db],
+            ).fetchall()
+            for schema, name, comment in relations:
+                if f"{schema}.{name}" in SNAPSHOT_SKIPS:
+                    continue
+                source = f"{_identifier(schema)}.{_identifier(name)}"
+                con.execute(f"CREATE SCHEMA IF NOT EXISTS {target}.{_identifier(schema)}")
+                con.execute(f"CREATE TABLE {target}.{source} AS SELECT * FROM {source}")
+                if comment:
+                    con.execute(f"COMMENT ON TABLE {target}.{source} IS {_literal(comment)}")
+                copied[f"{schema}.{name}"] = con.execute(
+                    f"SELECT count(*) FROM {target}.{source}"
+                ).fetchone()[0]
+        os.replace(partial, snapshot)
+    finally:
+        partial.unlink(missing_ok=True)
+    return copied
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -17,6 +17,14 @@ class Warehouse(ConfigurableResource):
     lock_timeout_s: float = Field(
         default=120.0, description="How long a write waits for another process's lock on the file."
     )
+    snapshot_path: str = Field(
+        default="",
+        description="The analysts' read-only copy; default $INTERLINK_SNAPSHOT_PATH, else "
+        "snapshots/<file name> beside the warehouse.",
+    )
+
+    def analyst_snapshot(self) -> Path:
+        return warehouse.snapshot_path(self.path, self.snapshot_path)
 
     def replace_site_rows(
         self, site: str, frames: dict[str, pl.DataFrame]
@@ -25,6 +33,9 @@ class Warehouse(ConfigurableResource):
 
     def read_site(self, table: str, site: str, columns: list[str] | None = None) -> pl.DataFrame:
         return warehouse.read_site(self.path, table, site, columns, lock_timeout_s=self.lock_timeout_s)
+
+    def query(self, sql: str, params: list[object] | None = None) -> pl.DataFrame:
+        return warehouse.query(self.path, sql, params or [], lock_timeout_s=self.lock_timeout_s)
 
 
 class CrawlInbox(ConfigurableResource):

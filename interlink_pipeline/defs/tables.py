@@ -26,6 +26,8 @@ from interlink_pipeline.core.warehouse import ContractError, ValidationReport, d
 from interlink_pipeline.defs.partitions import site_partitions
 
 WRITER_POOL = "duckdb_writer"
+# table -> the asset that writes it; dbt sources resolve to these keys, so lineage reaches the marts
+TABLE_WRITERS: dict[str, str] = {}
 
 
 def check_name(table: str) -> str:
@@ -39,8 +41,7 @@ def schema_checks(asset: str, tables: list[str]) -> list[AssetCheckSpec]:
             check_name(table),
             asset=asset,
             description=f"{table} matches its pandera schema (types, nulls, ranges, keys); checked before "
-            "the "
-            "write, so a failing frame is never stored.",
+            "the write, so a failing frame is never stored.",
         )
         for table in tables
     ]
@@ -67,6 +68,7 @@ def site_asset(
     first table's name and columns shown in the UI."""
 
     def decorate(fn: Callable[..., Any]) -> AssetsDefinition:
+        TABLE_WRITERS.update(dict.fromkeys(tables, fn.__name__))
         own_checks = [
             AssetCheckSpec(name, asset=fn.__name__, description=text)
             for name, text in (invariants or {}).items()

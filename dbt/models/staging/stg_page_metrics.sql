@@ -1,0 +1,3 @@
+select *
+from {{ source('graph', 'page_metrics') }}
+where {{ site_filter() }}

@@ -1,0 +1,221 @@
+"""The per-site HTML report: one self-contained file (Plotly's library inlined) that opens with no network.
+
+Charts: the topic map (a 2-D projection of the page vectors, coloured by cluster), click depth and orphans
+before and after the plan, the home page's hubs and the pages they link on to, and the top opportunities.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
+PAGES_PER_HUB = 8
+TOP_OPPORTUNITIES = 50
+
+
+@dataclass
+class ReportData:
+    site: str
+    pages: pl.DataFrame  # page_id, title, cluster (label)
+    vectors: np.ndarray  # aligned with pages
+    site_metrics: pl.DataFrame  # graph.site_metrics rows (scenario before/after)
+    plan: pl.DataFrame  # marts.link_opportunities rows
+
+
+def _short(text: str | None, limit: int = 48) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def topic_map(data: ReportData):
+    import plotly.graph_objects as go
+    from sklearn.decomposition import PCA
+
+    pages, vectors = data.pages, data.vectors
+    if pages.height > MAP_POINTS:
+        keep = np.sort(np.random.default_rng(0).choice(pages.height, MAP_POINTS, replace=False))
+        pages, vectors = pages[keep], vectors[keep]
+    xy = (
+        PCA(n_components=2, random_state=0).fit_transform(vectors)
+        if len(vectors) > 2
+        else np.zeros((len(vectors), 2))
+    )
+    frame = pages.with_columns(pl.Series("x", xy[:, 0]), pl.Series("y", xy[:, 1]))
+    figure = go.Figure()
+    for (label,), group in frame.group_by("cluster", maintain_order=True):
+        figure.add_trace(
+            go.Scatter(
+                x=group["x"].to_list(),
+                y=group["y"].to_list(),
+                mode="markers",
+                name=_short(label or "no topic", 30),
+                text=[_short(t, 80) for t in group["title"].to_list()],
+                hovertemplate="%{text}<extra>" + html.escape(label or "") + "</extra>",
+                marker={"size": 6, "opacity": 0.75},
+            )
+        )
+    figure.update_layout(
+        title=f"Topics: {pages.height:,} pages on the two main directions of their embeddings (PCA)",
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        height=560,
+        legend={"font": {"size": 10}},
+    )
+    return figure
+
+
+def depth_chart(data: ReportData):
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    for row in data.site_metrics.sort("scenario", descending=True).iter_rows(named=True):
+        counts = json.loads(row["depth_histogram"])
+        levels = [*sorted((k for k in counts if k != "unreachable"), key=int), "unreachable"]
+        figure.add_trace(
+            go.Bar(x=levels, y=[counts.get(k, 0) for k in levels], name=f"{row['scenario']} the plan")
+        )
+    figure.update_layout(
+        title="Pages by clicks from the home page", barmode="group", xaxis_title="clicks", height=420
+    )
+    return figure
+
+
+def health_chart(data: ReportData):
+    import plotly.graph_objects as go
+
+    measures = [("orphan_pages", "orphan pages"), ("unreachable_pages", "unreachable pages")]
+    figure = go.Figure()
+    for row in data.site_metrics.sort("scenario", descending=True).iter_rows(named=True):
+        figure.add_trace(
+            go.Bar(
+                x=[label for _, label in measures], y=[row[key] for key, _ in measures], name=row["scenario"]
+            )
+        )
+    figure.update_layout(title="Orphans and unreachable pages, before and after", barmode="group", height=420)
+    return figure
+
+
+def hub_tree(data: ReportData):
+    import plotly.graph_objects as go
+
+    plan = data.plan
+    hubs = plan.filter(pl.col("reason") == "hub")
+    ids, labels, parents = ["home"], ["home page"], [""]
+    for hub_id, hub_title in hubs.select("target_page_id", "target_title").iter_rows():
+        ids.append(hub_id)
+        labels.append(_short(hub_title, 32))
+        parents.append("home")
+        onward = (
+            plan.filter((pl.col("source_page_id") == hub_id) & (pl.col("placement") == "contextual"))
+            .sort("priority")
+            .head(PAGES_PER_HUB)
+        )
+        for target_id, target_title in onward.select("target_page_id", "target_title").iter_rows():
+            ids.append(f"{hub_id}/{target_id}")
+            labels.append(_short(target_title, 32))
+            parents.append(hub_id)
+    figure = go.Figure(
+        go.Sunburst(ids=ids, labels=labels, parents=parents, maxdepth=3, insidetextorientation="radial")
+    )
+    figure.update_layout(title="Home page → hubs → the pages each hub links to (planned)", height=640)
+    return figure
+
+
+def opportunities_table(data: ReportData) -> str:
+    top = data.plan.filter(pl.col("reason") != "hub").sort("score", descending=True).head(TOP_OPPORTUNITIES)
+    columns = [
+        ("source_title", "on page"),
+        ("anchor_text", "anchor"),
+        ("target_title", "link to"),
+        ("reason", "why"),
+        ("evidence", "evidence"),
+        ("score", "score"),
+    ]
+    head = "".join(f"<th>{label}</th>" for _, label in columns)
+    body = []
+    for row in top.iter_rows(named=True):
+        cells = []
+        for key, _ in columns:
+            value = row[key]
+            if key == "source_title":
+                value = f'<a href="{html.escape(row["source_url"])}">{html.escape(_short(value, 70))}</a>'
+            elif key == "target_title":
+                value = f'<a href="{html.escape(row["target_url"])}">{html.escape(_short(value, 70))}</a>'
+            elif key == "score":
+                value = f"{value:.3f}"
+            else:
+                value = html.escape(str(value))
+            cells.append(f"<td>{value}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<table id="opportunities"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #1f2933; }
+h1 { font-size: 1.6rem; } .kpis { display: flex; gap: 1rem; flex-wrap: wrap; }
+.kpi { background: #f0f4f8; border-radius: 8px; padding: .8rem 1.2rem; }
+.kpi b { display: block; font-size: 1.4rem; }
+table { border-collapse: collapse; width: 100%; font-size: .85rem; } th { background: #f0f4f8; }
+th, td { border-bottom: 1px solid #d9e2ec; padding: .35rem .5rem; text-align: left; }
+"""
+
+
+def render(data: ReportData, path: Path) -> Path:
+    """Write the report (atomically: a temp file renamed into place)."""
+    import plotly.io as pio
+
+    charts = [
+        ("topic-map", topic_map(data)),
+        ("depth-chart", depth_chart(data)),
+        ("health-chart", health_chart(data)),
+        ("hub-tree", hub_tree(data)),
+    ]
+    divs = [
+        pio.to_html(
+            figure, full_html=False, include_plotlyjs=(i == 0), div_id=name, config={"displaylogo": False}
+        )
+        for i, (name, figure) in enumerate(charts)
+    ]
+    metrics = {row["scenario"]: row for row in data.site_metrics.iter_rows(named=True)}
+    after, before = metrics.get("after", {}), metrics.get("before")
+    kpis = [
+        ("pages", f"{after.get('pages', 0):,}"),
+        ("links to add", f"{after.get('planned_links', 0):,}"),
+        (
+            "orphans",
+            f"{before['orphan_pages']:,} → {after['orphan_pages']:,}"
+            if before
+            else f"{after.get('orphan_pages', 0):,}",
+        ),
+        (
+            "max depth",
+            f"{before['max_depth']} → {after['max_depth']}" if before else f"{after.get('max_depth', 0)}",
+        ),
+        (
+            "within 3 clicks",
+            f"{before['share_depth_le_3']:.0%} → {after['share_depth_le_3']:.0%}"
+            if before
+            else f"{after.get('share_depth_le_3', 0):.0%}",
+        ),
+    ]
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Internal links: {html.escape(data.site)}</title>
+<style>{STYLE}</style></head><body>
+<h1>Internal-linking plan for {html.escape(data.site)}</h1>
+<div class="kpis">{"".join(f'<div class="kpi"><b>{v}</b>{k}</div>' for k, v in kpis)}</div>
+{"".join(divs)}
+<h2>Top opportunities</h2>
+{opportunities_table(data)}
+</body></html>"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(page, encoding="utf-8")
+    os.replace(partial, path)
+    return path

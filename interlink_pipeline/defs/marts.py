@@ -1,0 +1,120 @@
+"""marts: the dbt project's models, downstream of the pipeline's tables, and the analysts' snapshot."""
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetSpec,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+from dagster_dbt import (
+    DagsterDbtTranslator,
+    DagsterDbtTranslatorSettings,
+    DbtCliResource,
+    DbtProject,
+    dbt_assets,
+)
+
+from interlink_pipeline.core.warehouse import DUCKDB_PATH_ENV, publish_snapshot
+from interlink_pipeline.defs import link_plan as _registers_tables  # noqa: F401  (fills TABLE_WRITERS)
+from interlink_pipeline.defs.partitions import site_key, site_partitions
+from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.tables import TABLE_WRITERS, WRITER_POOL, user_errors
+
+DBT_DIR = Path(__file__).resolve().parents[2] / "dbt"
+dbt_project = DbtProject(project_dir=DBT_DIR, profiles_dir=DBT_DIR)
+# dbt from this interpreter's environment (the venv need not be activated), else from PATH
+_venv_dbt = Path(sys.executable).with_name("dbt")
+DBT_EXECUTABLE = str(_venv_dbt) if _venv_dbt.exists() else (shutil.which("dbt") or "dbt")
+
+if not dbt_project.manifest_path.exists():
+    raise FileNotFoundError(
+        f"{dbt_project.manifest_path} is missing: the dbt manifest is prepared at install time, never at "
+        "import. Run `make install` (or `dbt parse --project-dir dbt --profiles-dir dbt`)."
+    )
+
+
+class PipelineTables(DagsterDbtTranslator):
+    """dbt sources are the pipeline's tables: each one is the asset that writes it, so the lineage runs
+    from the crawl to the marts; models go in the `marts` group."""
+
+    def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str, project: Any) -> AssetSpec:
+        spec = super().get_asset_spec(manifest, unique_id, project)
+        source = manifest["sources"].get(unique_id)
+        if source is None:
+            return spec.replace_attributes(group_name="marts")
+        table = f"{source['schema']}.{source['name']}"
+        if table not in TABLE_WRITERS:
+            raise KeyError(f"dbt source {table} is not a table any asset writes ({sorted(TABLE_WRITERS)})")
+        return spec.replace_attributes(key=AssetKey(TABLE_WRITERS[table]))
+
+
+@contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@dbt_assets(
+    manifest=dbt_project.manifest_path,
+    project=dbt_project,
+    # several tables are written by one asset (graph.* by link_plan): their sources share its key
+    dagster_dbt_translator=PipelineTables(
+        DagsterDbtTranslatorSettings(enable_duplicate_source_asset_keys=True)
+    ),
+    partitions_def=site_partitions,
+    pool=WRITER_POOL,
+)
+def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
+    """`dbt build` for the run's site: its rows in every mart are replaced, the dbt tests run as checks."""
+    with user_errors():
+        site = site_key(context)
+    # dbt reads the warehouse path from the environment (profiles.yml): the same file as the assets
+    with _environment(**{DUCKDB_PATH_ENV: str(Path(warehouse.path).resolve())}):
+        yield from dbt.cli(["build", "--vars", json.dumps({"site": site})], context=context).stream()
+
+
+@asset(
+    partitions_def=site_partitions,
+    group_name="marts",
+    kinds={"duckdb"},
+    pool=WRITER_POOL,
+    deps=[marts],
+    description="A read-only copy of the warehouse (vectors and caches left out), published atomically after "
+    "each run: analysts query it while runs write, and never block a run.",
+)
+def analyst_snapshot(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+    started = time.monotonic()
+    with user_errors():
+        site_key(context)
+        path = warehouse.analyst_snapshot().resolve()
+        copied = publish_snapshot(warehouse.path, path, lock_timeout_s=warehouse.lock_timeout_s)
+    context.log.info(f"published {path} ({len(copied)} tables)")
+    return MaterializeResult(
+        metadata={
+            "path": MetadataValue.path(str(path)),
+            "size_mb": round(path.stat().st_size / 2**20, 1),
+            "tables": MetadataValue.json(copied),
+            "query_it": MetadataValue.md(f"`duckdb -readonly {path}`"),
+            "seconds": round(time.monotonic() - started, 2),
+        }
+    )

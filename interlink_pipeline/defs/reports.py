@@ -1,0 +1,125 @@
+"""reports: what people outside the warehouse open — spreadsheets of the plan, and the HTML report."""
+
+import os
+import time
+from pathlib import Path
+
+import polars as pl
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+
+from interlink_pipeline.core import exports, report
+from interlink_pipeline.core.page_embeddings import read_vectors
+from interlink_pipeline.core.previews import markdown_table
+from interlink_pipeline.defs.marts import marts
+from interlink_pipeline.defs.partitions import site_key, site_partitions
+from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.tables import WRITER_POOL, user_errors
+
+GROUP = "reports"
+EXPORTS_ENV = "INTERLINK_EXPORTS_DIR"
+
+PLAN_SQL = """
+SELECT source_url, source_title, target_url, target_title, anchor_text, reason, evidence, placement,
+       round(score, 4) AS score, round(similarity, 4) AS similarity, target_cluster, priority
+FROM marts.link_opportunities WHERE site = ? ORDER BY source_url, priority
+"""
+PAIRS_SQL = """
+SELECT s.url AS page_url, s.title AS page_title, t.url AS similar_url, t.title AS similar_title,
+       p.rank, round(p.score, 4) AS score, p.relation, p.reciprocal
+FROM ml.similarity_pairs p
+JOIN staging.pages s ON s.site = p.site AND s.page_id = p.source_page_id
+JOIN staging.pages t ON t.site = p.site AND t.page_id = p.target_page_id
+WHERE p.site = ? ORDER BY s.url, p.rank
+"""
+CLUSTERS_SQL = """
+SELECT cluster_id, label, top_terms, size, round(cohesion, 3) AS cohesion, representative_url, hubs,
+       orphans_before, round(mean_depth_before, 2) AS mean_depth_before,
+       round(mean_depth_after, 2) AS mean_depth_after, planned_inlinks
+FROM marts.cluster_summary WHERE site = ? ORDER BY size DESC
+"""
+
+
+def site_folder(warehouse: Warehouse, site: str) -> Path:
+    """$INTERLINK_EXPORTS_DIR/<site>, else exports/<site> beside the warehouse (data/exports/<site>)."""
+    root = os.environ.get(EXPORTS_ENV) or Path(warehouse.path).parent / "exports"
+    return Path(root) / site
+
+
+@asset(
+    partitions_def=site_partitions,
+    group_name=GROUP,
+    kinds={"csv", "excel"},
+    pool=WRITER_POOL,
+    deps=[marts],
+    description="The plan, the similar pages and the topics as CSV and one XLSX workbook per site "
+    "(header row, fitted columns, formula injection neutralised).",
+)
+def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        tables = {
+            "link_plan": warehouse.query(PLAN_SQL, [site]),
+            "similar_pages": warehouse.query(PAIRS_SQL, [site]),
+            "topics": warehouse.query(CLUSTERS_SQL, [site]),
+        }
+    folder = site_folder(warehouse, site)
+    folder.mkdir(parents=True, exist_ok=True)
+    csvs = {name: exports.write_csv(frame, folder / f"{name}.csv") for name, frame in tables.items()}
+    workbook = folder / "interlink_plan.xlsx"
+    sheets = exports.write_xlsx(tables, workbook)
+    return MaterializeResult(
+        metadata={
+            "workbook": MetadataValue.path(str(workbook.resolve())),
+            **{f"{name}_csv": MetadataValue.path(str(path.resolve())) for name, path in csvs.items()},
+            "rows": MetadataValue.json({name: frame.height for name, frame in tables.items()}),
+            "sheets": MetadataValue.json(sheets),
+            "preview": MetadataValue.md(markdown_table(tables["link_plan"], 10)),
+            "seconds": round(time.monotonic() - started, 2),
+        }
+    )
+
+
+@asset(
+    partitions_def=site_partitions,
+    group_name=GROUP,
+    kinds={"html", "plotly"},
+    pool=WRITER_POOL,
+    deps=[marts],
+    description="An interactive HTML report per site (opens from the file, no network): topic map, depth "
+    "and orphans before/after, hubs → pages, top opportunities.",
+)
+def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        pages, vectors = read_vectors(warehouse.path, site, ("page_id", "title"))
+        clusters = warehouse.query(
+            "SELECT pc.page_id, c.label AS cluster FROM ml.page_clusters pc JOIN ml.clusters c "
+            "ON c.site = pc.site AND c.cluster_id = pc.cluster_id WHERE pc.site = ?",
+            [site],
+        )
+        data = report.ReportData(
+            site=site,
+            pages=pages.join(clusters, on="page_id", how="left", maintain_order="left"),
+            vectors=vectors,
+            site_metrics=warehouse.query("SELECT * FROM graph.site_metrics WHERE site = ?", [site]),
+            plan=warehouse.query(
+                "SELECT * FROM marts.link_opportunities WHERE site = ? ORDER BY link_key", [site]
+            ),
+        )
+    path = report.render(data, site_folder(warehouse, site) / "report.html")
+    return MaterializeResult(
+        metadata={
+            "report": MetadataValue.url(path.resolve().as_uri()),
+            "path": MetadataValue.path(str(path.resolve())),
+            "size_kb": round(path.stat().st_size / 1024),
+            "charts": MetadataValue.md(
+                markdown_table(
+                    pl.DataFrame({"chart": ["topic map", "depth", "orphans", "hubs → pages", "top links"]}),
+                    10,
+                )
+            ),
+            "seconds": round(time.monotonic() - started, 2),
+        }
+    )

@@ -1,0 +1,146 @@
+"""dbt marts inside the pipeline (per site, with lineage and tests as checks) and the analysts' snapshot."""
+
+import dagster as dg
+import duckdb
+import polars as pl
+import pytest
+
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.core.warehouse import publish_snapshot, snapshot_path
+from interlink_pipeline.definitions import build_defs
+from interlink_pipeline_tests.conftest import LIGHT, NUTRI
+
+MARTS = ("link_opportunities", "page_scorecard", "orphan_pages", "cluster_summary", "site_health")
+
+
+def _run(warehouse_path, inbox, instance, site):
+    defs = build_defs(str(warehouse_path), str(inbox))
+    instance.add_dynamic_partitions("sites", [site])
+    return defs.resolve_job_def("site_pipeline").execute_in_process(
+        partition_key=site, instance=instance, raise_on_error=False
+    )
+
+
+def _dbt_checks(result):
+    return [
+        e.event_specific_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        and e.event_specific_data.asset_key.path[0] in ("marts", "dbt_staging")
+    ]
+
+
+def _counts(con, table, by="site"):
+    return dict(con.execute(f"SELECT {by}, count(*) FROM {table} GROUP BY ALL").fetchall())
+
+
+def _changed_crawl(crawls, tmp_path):
+    """lightchiropractic's export without one of its pages: a new crawl of the same site."""
+    export = pl.read_csv(crawls / "lightchiropractic/internal_all.csv", infer_schema=False)
+    changed = tmp_path / "internal_all.csv"
+    export.filter(pl.col("Address") != "https://www.lightchiropractic.sg/conditions-scoliosis/").write_csv(
+        changed
+    )
+    return changed
+
+
+def test_marts_are_built_per_site_with_checks_lineage_and_history(
+    warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
+):
+    register_crawl(
+        inbox_root,
+        LIGHT,
+        crawls / "lightchiropractic/internal_all.csv",
+        crawls / "lightchiropractic/all_inlinks.csv",
+    )
+    register_crawl(inbox_root, NUTRI, crawls / "nutrisport/internal_html.csv")
+    light, nutri = (_run(warehouse_path, inbox_root, instance, site) for site in (LIGHT, NUTRI))
+    assert light.success and nutri.success
+    checks = _dbt_checks(light)
+    assert len(checks) >= 30 and all(check.passed for check in checks)  # the dbt tests, as asset checks
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        plan = _counts(con, "graph.link_plan")
+        opportunities = _counts(con, "marts.link_opportunities")
+        pages = _counts(con, "staging.pages")
+        scorecard = _counts(con, "marts.page_scorecard")
+        orphans = _counts(con, "marts.orphan_pages")
+        orphans_before = con.execute(
+            "SELECT orphan_pages FROM graph.site_metrics WHERE site = ? AND scenario = 'before'", [LIGHT]
+        ).fetchone()[0]
+        rescued = con.execute(
+            "SELECT count(*) FROM marts.orphan_pages WHERE site = ? AND first_link_from IS NOT NULL", [LIGHT]
+        ).fetchone()[0]
+        clusters = _counts(con, "marts.cluster_summary")
+        topics = _counts(con, "ml.clusters")
+        nutri_rows = con.execute(
+            "SELECT * FROM marts.link_opportunities WHERE site = ? ORDER BY link_key", [NUTRI]
+        ).fetchall()
+    assert opportunities == plan and scorecard == pages and clusters == topics
+    assert orphans == {LIGHT: orphans_before} and rescued == orphans_before  # nutrisport: no inlinks, unknown
+    assert orphans_before == 14
+
+    # lineage: the marts sit downstream of the crawl
+    graph = build_defs(str(warehouse_path), str(inbox_root)).resolve_asset_graph()
+    upstream = graph.upstream_key_iterator(dg.AssetKey(["marts", "link_opportunities"]))
+    assert {dg.AssetKey("raw_crawl"), dg.AssetKey("link_plan")} <= set(upstream)
+
+    # a new crawl of one site: its rows are replaced, the other site's stay, site_health keeps both crawls
+    register_crawl(
+        inbox_root, LIGHT, _changed_crawl(crawls, tmp_path), crawls / "lightchiropractic/all_inlinks.csv"
+    )
+    assert _run(warehouse_path, inbox_root, instance, LIGHT).success
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        crawls_kept = con.execute(
+            "SELECT count(DISTINCT crawl_id), count(*) FROM marts.site_health WHERE site = ?", [LIGHT]
+        ).fetchone()
+        pages_now = _counts(con, "marts.page_scorecard")
+        assert (
+            con.execute(
+                "SELECT * FROM marts.link_opportunities WHERE site = ? ORDER BY link_key", [NUTRI]
+            ).fetchall()
+            == nutri_rows
+        )
+    assert crawls_kept == (2, 4)  # before and after of each crawl
+    assert pages_now[LIGHT] == pages[LIGHT] - 1 and pages_now[NUTRI] == pages[NUTRI]
+
+
+def test_analysts_read_the_snapshot_while_a_run_writes(
+    warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
+):
+    register_crawl(
+        inbox_root,
+        LIGHT,
+        crawls / "lightchiropractic/internal_all.csv",
+        crawls / "lightchiropractic/all_inlinks.csv",
+    )
+    assert _run(warehouse_path, inbox_root, instance, LIGHT).success
+    snapshot = snapshot_path(warehouse_path)
+    assert snapshot == warehouse_path.parent / "snapshots" / "interlink.duckdb"
+    with duckdb.connect(str(snapshot), read_only=True) as analyst:
+        first = analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0]
+        tables = {
+            f"{schema}.{name}"
+            for schema, name in analyst.execute(
+                "SELECT schema_name, table_name FROM duckdb_tables()"
+            ).fetchall()
+        }
+        # the analyst keeps the snapshot open while the next crawl's run writes and publishes
+        register_crawl(
+            inbox_root, LIGHT, _changed_crawl(crawls, tmp_path), crawls / "lightchiropractic/all_inlinks.csv"
+        )
+        assert _run(warehouse_path, inbox_root, instance, LIGHT).success
+        assert analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0] == first
+    with duckdb.connect(str(snapshot), read_only=True) as analyst:
+        assert analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0] == first - 1
+        assert analyst.execute("SELECT count(DISTINCT crawl_id) FROM marts.site_health").fetchone()[0] == 2
+    assert {"marts.link_opportunities", "graph.link_plan", "staging.pages"} <= tables
+    assert not tables & {"ml.page_embeddings", "ml.embedding_cache", "serp.cache"}  # vectors left out
+    assert sorted(p.name for p in snapshot.parent.iterdir()) == ["interlink.duckdb"]  # no partial left
+
+
+def test_a_snapshot_of_a_missing_warehouse_says_so_and_writes_nothing(tmp_path):
+    target = tmp_path / "snapshots" / "interlink.duckdb"
+    with pytest.raises(InputError, match="no warehouse file yet; materialise a site first"):
+        publish_snapshot(tmp_path / "nothing.duckdb", target)
+    assert not target.exists() and list(target.parent.iterdir()) == []
