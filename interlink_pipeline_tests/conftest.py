@@ -155,3 +155,22 @@ def sf_row(
         canonical,
         depth,
     ]
+
+
+def register_lightchiropractic(inbox_root: Path, crawls: Path, crawl: Path | None = None) -> None:
+    """lightchiropractic's crawl (or a variant of it) and its All Inlinks export, in the drop folder."""
+    from interlink_pipeline.core.inbox import register_crawl
+
+    links = crawls / "lightchiropractic/all_inlinks.csv"
+    register_crawl(inbox_root, LIGHT, crawl or crawls / "lightchiropractic/internal_all.csv", links)
+
+
+def run_site(warehouse_path: Path, inbox_root: Path, instance, site: str, run_config: dict | None = None):
+    """The whole site_pipeline job for one site, in process (failures returned, not raised)."""
+    from interlink_pipeline.definitions import build_defs
+
+    defs = build_defs(str(warehouse_path), str(inbox_root))
+    instance.add_dynamic_partitions("sites", [site])
+    return defs.resolve_job_def("site_pipeline").execute_in_process(
+        partition_key=site, instance=instance, raise_on_error=False, run_config=run_config
+    )

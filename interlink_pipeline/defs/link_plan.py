@@ -100,7 +100,7 @@ def _bars(histogram: str, width: int = 24) -> str:
     },
 )
 def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse: Warehouse):
-    """The plan: home -> hubs, orphans rescued, topical links by centrality quota, bridges, shortcuts."""
+    """The plan: home -> hubs, every page brought within max_depth level by level, then topical links."""
     started = time.monotonic()
     with user_errors():
         site = site_key(context)

@@ -93,13 +93,22 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
         yield from dbt.cli(["build", "--vars", json.dumps({"site": site})], context=context).stream()
 
 
-@asset(
-    partitions_def=site_partitions,
-    group_name="marts",
-    kinds={"duckdb"},
-    pool=WRITER_POOL,
-    deps=[marts],
-    description="A read-only copy of the warehouse (vectors and caches left out), published atomically after "
+def after_marts(group: str, kinds: set[str], description: str):
+    """A per-site asset made from the marts once they are built (in the writer pool: it reads the file)."""
+    return asset(
+        partitions_def=site_partitions,
+        group_name=group,
+        kinds=kinds,
+        pool=WRITER_POOL,
+        deps=[marts],
+        description=description,
+    )
+
+
+@after_marts(
+    "marts",
+    {"duckdb"},
+    "A read-only copy of the warehouse (vectors and caches left out), published atomically after "
     "each run: analysts query it while runs write, and never block a run.",
 )
 def analyst_snapshot(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:

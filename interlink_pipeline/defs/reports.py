@@ -5,15 +5,15 @@ import time
 from pathlib import Path
 
 import polars as pl
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 
 from interlink_pipeline.core import exports, report
 from interlink_pipeline.core.page_embeddings import read_vectors
 from interlink_pipeline.core.previews import markdown_table
-from interlink_pipeline.defs.marts import marts
-from interlink_pipeline.defs.partitions import site_key, site_partitions
+from interlink_pipeline.defs.marts import after_marts
+from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import WRITER_POOL, user_errors
+from interlink_pipeline.defs.tables import user_errors
 
 GROUP = "reports"
 EXPORTS_ENV = "INTERLINK_EXPORTS_DIR"
@@ -45,13 +45,10 @@ def site_folder(warehouse: Warehouse, site: str) -> Path:
     return Path(root) / site
 
 
-@asset(
-    partitions_def=site_partitions,
-    group_name=GROUP,
-    kinds={"csv", "excel"},
-    pool=WRITER_POOL,
-    deps=[marts],
-    description="The plan, the similar pages and the topics as CSV and one XLSX workbook per site "
+@after_marts(
+    GROUP,
+    {"csv", "excel"},
+    "The plan, the similar pages and the topics as CSV and one XLSX workbook per site "
     "(header row, fitted columns, formula injection neutralised).",
 )
 def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
@@ -80,13 +77,10 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
     )
 
 
-@asset(
-    partitions_def=site_partitions,
-    group_name=GROUP,
-    kinds={"html", "plotly"},
-    pool=WRITER_POOL,
-    deps=[marts],
-    description="An interactive HTML report per site (opens from the file, no network): topic map, depth "
+@after_marts(
+    GROUP,
+    {"html", "plotly"},
+    "An interactive HTML report per site (opens from the file, no network): topic map, depth "
     "and orphans before/after, hubs → pages, top opportunities.",
 )
 def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
