@@ -7,6 +7,12 @@ from dagster_dbt import DbtCliResource
 
 from interlink_pipeline.core.inbox import default_inbox
 from interlink_pipeline.core.warehouse import default_duckdb_path
+from interlink_pipeline.defs.automation import (
+    FailureAlerts,
+    run_failure_recorder,
+    serp_refresh_job,
+    serp_refresh_schedule,
+)
 from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links
 from interlink_pipeline.defs.embeddings import Embedder, default_embedder, page_embeddings
 from interlink_pipeline.defs.jobs import site_pipeline_job
@@ -42,13 +48,15 @@ def build_defs(
             spreadsheet_exports,
             html_report,
         ],
-        jobs=[site_pipeline_job],
-        sensors=[crawl_inbox_sensor],
+        jobs=[site_pipeline_job, serp_refresh_job],
+        schedules=[serp_refresh_schedule],
+        sensors=[crawl_inbox_sensor, run_failure_recorder],
         resources={
             "warehouse": Warehouse(path=duckdb_path or default_duckdb_path()),
             "inbox": CrawlInbox(root=inbox_root or default_inbox()),
             "embedder": embedder or default_embedder(),
             "serp_api": serp_api or default_serp_api(),
+            "alerts": FailureAlerts(),
             "dbt": DbtCliResource(project_dir=dbt_project, dbt_executable=DBT_EXECUTABLE),
         },
     )

@@ -406,6 +406,21 @@ class SiteMetrics(pa.DataFrameModel):
 
 
 # Warehouse table name -> model. Order is creation order and README order.
+class RunFailure(pa.DataFrameModel):
+    """ops.run_failures: every failed pipeline run, as the run-failure sensor saw it."""
+
+    run_id: str = pa.Field(unique=True, description="Dagster run id.")
+    job: str = pa.Field(description="The job that failed.")
+    site: str = pa.Field(nullable=True, description="The run's site (partition), when it had one.")
+    failed_at: pl.Datetime = pa.Field(description="When the failure was recorded (UTC).")
+    step: str = pa.Field(nullable=True, description="The step (asset) that failed first, when known.")
+    message: str = pa.Field(description="The failure's message.")
+    notified: bool = pa.Field(description="Whether the webhook accepted the alert.")
+
+    class Config:
+        strict = True
+
+
 TABLES: dict[str, type[pa.DataFrameModel]] = {
     "raw.crawl_pages": RawCrawlPage,
     "raw.crawl_links": RawCrawlLink,
@@ -422,4 +437,5 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "graph.link_plan": PlannedLink,
     "graph.page_metrics": PageMetrics,
     "graph.site_metrics": SiteMetrics,
+    "ops.run_failures": RunFailure,
 }

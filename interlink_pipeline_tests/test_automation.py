@@ -1,0 +1,115 @@
+"""The SERP refresh schedule and the run-failure recorder (with a real webhook on loopback)."""
+
+import json
+import threading
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import dagster as dg
+import duckdb
+import pytest
+
+from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.defs.automation import FailureAlerts, run_failure_recorder, serp_refresh_schedule
+from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline_tests.conftest import LIGHT, NUTRI, run_site, write_export
+
+BROKEN_SITE = "www.broken.example"
+
+
+class Webhook:
+    """A loopback endpoint that records what it is sent and answers with `status`."""
+
+    def __init__(self, status: int = 200):
+        self.status, self.received = status, []
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                hook.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(hook.status)
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_serp_refresh_schedule_asks_for_every_site_and_everything_after_serp(instance):
+    context = dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=datetime(2026, 11, 23, 6, tzinfo=UTC)
+    )
+    assert isinstance(serp_refresh_schedule(context), dg.SkipReason)  # no site yet
+    instance.add_dynamic_partitions("sites", [NUTRI, LIGHT])
+    requests = serp_refresh_schedule(context)
+    assert [(r.partition_key, r.run_key) for r in requests] == [
+        (NUTRI, f"serp-refresh:{NUTRI}:2026-11-23T06:00"),
+        (LIGHT, f"serp-refresh:{LIGHT}:2026-11-23T06:00"),
+    ]
+    assert serp_refresh_schedule.cron_schedule == "0 6 * * 1"  # weekly
+    from interlink_pipeline.definitions import defs
+
+    selected = defs.resolve_job_def("serp_refresh").asset_layer.selected_asset_keys
+    names = {key.to_user_string() for key in selected}
+    assert {
+        "serp_results",
+        "link_candidates",
+        "link_plan",
+        "marts/link_opportunities",
+        "html_report",
+    } <= names
+    assert not names & {"raw_crawl", "pages", "page_embeddings", "similarity_pairs"}
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_failed_run_is_recorded_and_posted_to_the_webhook(
+    status, warehouse_path, inbox_root, instance, tmp_path
+):
+    export = write_export(tmp_path / "crawl.csv", ["Title 1", "Status Code"], [["No address column", "200"]])
+    register_crawl(inbox_root, BROKEN_SITE, export)
+    result = run_site(warehouse_path, inbox_root, instance, BROKEN_SITE)
+    assert not result.success
+    run = instance.get_run_by_id(result.run_id)
+    failure = next(iter(instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE))).dagster_event
+    hook = Webhook(status)
+    try:
+        context = dg.build_run_status_sensor_context(
+            sensor_name="run_failure_recorder",
+            dagster_event=failure,
+            dagster_instance=instance,
+            dagster_run=run,
+            resources={
+                "warehouse": Warehouse(path=str(warehouse_path)),
+                "alerts": FailureAlerts(webhook_url=hook.url),
+            },
+        ).for_run_failure()
+        run_failure_recorder(context)
+    finally:
+        hook.close()
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        rows = con.execute(
+            "SELECT run_id, job, site, step, message, notified FROM ops.run_failures"
+        ).fetchall()
+    assert len(rows) == 1
+    run_id, job, site, step, message, notified = rows[0]
+    assert (run_id, job, site, step) == (run.run_id, "site_pipeline", BROKEN_SITE, "raw_crawl")
+    assert "URL" in message or "Address" in message  # the reader's own explanation
+    assert notified is (status == 200)
+    assert len(hook.received) == 1 and hook.received[0]["run_id"] == run.run_id
+    assert hook.received[0]["text"].startswith(
+        f"interlink_pipeline: site_pipeline failed for {BROKEN_SITE} at raw_crawl"
+    )
+
+
+def test_an_unreachable_webhook_is_reported_not_raised():
+    from interlink_pipeline.core.alerts import post_alert
+
+    accepted, outcome = post_alert("http://127.0.0.1:9/hook", {"text": "x"}, timeout_s=2)
+    assert not accepted and "ConnectError" in outcome
