@@ -55,16 +55,18 @@ def candidate_ks(n: int, options: ClusterOptions) -> list[int]:
     return sorted({round(v) for v in np.geomspace(low, high, options.candidates)} & set(range(2, n)))
 
 
-def fit_kmeans(vectors: np.ndarray, k: int, options: ClusterOptions) -> tuple[np.ndarray, np.ndarray]:
+def fit_kmeans(
+    vectors: np.ndarray, k: int, options: ClusterOptions, n_init: int = 3
+) -> tuple[np.ndarray, np.ndarray]:
     """(labels, unit-norm centroids) of k-means on unit vectors (so Euclidean follows cosine)."""
     from sklearn.cluster import KMeans, MiniBatchKMeans
 
     if len(vectors) > options.minibatch_above:
         model = MiniBatchKMeans(
-            k, random_state=options.seed, batch_size=4096, n_init=3, max_no_improvement=20
+            k, random_state=options.seed, batch_size=4096, n_init=n_init, max_no_improvement=20
         )
     else:
-        model = KMeans(k, random_state=options.seed, n_init=3)
+        model = KMeans(k, random_state=options.seed, n_init=n_init)
     labels = model.fit_predict(vectors)
     centroids = model.cluster_centers_.astype(np.float32)
     centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12, None)
@@ -81,7 +83,9 @@ def choose_k(vectors: np.ndarray, options: ClusterOptions) -> tuple[int, dict[in
     score_rows = fit_rows[: min(len(fit_rows), options.silhouette_sample)]
     scores: dict[int, float] = {}
     for k in candidate_ks(len(fit_rows), options):
-        _labels, centroids = fit_kmeans(vectors[fit_rows], k, options)
+        # one initialisation per candidate: enough to compare k (k-means++ seeding is most of the cost);
+        # the chosen k is then fitted with three
+        _labels, centroids = fit_kmeans(vectors[fit_rows], k, options, n_init=1)
         assigned = _nearest(vectors[score_rows], centroids)
         if len(set(assigned)) < 2:
             continue
