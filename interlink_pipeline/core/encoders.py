@@ -36,6 +36,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import replaced_atomically
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +345,8 @@ class OnnxEncoder:
             "max_length": int(st.max_seq_length),
             "min_cosine_vs_torch": cosine,
         }
-        _write_atomically(folder / "verified.json", json.dumps(facts, indent=2))
+        with replaced_atomically(folder / "verified.json") as tmp:
+            tmp.write_text(json.dumps(facts, indent=2))
 
     def __init__(
         self, graph: Path, identity: ModelIdentity, dim: int, pooling: str, max_length: int, batch_size: int
@@ -449,13 +451,6 @@ def _export_graph(st: Any, target: Path) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:

@@ -7,10 +7,11 @@ with an apostrophe (OWASP's advice), which spreadsheets show as the literal text
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import polars as pl
+
+from interlink_pipeline.core.files import replaced_atomically
 
 FORMULA_START = r"^[=+\-@\t\r]"  # what makes a spreadsheet read text as a formula
 XLSX_MAX_ROWS = 1_048_575  # Excel's sheet limit, less the header row
@@ -37,9 +38,8 @@ def _printable(frame: pl.DataFrame) -> pl.DataFrame:
 
 def write_csv(frame: pl.DataFrame, path: Path) -> Path:
     """UTF-8 with a byte-order mark (so Excel reads accents right), header row, formulas neutralised."""
-    partial = path.with_name(f".{path.name}.partial")
-    neutralise(_printable(frame)).write_csv(partial, include_bom=True)
-    os.replace(partial, path)
+    with replaced_atomically(path) as partial:
+        neutralise(_printable(frame)).write_csv(partial, include_bom=True)
     return path
 
 
@@ -48,12 +48,11 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> dict[str, int]:
     a filter and column widths fitted to the content. Returns the sheets written and their rows."""
     import xlsxwriter
 
-    partial = path.with_name(f".{path.name}.partial")
     written: dict[str, int] = {}
-    workbook = xlsxwriter.Workbook(
-        str(partial), {"constant_memory": True, "strings_to_formulas": False, "strings_to_urls": False}
-    )
-    try:
+    with replaced_atomically(path) as partial:
+        workbook = xlsxwriter.Workbook(
+            str(partial), {"constant_memory": True, "strings_to_formulas": False, "strings_to_urls": False}
+        )
         header = workbook.add_format({"bold": True, "bg_color": "#E8EEF4", "border": 1})
         for name, frame in sheets.items():
             frame = neutralise(_printable(frame))
@@ -78,9 +77,6 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> dict[str, int]:
                 sheet.autofilter(0, 0, chunk.height, max(chunk.width - 1, 0))
                 written[title[:31]] = chunk.height
         workbook.close()
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
     return written
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.urls import normalize_host
 
 INBOX_ENV = "INTERLINK_INBOX"
@@ -146,13 +146,7 @@ def register_crawl(
             stem = {"crawl": "internal_html", "links": "all_inlinks", "queries": "queries"}[kind]
             name = f"{stem}{src.suffix.lower()}"
         target = folder / name
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".incoming-")
-        os.close(fd)
-        try:
+        with replaced_atomically(target) as tmp:
             shutil.copyfile(src, tmp)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         placed[kind] = target
     return SiteDrop(normalize_host(site), placed["crawl"], placed.get("links"), placed.get("queries"))

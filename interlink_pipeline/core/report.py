@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+
+from interlink_pipeline.core.files import replaced_atomically
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
 PAGES_PER_HUB = 8
@@ -214,8 +215,6 @@ def render(data: ReportData, path: Path) -> Path:
 <h2>Top opportunities</h2>
 {opportunities_table(data)}
 </body></html>"""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(page, encoding="utf-8")
-    os.replace(partial, path)
+    with replaced_atomically(path) as partial:
+        partial.write_text(page, encoding="utf-8")
     return path

@@ -21,6 +21,7 @@ import pandera.polars as pa
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.schemas import TABLES
 
 T = TypeVar("T")
@@ -424,14 +425,11 @@ def publish_snapshot(path: str | Path, snapshot: str | Path, lock_timeout_s: flo
     """Copy every table (vectors and caches left out) into a new file beside `snapshot`, then rename
     it into place. Analysts query the snapshot: a reader never blocks a run, and a reader with the old file
     open keeps reading it while the next one appears. Returns the rows copied per table."""
-    snapshot = Path(snapshot)
-    snapshot.parent.mkdir(parents=True, exist_ok=True)
-    partial = snapshot.with_name(f".{snapshot.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
+    if not Path(path).exists():
+        raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
     copied: dict[str, int] = {}
-    try:
-        if not Path(path).exists():
-            raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
+    with replaced_atomically(Path(snapshot)) as partial:
+        partial.unlink()  # DuckDB creates the file itself
         with connect(partial) as con:
             target = _identifier(con.execute("SELECT current_database()").fetchone()[0])
             source_db = "interlink_warehouse"
@@ -457,9 +455,6 @@ def publish_snapshot(path: str | Path, snapshot: str | Path, lock_timeout_s: flo
                 copied[f"{schema}.{name}"] = con.execute(
                     f"SELECT count(*) FROM {target}.{source}"
                 ).fetchone()[0]
-        os.replace(partial, snapshot)
-    finally:
-        partial.unlink(missing_ok=True)
     return copied
 
 
