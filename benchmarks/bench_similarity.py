@@ -8,7 +8,8 @@ write-ups' plain approach (uncleaned titles, k-means k=15, most-frequent-word na
 and the min_score sweep behind the default.
 
     python -m benchmarks.bench_similarity [--sizes 10000 100000] [--baseline-sizes 10000 30000 50000]
-                                          [--million] [--repeats 3]
+                                          [--million WAREHOUSE] [--repeats 3]
+                                          [--skip speed quality]
 """
 
 from __future__ import annotations
@@ -413,8 +414,63 @@ def main() -> None:
     parser.add_argument("--baseline-sizes", type=int, nargs="+", default=[10_000, 30_000, 50_000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--million", help="a DuckDB file with a 1M-page site's staging.pages and embeddings")
+    parser.add_argument("--skip", nargs="+", choices=["speed", "quality"], default=[], help="parts not run")
     args = parser.parse_args()
     payload: dict = {}
+    speed_rows = [] if "speed" in args.skip else speed(args, payload)
+    if args.million:
+        speed_rows.append(million(args.million, payload))
+    if speed_rows:
+        print_table(
+            f"Similarity and clustering speed on CPU, median of {args.repeats} runs",
+            speed_rows,
+            ["pages", "method", "median s", "range s", "peak RSS MB"],
+        )
+    if "quality" not in args.skip:
+        clusters, pairs, sweep, quality = quality_report()
+        payload["quality"] = quality
+        print_table(
+            "Clusters against ground truth",
+            clusters,
+            ["site", "method", "k", "purity", "NMI", "largest clusters"],
+        )
+        print_table("Similar pairs against ground truth", pairs, ["measure", "method", "value", "note"])
+        print_table(
+            "min_score sweep (k=15, no per-target cap)",
+            sweep,
+            [
+                "site",
+                "min_score",
+                "editorial links found / same-category share",
+                "either direction",
+                "pairs",
+                "pages without any pair",
+            ],
+        )
+    print(f"\nraw results: {save('similarity', payload)}")
+
+
+def million(warehouse: str, payload: dict) -> list[str]:
+    """The whole similarity_pairs step (read, ANN search, rules, write) on a 1M-page warehouse, once."""
+    run = measure(
+        "similarity_pairs, 1M pages (ANN)",
+        1_000_000,
+        MILLION_ASSET.format(warehouse=str(Path(warehouse)), site=SITE),
+        1,
+    ).runs[0]
+    payload["million"] = run
+    return [
+        "1,000,000",
+        f"similarity_pairs step, {run['method']}, recall@15 {run['recall']:.3f}",
+        f"{run['seconds']:.0f}",
+        f"read {run['read_s']:.0f} / search {run['search_s']:.0f} / rules {run['rules_s']:.0f} / "
+        f"write {run['seconds'] - run['read_s'] - run['search_s'] - run['rules_s']:.0f}",
+        f"{run['peak_rss_mb']:,.0f}",
+    ]
+
+
+def speed(args: argparse.Namespace, payload: dict) -> list[list[str]]:
+    """Exact top-15 against the full matrix at each size, and k-means at the largest."""
     speed_rows = []
     for size in sorted(set(args.sizes) | set(args.baseline_sizes)):
         path, texts = texts_and_vectors(size)
@@ -469,50 +525,7 @@ def main() -> None:
         ]
     )
     payload["kmeans"] = km.runs
-    if args.million:
-        run = measure(
-            "similarity_pairs, 1M pages (ANN)",
-            1_000_000,
-            MILLION_ASSET.format(warehouse=str(Path(args.million)), site=SITE),
-            1,
-        ).runs[0]
-        speed_rows.append(
-            [
-                "1,000,000",
-                f"similarity_pairs step, {run['method']}, recall@15 {run['recall']:.3f}",
-                f"{run['seconds']:.0f}",
-                f"read {run['read_s']:.0f} / search {run['search_s']:.0f} / "
-                f"rules+write {run['seconds'] - run['read_s'] - run['search_s']:.0f}",
-                f"{run['peak_rss_mb']:,.0f}",
-            ]
-        )
-        payload["million"] = run
-    clusters, pairs, sweep, quality = quality_report()
-    payload["quality"] = quality
-    print_table(
-        f"Similarity and clustering speed on CPU, median of {args.repeats} runs",
-        speed_rows,
-        ["pages", "method", "median s", "range s", "peak RSS MB"],
-    )
-    print_table(
-        "Clusters against ground truth",
-        clusters,
-        ["site", "method", "k", "purity", "NMI", "largest clusters"],
-    )
-    print_table("Similar pairs against ground truth", pairs, ["measure", "method", "value", "note"])
-    print_table(
-        "min_score sweep (k=15, no per-target cap)",
-        sweep,
-        [
-            "site",
-            "min_score",
-            "editorial links found / same-category share",
-            "either direction",
-            "pairs",
-            "pages without any pair",
-        ],
-    )
-    print(f"\nraw results: {save('similarity', payload)}")
+    return speed_rows
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,13 +47,16 @@ def measure(label: str, size: int, snippet: str, repeats: int, timeout: int = 36
     runs = []
     for _ in range(repeats):
         started = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-c", snippet + _REPORT],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        # the snippet's temporary copies (warehouses of up to several GB) go when it ends
+        with tempfile.TemporaryDirectory(prefix="interlink-bench-") as scratch:
+            done = subprocess.run(
+                [sys.executable, "-c", snippet + _REPORT],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env={**os.environ, "TMPDIR": scratch},
+            )
         if done.returncode != 0:
             raise RuntimeError(f"{label} failed:\n{done.stderr[-3000:]}")
         line = next(ln for ln in done.stdout.splitlines() if ln.startswith("@@RESULT@@"))

@@ -51,12 +51,23 @@ def test_exact_top_matches_brute_force_in_small_blocks(monkeypatch):
 
 def test_ann_recall_is_measured_against_exact():
     vectors, _ = _blobs(400, 25, dim=48)
-    idx, _, stats = search(vectors, 15, SimilarityOptions(method="ann"))
-    assert stats.method.startswith("ann:IVFFlat") and stats.recall_sample == 1000
-    exact, _ = exact_top(vectors, vectors, 15, query_ids=np.arange(len(vectors)))
-    measured = recall_at_k(idx, exact, 15)
+    idx, scores, stats = search(vectors, 15, SimilarityOptions(method="ann"))
+    assert stats.method == "ann:IVF cells=200 probed=32" and stats.recall_sample == 1000
+    _, exact_scores = exact_top(vectors, vectors, 15, query_ids=np.arange(len(vectors)))
+    measured = recall_at_k(scores, exact_scores, 15)
     assert measured >= 0.9 and abs(stats.recall_at_k - measured) < 0.05
     assert not (idx == np.arange(len(vectors))[:, None]).any()
+    # reported scores are the true cosines of the pages returned
+    assert np.allclose(scores, np.einsum("ij,ikj->ik", vectors, vectors[idx]), atol=1e-5)
+    # probing every cell is exact search
+    _, all_cells, _ = similarity.ann_top(vectors, 15, cells_probed=200)
+    assert recall_at_k(all_cells, exact_scores, 15) == 1.0
+
+
+def test_recall_counts_tied_pages_as_found():
+    exact = np.array([[0.9, 0.8, 0.8]], dtype=np.float32)
+    assert recall_at_k(np.array([[0.9, 0.8, 0.8]]), exact, 3) == 1.0  # other pages, same scores
+    assert recall_at_k(np.array([[0.9, 0.8, 0.7]]), exact, 3) == pytest.approx(2 / 3)
 
 
 def test_rules_duplicates_cap_threshold_and_reciprocity():

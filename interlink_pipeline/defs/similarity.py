@@ -63,6 +63,11 @@ class SimilarityConfig(Config):
     ann_threshold: int = Field(
         default=200_000, ge=1, description="Pages above which auto uses the ANN index."
     )
+    ann_cells_probed: int = Field(
+        default=32,
+        ge=1,
+        description="ANN: neighbouring cells searched per cell; more raises recall (reported) and time.",
+    )
     device: str = Field(default="auto", description="Exact search on auto (CUDA when present), cpu or cuda.")
 
 
@@ -104,6 +109,7 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
             exclude_target_paths=tuple(config.exclude_target_paths),
             method=config.method,
             ann_threshold=config.ann_threshold,
+            ann_cells_probed=config.ann_cells_probed,
             device=resolve_device(config.device),
         )
         pairs, stats = similar_pairs(pages["page_id"], pages["path"], vectors, options)
