@@ -1,0 +1,196 @@
+"""`dagster dev` for real: the daemon turns two dropped crawls into two successful runs, and a person in
+a headless Chromium sees them, launches a materialisation for the sample site and reads its metadata."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import psutil
+import pytest
+
+from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, SAMPLE_DIR
+from interlink_pipeline_tests.test_reports import _chromium
+
+RUNS_TIMEOUT_S = 900
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for(condition, timeout_s: float, what: str, log: Path):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(2)
+    pytest.fail(f"timed out waiting for {what}; dagster dev log:\n{log.read_text()[-6000:]}")
+
+
+@pytest.fixture()
+def dagster_dev(tmp_path, model_cache):
+    """`make dev`'s command on a free loopback port, over a temporary instance, warehouse and inbox."""
+    home, inbox = tmp_path / "dagster_home", tmp_path / "inbox"
+    home.mkdir()
+    inbox.mkdir()
+    shutil.copyfile(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    warehouse = tmp_path / "warehouse" / "interlink.duckdb"
+    port = _free_port()
+    log = tmp_path / "dagster-dev.log"
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "INTERLINK_DUCKDB_PATH": str(warehouse),
+        "INTERLINK_INBOX": str(inbox),
+        "INTERLINK_MODEL_CACHE": str(model_cache),
+    }
+    dagster = Path(sys.executable).with_name("dagster")
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+
+    def answering():
+        try:
+            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    try:
+        _wait_for(answering, 180, "the webserver", log)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            yield {
+                "url": url,
+                "port": port,
+                "inbox": inbox,
+                "warehouse": warehouse,
+                "instance": instance,
+                "log": log,
+            }
+    finally:
+        os.killpg(server.pid, signal.SIGINT)  # what Ctrl-C does: dagster dev stops its children
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def _non_loopback_addresses() -> list[str]:
+    return [
+        a.address
+        for addresses in psutil.net_if_addrs().values()
+        for a in addresses
+        if a.family == socket.AF_INET and not a.address.startswith("127.")
+    ]
+
+
+def _finished(instance, **filters):
+    return [r for r in instance.get_runs(filters=dg.RunsFilter(**filters)) if r.is_finished]
+
+
+def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisation(dagster_dev, crawls):
+    from playwright.sync_api import expect, sync_playwright
+
+    instance, log = dagster_dev["instance"], dagster_dev["log"]
+    register_crawl(
+        dagster_dev["inbox"], SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv"
+    )
+    register_crawl(dagster_dev["inbox"], LIGHT, crawls / "lightchiropractic/internal_all.csv")
+
+    # the daemon's sensor picks both up; the writer pool queues their DuckDB steps instead of colliding
+    def both_inbox_runs():
+        done = _finished(instance, tags={"interlink/trigger": "inbox"})
+        return done if len(done) == 2 else None
+
+    inbox_runs = _wait_for(
+        both_inbox_runs,
+        RUNS_TIMEOUT_S,
+        "two inbox runs to finish",
+        log,
+    )
+    assert {r.tags["dagster/partition"] for r in inbox_runs} == {SAMPLE_HOST, LIGHT}
+    assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in inbox_runs), log.read_text()[-6000:]
+    with duckdb.connect(str(dagster_dev["warehouse"]), read_only=True) as con:
+        planned = dict(con.execute("SELECT site, count(*) FROM graph.link_plan GROUP BY site").fetchall())
+        marts = {row[0] for row in con.execute("SELECT DISTINCT site FROM marts.site_health").fetchall()}
+        kept = con.execute("SELECT count(*) FROM staging.pages WHERE site = ?", [SAMPLE_HOST]).fetchone()[0]
+    assert set(planned) == marts == {SAMPLE_HOST, LIGHT} and min(planned.values()) > 0
+
+    # the webserver answers on loopback only: every other address of this machine refuses
+    for address in _non_loopback_addresses():
+        with pytest.raises(OSError), socket.create_connection((address, dagster_dev["port"]), timeout=5):
+            pass
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=_chromium(), headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(60_000)
+        # Dagster's "join the community" dialog appears once, at some point: skip it whenever it does
+        page.add_locator_handler(
+            page.get_by_role("button", name="Skip", exact=True), lambda skip: skip.click()
+        )
+
+        # both runs are in the run list, successful, each with its site
+        page.goto(f"{dagster_dev['url']}/runs", wait_until="networkidle")
+        for run in inbox_runs:
+            row = page.locator("[class*=RunsFeedRow_rowGrid]", has_text=run.run_id[:8])
+            expect(row).to_contain_text(run.tags["dagster/partition"])
+            expect(row).to_contain_text("site_pipeline")
+            expect(row).to_contain_text("Success")
+
+        # launch `pages` for the sample site from its asset page, as a user would
+        page.goto(f"{dagster_dev['url']}/assets/pages", wait_until="networkidle")
+        page.get_by_role("button", name="Materialize…").first.click()
+        launch = page.locator(".dagster-dialog")
+        launch.get_by_text("Select a partition or create one").click()
+        page.keyboard.type(SAMPLE_HOST)
+        page.locator(".dagster-popover span", has_text=SAMPLE_HOST).first.click()
+        launch.get_by_text("Launch runs to materialize pages").click()  # closes the partition list
+        launch.get_by_role("button", name="Launch 1 run").click()
+
+        ui_run = _wait_for(
+            lambda: next(
+                (
+                    r
+                    for r in _finished(instance, tags={"dagster/partition": SAMPLE_HOST})
+                    if "interlink/trigger" not in r.tags
+                ),
+                None,
+            ),
+            300,
+            "the run launched from the UI",
+            log,
+        )
+        assert ui_run.status == dg.DagsterRunStatus.SUCCESS, log.read_text()[-6000:]
+        assert ui_run.asset_selection == {dg.AssetKey("pages")}
+
+        # its run page says so, and the asset page shows the new materialisation's metadata
+        page.goto(f"{dagster_dev['url']}/runs/{ui_run.run_id}", wait_until="networkidle")
+        expect(page.get_by_text("Success").first).to_be_visible()
+        page.goto(f"{dagster_dev['url']}/assets/pages", wait_until="networkidle")
+        status = page.get_by_text("Latest materialization").locator("..")
+        expect(status).to_contain_text(SAMPLE_HOST)
+        metadata = page.locator("tr", has_text="pages_kept")
+        expect(metadata.first).to_contain_text(str(kept))
+        browser.close()
