@@ -182,8 +182,14 @@ def test_bad_cluster_settings():
     vectors, _ = _blobs(5, 2)
     with pytest.raises(InputError, match="k=20 must be between 2 and the number of pages minus one"):
         topic_clusters(_ids(10), pl.Series(["x"] * 10), vectors, ClusterOptions(k=20))
-    with pytest.raises(InputError, match="clustering needs at least 3 pages"):
-        topic_clusters(_ids(2), pl.Series(["x"] * 2), vectors[:2], ClusterOptions())
+
+
+def test_fewer_than_three_pages_form_one_cluster():
+    vectors, _ = _blobs(1, 2)
+    pages, clusters, stats = topic_clusters(_ids(2), pl.Series(["trail shoes", "trail boots"]), vectors)
+    assert stats.k == 1 and stats.chosen_by == "fewer than 3 pages"
+    assert pages["cluster_id"].to_list() == [0, 0] and clusters["size"].to_list() == [2]
+    assert "trail" in clusters["label"][0].lower()
 
 
 def _run_site(warehouse_path, inbox, instance, site, run_config=None):

@@ -186,16 +186,19 @@ def topic_clusters(
     options = options or ClusterOptions()
     started = time.monotonic()
     n = len(vectors)
-    if n < 3:
-        raise InputError(f"clustering needs at least 3 pages; this site has {n}.")
-    if options.k is not None:
+    if n < 3:  # too few pages to compare clusterings: they form one topic
+        mean = vectors.mean(axis=0)
+        labels, centroids = np.zeros(n, dtype=np.int64), (mean / max(np.linalg.norm(mean), 1e-12))[None, :]
+        k, chosen_by, scores = 1, "fewer than 3 pages", {}
+    elif options.k is not None:
         if not 2 <= options.k < n:
             raise InputError(f"k={options.k} must be between 2 and the number of pages minus one ({n - 1}).")
         k, chosen_by, scores = options.k, "configured", {}
     else:
         k, scores = choose_k(vectors, options)
         chosen_by = "silhouette"
-    labels, centroids = fit_kmeans(vectors, k, options)
+    if k > 1:
+        labels, centroids = fit_kmeans(vectors, k, options)
     similarity = np.einsum("ij,ij->i", vectors, centroids[labels])
     text_list = texts.to_list()
     language = options.language or detect_language(text_list)

@@ -29,6 +29,7 @@ class LoadedExport:
     mapped: dict[str, str]  # canonical field -> header it was read from
     ignored_columns: list[str]
     header_index: int
+    rows_without_url: int = 0  # skipped
 
 
 def read_crawl_export(
@@ -130,6 +131,14 @@ def _read_export(
         pl.lit(path.name).alias("source_file"),
     ]
     frame = frame.with_row_index("row_number", offset=1).with_columns(pl.col("row_number").cast(pl.Int64))
+    # A row without a URL is not a page (or a link): it is skipped and counted, never stored half-empty.
+    without_url = frame[probe.name].null_count()
+    frame = frame.filter(pl.col(probe.name).is_not_null())
+    if frame.is_empty():
+        raise InputError(
+            f"{path}: none of the {without_url} rows has a value in its "
+            f"'{table.headers[positions[probe.name]]}' column."
+        )
     columns = [*meta, "row_number", *[f.name for f in fields]]
     if extra_columns is not None:
         extra = (
@@ -144,7 +153,9 @@ def _read_export(
     mapped = {name: table.headers[pos] for name, pos in positions.items()}
     used = set(positions.values()) | set(extra_positions.values())
     ignored = [h for i, h in enumerate(table.headers) if i not in used]
-    return LoadedExport(frame, frame["crawl_id"][0], path.name, mapped, ignored, table.header_index)
+    return LoadedExport(
+        frame, frame["crawl_id"][0], path.name, mapped, ignored, table.header_index, without_url
+    )
 
 
 def _extra_positions(

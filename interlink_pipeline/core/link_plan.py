@@ -150,8 +150,10 @@ def betweenness(n: int, edges: pl.DataFrame, options: PlanOptions) -> tuple[np.n
         algorithm = nk.centrality.EstimateBetweenness(graph, samples, normalized=True, parallel=True)
         method = f"betweenness estimated from {samples} sampled sources"
     algorithm.run()
-    # rounded: threads sum in varying order, and the last bits must not reorder pages between runs
-    return np.round(np.asarray(algorithm.scores(), dtype=np.float64), 12), method
+    # rounded: threads sum in varying order, and the last bits must not reorder pages between runs;
+    # normalising divides by (n-1)(n-2), so graphs of one or two pages give NaN: no page is between others
+    scores = np.nan_to_num(np.asarray(algorithm.scores(), dtype=np.float64), nan=0.0)
+    return np.round(scores, 12), method
 
 
 class Planner:

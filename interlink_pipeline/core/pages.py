@@ -300,13 +300,16 @@ def detect_brand(titles: pl.Series, min_share: float = 0.2) -> str | None:
         return None
     if clean.len() > BRAND_SAMPLE:
         clean = clean.sample(BRAND_SAMPLE, seed=0)
+    suffix = pl.col("t").str.extract(_SUFFIX, 1)
     candidates = pl.DataFrame({"t": clean}).select(
-        pl.coalesce(pl.col("t").str.extract(_SUFFIX, 1), pl.col("t")).str.to_lowercase().alias("c")
-    )["c"]
-    counts = candidates.value_counts(sort=True)
-    brand, count = counts.row(0)
+        pl.coalesce(suffix, pl.col("t")).str.to_lowercase().alias("c"), suffix.is_not_null().alias("suffix")
+    )
+    counts = candidates.group_by("c").agg(pl.len().alias("n"), pl.col("suffix").sum()).sort("n", "c")
+    brand, count, as_suffix = counts.row(-1)
     needed = max(3, min_share * clean.len())
     if count < needed or len(brand) > MAX_BRAND_CHARS or len(brand.split()) > MAX_BRAND_WORDS:
+        return None
+    if as_suffix == 0:  # only ever a whole title: the pages share a title, not a branding suffix
         return None
     return brand
 

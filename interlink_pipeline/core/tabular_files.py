@@ -34,6 +34,18 @@ CHUNK = 4 * 1024 * 1024
 XLSX_MAX_UNCOMPRESSED = 2 * 1024**3
 XLSX_MAX_RATIO = 250
 XLSX_SUFFIXES = {".xlsx", ".xlsm"}
+CONTROL_CHARACTERS = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
+# Files that are plainly not a text export, by their first bytes (checked before decoding).
+BINARY_SIGNATURES = {
+    b"\x89PNG": "a PNG image",
+    b"%PDF": "a PDF document",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"GIF8": "a GIF image",
+    b"\x1f\x8b": "gzip-compressed (decompress it first)",
+    b"\xd0\xcf\x11\xe0": "an old binary Office file (save it as .xlsx or CSV)",
+    b"\x7fELF": "a program",
+    b"SQLite format 3": "an SQLite database",
+}
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,11 @@ def open_table(
         return _open_xlsx(path, probe_names, sheet)
     if path.suffix.lower() == ".xls":
         raise InputError(f"{path}: the old binary .xls format is not supported; save it as .xlsx or CSV.")
+    with open(path, "rb") as fh:
+        start = fh.read(16)
+    kind = next((kind for magic, kind in BINARY_SIGNATURES.items() if start.startswith(magic)), None)
+    if kind:
+        raise InputError(f"{path}: not a crawl export: the file is {kind}.")
     return _open_csv(path, probe_names, encoding)
 
 
@@ -92,12 +109,22 @@ def read_columns(table: TableFile, positions: dict[str, int]) -> pl.DataFrame:
                     raise_if_empty=False,
                     encoding="utf8",
                 )
+            except pl.exceptions.SchemaError:
+                raise InputError(
+                    f"{table.path}: could not parse the CSV: some rows do not have the header's "
+                    f"{len(table.headers)} fields (a stray quote, or an unquoted '{table.delimiter}' inside "
+                    "a value?). Export the crawl again."
+                ) from None
             except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
                 raise InputError(f"{table.path}: could not parse the CSV: {_first_line(exc)}") from None
         frame = frame.rename({f"c{pos}": name for name, pos in positions.items()})
     frame = frame.select(list(positions))
-    # Strip padding and turn empty cells into nulls once, here, for every caller.
-    frame = frame.with_columns(pl.col(name).str.strip_chars().replace("", None) for name in positions)
+    # Drop control characters (NUL bytes and the like: never meaningful, and refused by spreadsheets), strip
+    # padding and turn empty cells into nulls once, here, for every caller.
+    frame = frame.with_columns(
+        pl.col(name).str.replace_all(CONTROL_CHARACTERS, "").str.strip_chars().replace("", None)
+        for name in positions
+    )
     if frame.height == 0:
         raise InputError(f"{table.path}: the header row was found but there are no data rows.")
     return frame

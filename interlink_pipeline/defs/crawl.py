@@ -99,6 +99,7 @@ def raw_crawl(
             )
         ),
         "columns_ignored": len(loaded.ignored_columns),
+        "rows_without_url_skipped": loaded.rows_without_url,
         "status_codes": MetadataValue.md(counts_table(frame, "status_code")),
         "preview": MetadataValue.md(
             markdown_table(frame.select("url", "status_code", "indexability", "title"))
@@ -158,7 +159,14 @@ def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Wareho
             min_brand_share=config.min_brand_share,
         )
         cleaned = clean_pages(raw, site, options)
-    kept, excluded = cleaned.pages, cleaned.excluded
+        kept, excluded = cleaned.pages, cleaned.excluded
+        if kept.is_empty():
+            reasons = ", ".join(f"{r} {n}" for r, n in excluded["reason"].value_counts(sort=True).rows())
+            raise InputError(
+                f"no page of {site}'s crawl is worth linking: all {raw.height} rows are excluded "
+                f"({reasons}). Crawl the site's indexable HTML pages; raw.crawl_pages holds the rows "
+                "as read, and the previous pages are kept."
+            )
     metadata = {
         "pages_kept": kept.height,
         "rows_excluded": excluded.height,
