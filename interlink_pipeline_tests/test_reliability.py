@@ -3,13 +3,18 @@
 Every failure must name its cause and leave the warehouse exactly as it was."""
 
 import shutil
+import subprocess
+import sys
 
 import dagster as dg
 import duckdb
+import polars as pl
 import pytest
 
+from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.definitions import build_defs
-from interlink_pipeline_tests.conftest import write_export
+from interlink_pipeline_tests.conftest import SAMPLE_DIR, write_export
 from interlink_pipeline_tests.hostile_exports import CASES, HOST, SF_HEADER, Case, good_rows
 
 INGEST = [dg.AssetKey(name) for name in ("raw_crawl", "raw_links", "pages")]
@@ -117,3 +122,168 @@ def test_degenerate_sites_get_a_whole_plan(case_name, tmp_path, encoder):
             "SELECT count(*) FROM graph.page_metrics WHERE depth_after = -1"
         ).fetchone()[0]
     assert clustered == pages and health > 0 and unreachable == 0
+
+
+# --- faults: a killed process, a full disk, a read-only file --------------------------------------------
+
+UP_TO_THE_PLAN = dg.AssetSelection.assets("link_plan").upstream()
+SMALL_CHUNKS = {"ops": {"page_embeddings": {"config": {"chunk_size": 400}}}}  # vectors committed per 400
+
+# Runs the site's pipeline up to the plan in a child process, and SIGKILLs it at the point `hook` patches.
+KILLED_RUN = """
+import os, signal, sys
+from interlink_pipeline.core import page_embeddings, warehouse
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+{hook}
+from interlink_pipeline_tests.test_reliability import SMALL_CHUNKS, run_up_to_the_plan
+run_up_to_the_plan({warehouse!r}, {inbox!r}, {site!r}, SMALL_CHUNKS)
+sys.exit("the run was not killed")
+"""
+
+# killed after the second chunk of new vectors is committed to the cache, while embedding the third
+DURING_EMBEDDING = """
+made = page_embeddings.vectors_frame
+calls = []
+def vectors_frame(*args):
+    calls.append(1)
+    if len(calls) == 3:
+        die()
+    return made(*args)
+page_embeddings.vectors_frame = vectors_frame
+"""
+
+# killed inside the plan's write transaction, after graph.link_plan's rows are inserted, before commit
+DURING_PLAN_WRITE = """
+insert = warehouse._insert
+def _insert(con, table, frame):
+    insert(con, table, frame)
+    if table == "graph.link_plan":
+        die()
+warehouse._insert = _insert
+"""
+
+
+def run_up_to_the_plan(warehouse, inbox, site, run_config=None):
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("sites", [site])
+        defs = build_defs(str(warehouse), str(inbox))
+        return defs.resolve_job_def("site_pipeline").execute_in_process(
+            partition_key=site,
+            instance=instance,
+            raise_on_error=False,
+            asset_selection=sorted(UP_TO_THE_PLAN.resolve(defs.resolve_asset_graph())),
+            run_config=run_config,
+        )
+
+
+def plan_state(warehouse, site) -> tuple:
+    with duckdb.connect(str(warehouse)) as con:  # read-write: the file opens after the kill
+        return con.execute(
+            "SELECT count(*), coalesce(bit_xor(hash(p)), 0) FROM graph.link_plan p WHERE site = ?", [site]
+        ).fetchone()
+
+
+def cached_vectors(warehouse) -> int:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute("SELECT count(*) FROM ml.embedding_cache").fetchone()[0]
+
+
+def test_a_run_killed_while_embedding_or_writing_the_plan_loses_nothing(tmp_path, encoder):
+    warehouse, inbox = tmp_path / "interlink.duckdb", tmp_path / "inbox"
+    register_crawl(inbox, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
+    assert run_up_to_the_plan(warehouse, inbox, SAMPLE_HOST).success
+    planned = plan_state(warehouse, SAMPLE_HOST)
+    assert planned[0] > 0
+
+    # a new crawl in which every title changed: every text must be embedded again
+    crawl = inbox / SAMPLE_HOST / "internal_all.csv"
+    frame = pl.read_csv(crawl, infer_schema=False)
+    frame.with_columns(pl.col("Title 1") + " – 2027 range").write_csv(crawl)
+
+    cached = cached_vectors(warehouse)
+    for hook in (DURING_EMBEDDING, DURING_PLAN_WRITE):
+        script = KILLED_RUN.format(hook=hook, warehouse=str(warehouse), inbox=str(inbox), site=SAMPLE_HOST)
+        killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+        assert killed.returncode == -9, killed.stderr[-3000:]
+        assert plan_state(warehouse, SAMPLE_HOST) == planned  # the previous plan, whole
+        if hook is DURING_EMBEDDING:  # the two chunks committed before the kill are kept
+            assert cached_vectors(warehouse) == cached + 800
+
+    result = run_up_to_the_plan(warehouse, inbox, SAMPLE_HOST)
+    assert result.success
+    embedded = next(
+        e.event_specific_data.materialization.metadata
+        for e in result.all_events
+        if e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key == dg.AssetKey("page_embeddings")
+    )
+    # every vector the killed runs computed was kept: the re-run embeds nothing again
+    assert embedded["texts_embedded"].value == 0 and embedded["cache_hits"].value > 800
+    replanned = plan_state(warehouse, SAMPLE_HOST)
+    assert replanned[0] > 0 and replanned != planned  # the new crawl's plan, with its new titles
+
+
+@pytest.fixture()
+def small_disk(tmp_path):
+    """A tmpfs of a few MB (mounting needs root, as in CI); unmounted afterwards."""
+    mount_point = tmp_path / "small_disk"
+    mount_point.mkdir()
+
+    def mount(size_kb: int, *options: str) -> None:
+        flags = ",".join([f"size={size_kb}k", *options])
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", flags, "tmpfs", str(mount_point)], capture_output=True
+        )
+        if done.returncode:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+
+    def remount_read_only() -> None:
+        subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
+
+    yield mount_point, mount, remount_read_only
+    subprocess.run(["umount", str(mount_point)], capture_output=True)
+
+
+def good_warehouse(folder) -> tuple:
+    """HOST ingested from a good export into folder/interlink.duckdb; (path, its state)."""
+    inbox = folder / "inbox"
+    write_export(inbox / HOST / "internal_all.csv", SF_HEADER, good_rows())
+    assert ingest(folder / "interlink.duckdb", inbox, "internal_all.csv").success
+    return folder / "interlink.duckdb", site_state(folder / "interlink.duckdb")
+
+
+def test_a_full_disk_gives_a_clear_error_and_keeps_the_previous_rows(small_disk, tmp_path, baseline):
+    mount_point, mount, _ = small_disk
+    template, before = baseline
+    mount(template.stat().st_size // 1024 + 256)  # room for the file and a little more
+    warehouse = mount_point / "interlink.duckdb"
+    shutil.copyfile(template, warehouse)
+    # a crawl far larger than the space left: 20,000 pages
+    rows = [
+        [f"https://{HOST}/page-{i}/", *good_rows()[1][1:6], f"Page {i} " + "words " * 40, *good_rows()[1][7:]]
+        for i in range(20_000)
+    ]
+    write_export(tmp_path / "inbox" / HOST / "internal_all.csv", SF_HEADER, rows)
+    result = ingest(warehouse, tmp_path / "inbox", "internal_all.csv")
+    assert not result.success
+    message = failure_message(result)
+    assert "the disk is full (No space left on device). Nothing was written" in message, message
+    assert site_state(warehouse) == before
+
+
+def test_a_read_only_warehouse_gives_a_clear_error_and_stays_readable(small_disk, tmp_path, baseline):
+    mount_point, mount, remount_read_only = small_disk
+    template, before = baseline
+    mount(8 * 1024)
+    warehouse = mount_point / "interlink.duckdb"
+    shutil.copyfile(template, warehouse)
+    remount_read_only()
+    (tmp_path / "inbox" / HOST).mkdir(parents=True)
+    write_export(tmp_path / "inbox" / HOST / "internal_all.csv", SF_HEADER, good_rows(4))
+    result = ingest(warehouse, tmp_path / "inbox", "internal_all.csv")
+    assert not result.success
+    message = failure_message(result)
+    assert f"cannot open the warehouse {warehouse}: the file or its folder is read-only" in message, message
+    assert site_state(warehouse) == before  # analysts can still read it

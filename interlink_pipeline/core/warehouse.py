@@ -153,8 +153,27 @@ def connect(
     )
     try:
         yield con
+    except duckdb.Error as exc:
+        problem = storage_problem(str(exc))
+        if problem is None:
+            raise
+        raise InputError(
+            f"cannot write the warehouse {path}: {problem}. Nothing was written (the transaction was rolled "
+            f"back; the previous rows are kept). Free space or fix the permissions, or set {DUCKDB_PATH_ENV} "
+            "to another place."
+        ) from None
     finally:
         con.close()
+
+
+def storage_problem(message: str) -> str | None:
+    """The storage fault behind a DuckDB error (disk full, read-only), or None for any other error."""
+    lowered = message.lower()
+    if "no space left" in lowered or "disk quota" in lowered:
+        return "the disk is full (No space left on device)"
+    if "read-only file system" in lowered or "permission denied" in lowered:
+        return "the file or its folder is read-only"
+    return None
 
 
 def _waiting_for_lock(open_file: Callable[[], T], path: Path, lock_timeout_s: float) -> T:
@@ -168,7 +187,9 @@ def _waiting_for_lock(open_file: Callable[[], T], path: Path, lock_timeout_s: fl
             if "lock" in message.lower() and time.monotonic() < deadline:
                 time.sleep(LOCK_RETRY_S)
                 continue
-            raise InputError(f"cannot open the warehouse {path}: {message.splitlines()[0]}") from None
+            problem = storage_problem(message)
+            reason = f"{problem} ({message.splitlines()[0]})" if problem else message.splitlines()[0]
+            raise InputError(f"cannot open the warehouse {path}: {reason}") from None
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection, tables: list[str] | None = None) -> None:

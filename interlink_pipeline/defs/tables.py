@@ -119,7 +119,8 @@ def persist(
             allow_retries=False,
         )
     try:
-        reports = warehouse.replace_site_rows(site, dict(frames))
+        with user_errors():  # a full disk or a read-only file is the user's to fix
+            reports = warehouse.replace_site_rows(site, dict(frames))
     except ContractError as exc:
         yield from failed_checks(site, exc)
     yield materialized(context, site, reports, metadata, started, invariants)
