@@ -157,6 +157,25 @@ def sf_row(
     ]
 
 
+@pytest.fixture()
+def light_pages(crawls):
+    """lightchiropractic's cleaned pages."""
+    from interlink_pipeline.core.crawl_exports import read_crawl_export
+    from interlink_pipeline.core.pages import clean_pages
+
+    raw = read_crawl_export(crawls / "lightchiropractic/internal_all.csv", LIGHT).frame
+    return clean_pages(raw, LIGHT).pages
+
+
+@pytest.fixture()
+def light_inbox(inbox_root, crawls):
+    """lightchiropractic's crawl (without its links export) in the drop folder."""
+    from interlink_pipeline.core.inbox import register_crawl
+
+    register_crawl(inbox_root, LIGHT, crawls / "lightchiropractic/internal_all.csv")
+    return inbox_root
+
+
 def register_lightchiropractic(inbox_root: Path, crawls: Path, crawl: Path | None = None) -> None:
     """lightchiropractic's crawl (or a variant of it) and its All Inlinks export, in the drop folder."""
     from interlink_pipeline.core.inbox import register_crawl

@@ -3,13 +3,15 @@
 POST /search with an X-API-KEY header and {"q", "num", "page"} gets {"searchParameters", "organic": [{"title",
 "link", "position", "snippet"}], "credits"} — organic results ranked by shared words with the query from the
 pages it was given. `script` maps a query substring to the actions of its successive requests:
-"ok", "500", "429:<seconds>" (with Retry-After), "hang:<seconds>" (answers late), "garbled" (bad JSON).
-"""
+"ok", "500", "429:<seconds>" (with Retry-After), "hang:<seconds>" (answers late), "garbled" (bad JSON),
+"reset" (the connection is reset without an answer)."""
 
 from __future__ import annotations
 
 import json
 import re
+import socket
+import struct
 import threading
 import time
 from collections import defaultdict
@@ -117,6 +119,11 @@ class FakeSerper:
                     self._send(
                         429, b'{"message": "Too many requests"}', {"Retry-After": action.split(":")[1]}
                     )
+                elif action == "reset":  # RST instead of an answer (SO_LINGER 0, then close)
+                    entry["status"] = None
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                    self.close_connection = True
                 elif action == "garbled":
                     entry["status"] = 200
                     self._send(200, b'{"organic": [{"title": "half an ans')

@@ -14,8 +14,10 @@ import pytest
 from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.definitions import build_defs
+from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline_tests.conftest import SAMPLE_DIR, write_export
 from interlink_pipeline_tests.hostile_exports import CASES, HOST, SF_HEADER, Case, good_rows
+from interlink_pipeline_tests.test_serp import KEY, _metadata, _run, _server
 
 INGEST = [dg.AssetKey(name) for name in ("raw_crawl", "raw_links", "pages")]
 SITE_TABLES = ("raw.crawl_pages", "raw.crawl_links", "staging.pages", "staging.excluded_pages")
@@ -287,3 +289,31 @@ def test_a_read_only_warehouse_gives_a_clear_error_and_stays_readable(small_disk
     message = failure_message(result)
     assert f"cannot open the warehouse {warehouse}: the file or its folder is read-only" in message, message
     assert site_state(warehouse) == before  # analysts can still read it
+
+
+# --- SERP faults under load ------------------------------------------------------------------------------
+
+
+def test_serp_bursts_of_429s_slow_answers_and_resets_bill_each_query_once(
+    warehouse_path, light_inbox, instance, light_pages
+):
+    titles = light_pages["title"].drop_nulls().unique(maintain_order=True).to_list()
+    faults = (["429:0", "429:0", "429:0"], ["reset", "reset"], ["hang:1"], ["500", "reset", "429:0"], [])
+    script = {title: list(faults[i % len(faults)]) for i, title in enumerate(titles)}
+    config = {"concurrency": 16, "timeout_s": 0.5, "max_retries": 4, "budget": 400}
+    with _server(light_pages, script=script) as server:
+        result = _run(
+            warehouse_path, light_inbox, instance, SerpApi(api_key=KEY, endpoint=server.endpoint), config
+        )
+        assert result.success, failure_message(result)
+        meta = _metadata(result)
+        log = list(server.log)
+        billed = server.answered()
+    # requests sent count every attempt, including those a reset connection swallowed before the server
+    assert meta["failed_requests"] == 0 and len(log) <= meta["requests_sent"] <= config["budget"]
+    assert len(log) > 2 * meta["queries"]  # the faults really happened, in bursts (16 in flight)
+    assert set(billed) == {e["query"] for e in log} and set(billed.values()) == {1}  # each billed once
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        cached = dict(con.execute("SELECT query, result_count FROM serp.cache").fetchall())
+    # nothing lost: every query's answer is cached with every result the server gave
+    assert cached == {q: len(server._organic(q, 10, 1)) for q in billed}

@@ -7,11 +7,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from interlink_pipeline.core.crawl_exports import read_crawl_export
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.link_candidates import CandidateOptions, merge_candidates
-from interlink_pipeline.core.pages import clean_pages
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.serp import page_queries, search_scope
 from interlink_pipeline.definitions import build_defs
@@ -22,18 +19,6 @@ from interlink_pipeline_tests.serper_server import FakeSerper
 KEY = "test-key-123"
 SERP_ONLY = [dg.AssetKey(k) for k in ("raw_crawl", "pages", "serp_results")]
 FAST = {"backoff_base_s": 0.05, "backoff_max_s": 0.2, "timeout_s": 2.0}
-
-
-@pytest.fixture()
-def light_pages(crawls):
-    raw = read_crawl_export(crawls / "lightchiropractic/internal_all.csv", LIGHT).frame
-    return clean_pages(raw, LIGHT).pages
-
-
-@pytest.fixture()
-def light_inbox(inbox_root, crawls):
-    register_crawl(inbox_root, LIGHT, crawls / "lightchiropractic/internal_all.csv")
-    return inbox_root
 
 
 def _run(warehouse_path, inbox, instance, serp_api, config=None, selection=SERP_ONLY, site=LIGHT):
