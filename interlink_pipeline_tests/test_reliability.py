@@ -23,13 +23,13 @@ INGEST = [dg.AssetKey(name) for name in ("raw_crawl", "raw_links", "pages")]
 SITE_TABLES = ("raw.crawl_pages", "raw.crawl_links", "staging.pages", "staging.excluded_pages")
 
 
-def ingest(warehouse, inbox, crawl_file: str):
-    """raw_crawl, raw_links and pages for HOST from one file of the drop folder, on a fresh instance."""
+def ingest(warehouse, inbox, crawl_file: str, site: str = HOST):
+    """raw_crawl, raw_links and pages for `site` from one file of the drop folder, on a fresh instance."""
     defs = build_defs(str(warehouse), str(inbox))
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("sites", [HOST])
+        instance.add_dynamic_partitions("sites", [site])
         return defs.resolve_job_def("site_pipeline").execute_in_process(
-            partition_key=HOST,
+            partition_key=site,
             instance=instance,
             raise_on_error=False,
             asset_selection=INGEST,
@@ -94,6 +94,26 @@ def test_hostile_export(case: Case, baseline, tmp_path):
     assert pages.height + excluded == raw  # every row kept or excluded with a reason, none half-written
     if case.check is not None:
         assert case.check(pages) is not False, case.name
+
+
+@pytest.mark.parametrize(
+    "site",
+    [
+        "x'; DROP TABLE staging.pages; --",
+        "www.hostile.example' OR '1'='1",
+        "../../etc",
+        "WWW.HOSTILE.EXAMPLE",
+    ],
+)
+def test_hostile_partition_keys_never_reach_sql(site, baseline, tmp_path):
+    template, before = baseline
+    warehouse = tmp_path / "interlink.duckdb"
+    shutil.copyfile(template, warehouse)
+    write_export(tmp_path / "inbox" / HOST / "internal_all.csv", SF_HEADER, good_rows())
+    result = ingest(warehouse, tmp_path / "inbox", "internal_all.csv", site)
+    assert not result.success
+    assert "not a host name" in failure_message(result) or "not a normalised host" in failure_message(result)
+    assert site_state(warehouse) == before
 
 
 def test_the_suite_has_at_least_thirty_distinct_inputs():
@@ -317,3 +337,86 @@ def test_serp_bursts_of_429s_slow_answers_and_resets_bill_each_query_once(
         cached = dict(con.execute("SELECT query, result_count FROM serp.cache").fetchall())
     # nothing lost: every query's answer is cached with every result the server gave
     assert cached == {q: len(server._organic(q, 10, 1)) for q in billed}
+
+
+# --- security and concurrency: the whole pipeline with a secret key, analysts reading all along ---------
+
+SECRET = "sk-SECRET-serper-key-0123456789abcdef"
+
+# An analyst in another process: opens the published snapshot read-only, queries it, closes, over and over.
+ANALYST = """
+import sys, time, duckdb
+snapshot, stop = sys.argv[1], sys.argv[2]
+import pathlib
+reads = errors = 0
+while not pathlib.Path(stop).exists():
+    if pathlib.Path(snapshot).exists():
+        try:
+            with duckdb.connect(snapshot, read_only=True) as con:
+                con.execute("SELECT count(*) FROM marts.link_opportunities").fetchone()
+            reads += 1
+        except duckdb.Error as exc:
+            errors += 1
+            print(exc, file=sys.stderr)
+    time.sleep(0.05)
+print(reads, errors)
+"""
+
+
+def test_the_key_is_nowhere_and_analysts_read_throughout(
+    warehouse_path, light_inbox, instance, light_pages, tmp_path, monkeypatch
+):
+    from interlink_pipeline.defs.serp import default_serp_api
+
+    # a first run publishes the snapshot; the analyst then reads while a second run rewrites everything
+    snapshot = warehouse_path.parent / "snapshots" / warehouse_path.name
+    stop = tmp_path / "stop"
+    monkeypatch.setenv("SERPER_API_KEY", SECRET)
+    with _server(light_pages) as server:
+        server.key = SECRET
+        monkeypatch.setenv("INTERLINK_SERPER_ENDPOINT", server.endpoint)
+        runs = [run_site_with(warehouse_path, light_inbox, instance, default_serp_api())]
+        analyst = subprocess.Popen(
+            [sys.executable, "-c", ANALYST, str(snapshot), str(stop)], stdout=subprocess.PIPE, text=True
+        )
+        runs.append(run_site_with(warehouse_path, light_inbox, instance, default_serp_api(), fresh_serp=True))
+        stop.touch()
+        reads, errors = map(int, analyst.communicate(timeout=60)[0].split())
+        server.key = "rotated"  # the API now rejects the key: the failure must not echo it either
+        runs.append(run_site_with(warehouse_path, light_inbox, instance, default_serp_api(), fresh_serp=True))
+    assert runs[0].success and runs[1].success and not runs[2].success
+    assert "rejected the API key" in failure_message(runs[2])
+    assert reads > 20 and errors == 0  # the analyst never failed and never waited on the runs
+
+    # scan everything a run leaves behind: events (logs, metadata, errors), tables, files
+    events = "\n".join(str(e) for result in runs for e in result.all_events)
+    assert SECRET not in events
+    for record in instance.get_records_for_run(runs[-1].run_id).records:
+        assert SECRET not in str(record.event_log_entry)
+    scanned = [warehouse_path, snapshot, *sorted((warehouse_path.parent / "exports").rglob("*"))]
+    for path in (p for p in scanned if p.is_file()):
+        assert SECRET.encode() not in path.read_bytes(), path
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        for schema, table in con.execute("SELECT schema_name, table_name FROM duckdb_tables()").fetchall():
+            dump = con.execute(f'SELECT * FROM "{schema}"."{table}"').pl().write_ndjson()
+            assert SECRET not in dump, f"{schema}.{table}"
+    assert len(scanned) > 5
+
+
+def run_site_with(warehouse, inbox, instance, serp_api, fresh_serp=False):
+    """The whole site_pipeline for lightchiropractic with SERP evidence from `serp_api`."""
+    from interlink_pipeline_tests.conftest import LIGHT
+
+    if not instance.has_dynamic_partition("sites", LIGHT):
+        instance.add_dynamic_partitions("sites", [LIGHT])
+    config = {"provider": "serper", "timeout_s": 2.0, **({"cache_ttl_days": 0} if fresh_serp else {})}
+    return (
+        build_defs(str(warehouse), str(inbox), serp_api=serp_api)
+        .resolve_job_def("site_pipeline")
+        .execute_in_process(
+            partition_key=LIGHT,
+            instance=instance,
+            raise_on_error=False,
+            run_config={"ops": {"serp_results": {"config": config}}},
+        )
+    )

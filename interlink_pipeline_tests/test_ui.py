@@ -184,6 +184,8 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         )
         assert ui_run.status == dg.DagsterRunStatus.SUCCESS, log.read_text()[-6000:]
         assert ui_run.asset_selection == {dg.AssetKey("pages")}
+        # the sensor kept ticking during all three runs and started nothing more
+        assert len(instance.get_runs(filters=dg.RunsFilter(tags={"interlink/trigger": "inbox"}))) == 2
 
         # its run page says so, and the asset page shows the new materialisation's metadata
         page.goto(f"{dagster_dev['url']}/runs/{ui_run.run_id}", wait_until="networkidle")
