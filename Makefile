@@ -49,7 +49,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-## Benchmarks print tables; see benchmarks/README.md for the sizes and what is compared.
+## Benchmarks print tables; the README's Benchmarks section gives the sizes, what is compared and the results.
 bench: install
 	$(BIN)/python -m benchmarks.bench_ingest
 	$(BIN)/python -m benchmarks.bench_embeddings
