@@ -420,3 +420,30 @@ def run_site_with(warehouse, inbox, instance, serp_api, fresh_serp=False):
             run_config={"ops": {"serp_results": {"config": config}}},
         )
     )
+
+
+@pytest.mark.slow
+def test_kills_at_random_moments_never_leave_a_partial_plan(tmp_path, encoder):
+    """Six runs SIGKILLed at random moments (seeded): after each, the file opens and the plan is either the
+    previous one or the new one, whole; a last run completes. `make test-slow` (about 2 minutes)."""
+    import random
+
+    warehouse, inbox = tmp_path / "interlink.duckdb", tmp_path / "inbox"
+    register_crawl(inbox, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
+    assert run_up_to_the_plan(warehouse, inbox, SAMPLE_HOST).success
+    previous = plan_state(warehouse, SAMPLE_HOST)
+    crawl = inbox / SAMPLE_HOST / "internal_all.csv"
+    pl.read_csv(crawl, infer_schema=False).with_columns(pl.col("Title 1") + " (new)").write_csv(crawl)
+    script = KILLED_RUN.format(hook="", warehouse=str(warehouse), inbox=str(inbox), site=SAMPLE_HOST)
+    seen = []
+    for delay in (random.Random(7).uniform(2, 40) for _ in range(6)):
+        child = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.DEVNULL)
+        try:
+            child.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        seen.append(plan_state(warehouse, SAMPLE_HOST))
+    assert run_up_to_the_plan(warehouse, inbox, SAMPLE_HOST).success
+    new = plan_state(warehouse, SAMPLE_HOST)
+    assert new != previous and set(seen) <= {previous, new}, seen
