@@ -96,6 +96,19 @@ def test_hostile_export(case: Case, baseline, tmp_path):
         assert case.check(pages) is not False, case.name
 
 
+def test_a_failed_crawl_leaves_the_links_export_unread(baseline, tmp_path):
+    template, before = baseline
+    warehouse = tmp_path / "interlink.duckdb"
+    shutil.copyfile(template, warehouse)
+    folder = tmp_path / "inbox" / HOST
+    write_export(folder / "internal_all.csv", ["Page", "Title"], [["x", "y"]])
+    links = [[f"{row[0]}", f"https://{HOST}/", "Home"] for row in good_rows()[1:]]
+    write_export(folder / "all_inlinks.csv", ["Source", "Destination", "Anchor"], links)
+    result = ingest(warehouse, tmp_path / "inbox", "internal_all.csv")
+    assert "no header row with a URL column" in failure_message(result)
+    assert site_state(warehouse) == before  # raw.crawl_links too: a crawl and its links change together
+
+
 @pytest.mark.parametrize(
     "site",
     [

@@ -108,7 +108,7 @@ def raw_crawl(
     yield from persist(context, warehouse, site, {"raw.crawl_pages": frame}, metadata, started)
 
 
-@site_asset("raw.crawl_links", group=GROUP)
+@site_asset("raw.crawl_links", group=GROUP, deps=[raw_crawl])  # a crawl that fails stops its links
 def raw_links(
     context: AssetExecutionContext, config: RawLinksConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
