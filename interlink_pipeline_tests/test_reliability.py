@@ -258,6 +258,9 @@ def test_a_run_killed_while_embedding_or_writing_the_plan_loses_nothing(tmp_path
     assert embedded["texts_embedded"].value == 0 and embedded["cache_hits"].value > 800
     replanned = plan_state(warehouse, SAMPLE_HOST)
     assert replanned[0] > 0 and replanned != planned  # the new crawl's plan, with its new titles
+    # the same inputs give the same plan, to the last row (score ties are broken by page, not by chance)
+    assert run_up_to_the_plan(warehouse, inbox, SAMPLE_HOST).success
+    assert plan_state(warehouse, SAMPLE_HOST) == replanned
 
 
 @pytest.fixture()

@@ -53,7 +53,10 @@ def merge_candidates(
         .agg(pl.col("rank").min().cast(pl.Int32).alias("serp_rank"))
         .join(duplicates, on=["source_page_id", "target_page_id"], how="anti")
     )
-    merged = semantic.join(searched, on=["source_page_id", "target_page_id"], how="full", coalesce=True)
+    # sorted, so that the ordinal rank breaks score ties the same way every run
+    merged = semantic.join(searched, on=["source_page_id", "target_page_id"], how="full", coalesce=True).sort(
+        "source_page_id", "target_page_id"
+    )
     serp_score = (options.serp_depth - pl.col("serp_rank") + 1) / options.serp_depth
     combined = (
         options.semantic_weight * pl.col("semantic_score").clip(lower_bound=0).fill_null(0)

@@ -137,9 +137,11 @@ def betweenness(n: int, edges: pl.DataFrame, options: PlanOptions) -> tuple[np.n
     import networkit as nk
 
     graph = nk.Graph(n, weighted=False, directed=False)
-    pairs = edges.select(
-        pl.min_horizontal("a", "b").alias("u"), pl.max_horizontal("a", "b").alias("v")
-    ).unique()
+    pairs = (
+        edges.select(pl.min_horizontal("a", "b").alias("u"), pl.max_horizontal("a", "b").alias("v"))
+        .unique()
+        .sort("u", "v")
+    )  # the same graph, built in the same order, every run
     graph.addEdges((pairs["u"].to_numpy().astype(np.uint64), pairs["v"].to_numpy().astype(np.uint64)))
     if n < options.exact_centrality_below:
         algorithm = nk.centrality.Betweenness(graph, normalized=True)
@@ -201,7 +203,7 @@ class Planner:
             )
             .group_by("page", "other")
             .agg(pl.col("score").max())
-            .sort(["page", "score"], descending=[False, True])
+            .sort(["page", "score", "other"], descending=[False, True, False])
         )
         empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
         lists = [empty] * self.n
@@ -341,7 +343,7 @@ class Planner:
         self.stats.unresolved_orphans = [str(self.g.page_ids[p]) for p in missed]
 
     def _topical(self) -> None:
-        ordered = self.g.candidates.sort("score", descending=True)
+        ordered = self.g.candidates.sort(["score", "source", "target"], descending=[True, False, False])
         for source, target, score, provenance in ordered.select(
             "source", "target", "score", "provenance"
         ).iter_rows():
@@ -504,7 +506,7 @@ def anchor_variants(
 
 def assign_anchors(links: pl.DataFrame, variants: dict[int, list[str]]) -> pl.Series:
     """Rotate each target's variants over its links, so one target does not get the same anchor everywhere."""
-    order = links.with_row_index("row").sort(["target", "score"], descending=[False, True])
+    order = links.with_row_index("row").sort(["target", "score", "row"], descending=[False, True, False])
     position = order.select(pl.int_range(pl.len()).over("target").alias("k"))["k"].to_list()
     anchors = [""] * links.height
     for row, target, k in zip(order["row"].to_list(), order["target"].to_list(), position, strict=True):
