@@ -2,7 +2,8 @@
 
 POST /search with an X-API-KEY header and {"q", "num", "page"} gets {"searchParameters", "organic": [{"title",
 "link", "position", "snippet"}], "credits"} — organic results ranked by shared words with the query from the
-pages it was given. `script` maps a query substring to the actions of its successive requests:
+pages it was given. `script` maps a query substring to the actions of its successive requests (the longest
+substring in a query wins):
 "ok", "500", "429:<seconds>" (with Retry-After), "hang:<seconds>" (answers late), "garbled" (bad JSON),
 "reset" (the connection is reset without an answer)."""
 
@@ -51,11 +52,12 @@ class FakeSerper:
         return dict(counts)
 
     def _action(self, query: str) -> str:
+        """The next action of the longest needle in the query: a title that is part of another title
+        ("Scoliosis") must not spend the other's faults, or a query could see more faults than scripted."""
         with self._lock:
-            for needle, actions in self.script.items():
-                if needle in query and actions:
-                    return actions.pop(0)
-        return "ok"
+            needles = [needle for needle in self.script if needle in query]
+            actions = self.script[max(needles, key=len)] if needles else []
+            return actions.pop(0) if actions else "ok"
 
     def _organic(self, query: str, num: int, page: int) -> list[dict]:
         words = set(re.findall(r"\w+", query.lower())) - {"site"}
