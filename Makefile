@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SAMPLE_SITE := www.alpinegear.example
 export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 
-.PHONY: install browser run test test-slow dev lint bench docs lock clean
+.PHONY: install browser postgres run test test-slow dev lint bench docs lock clean
 
 # Pinned install: requirements.lock constrains every transitive version (torch 2.13.0 resolves to the
 # CPU wheel on machines that carry it locally, the CUDA build elsewhere on Linux).
@@ -33,8 +33,16 @@ browser: install
 	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || $(BIN)/python -m playwright install chromium
 
+# A PostgreSQL server for the deployment test (an instance on PostgreSQL): Debian's package where apt is at
+# hand, as in CI; elsewhere the test skips and says why.
+postgres:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+	  || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] \
+	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
+	  || echo "PostgreSQL is not installed: the deployment test will skip"
+
 ## The test suite (what .ci/run calls).
-test: install browser
+test: install browser postgres
 	$(BIN)/python -m pytest -m "not slow"
 
 ## Heavier tests: scale and fault injection.

@@ -334,9 +334,9 @@ def test_serp_bursts_of_429s_slow_answers_and_resets_bill_each_query_once(
     warehouse_path, light_inbox, instance, light_pages
 ):
     titles = light_pages["title"].drop_nulls().unique(maintain_order=True).to_list()
-    faults = (["429:0", "429:0", "429:0"], ["reset", "reset"], ["hang:1"], ["500", "reset", "429:0"], [])
+    faults = (["429:0", "429:0", "429:0"], ["reset", "reset"], ["hang:3"], ["500", "reset", "429:0"], [])
     script = {title: list(faults[i % len(faults)]) for i, title in enumerate(titles)}
-    config = {"concurrency": 16, "timeout_s": 0.5, "max_retries": 4, "budget": 400}
+    config = {"concurrency": 16, "timeout_s": 1.5, "max_retries": 4, "budget": 400}
     with _server(light_pages, script=script) as server:
         result = _run(
             warehouse_path, light_inbox, instance, SerpApi(api_key=KEY, endpoint=server.endpoint), config

@@ -113,7 +113,7 @@ def test_retries_honour_retry_after_and_survive_500s_and_hangs(
             light_inbox,
             instance,
             SerpApi(api_key=KEY, endpoint=server.endpoint),
-            {"timeout_s": 0.5},
+            {"timeout_s": 1.5},
         )
         assert result.success, _failure(result)
         meta = _metadata(result)

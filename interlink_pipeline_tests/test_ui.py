@@ -3,12 +3,8 @@ a headless Chromium sees them, launches a materialisation for the sample site an
 
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import dagster as dg
@@ -19,24 +15,9 @@ import pytest
 from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, SAMPLE_DIR, chromium_path
+from interlink_pipeline_tests.services import free_port, http_ok, service, wait_for
 
 RUNS_TIMEOUT_S = 900
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_for(condition, timeout_s: float, what: str, log: Path):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(2)
-    pytest.fail(f"timed out waiting for {what}; dagster dev log:\n{log.read_text()[-6000:]}")
 
 
 @pytest.fixture()
@@ -47,7 +28,7 @@ def dagster_dev(tmp_path, model_cache):
     inbox.mkdir()
     shutil.copyfile(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     warehouse = tmp_path / "warehouse" / "interlink.duckdb"
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "dagster-dev.log"
     env = {
         **os.environ,
@@ -57,26 +38,11 @@ def dagster_dev(tmp_path, model_cache):
         "INTERLINK_MODEL_CACHE": str(model_cache),
     }
     dagster = Path(sys.executable).with_name("dagster")
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    command = [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)]
     url = f"http://127.0.0.1:{port}"
-
-    def answering():
-        try:
-            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as response:
-                return response.status == 200
-        except OSError:
-            return False
-
-    try:
-        _wait_for(answering, 180, "the webserver", log)
+    # stopped with SIGINT, what Ctrl-C does: dagster dev stops its children
+    with service(command, log, cwd=PROJECT_ROOT, env=env):
+        wait_for(lambda: http_ok(f"{url}/server_info"), 180, "the webserver", log)
         with dg.DagsterInstance.from_config(str(home)) as instance:
             yield {
                 "url": url,
@@ -86,13 +52,6 @@ def dagster_dev(tmp_path, model_cache):
                 "instance": instance,
                 "log": log,
             }
-    finally:
-        os.killpg(server.pid, signal.SIGINT)  # what Ctrl-C does: dagster dev stops its children
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
 
 
 def _non_loopback_addresses() -> list[str]:
@@ -122,7 +81,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         done = _finished(instance, tags={"interlink/trigger": "inbox"})
         return done if len(done) == 2 else None
 
-    inbox_runs = _wait_for(
+    inbox_runs = wait_for(
         both_inbox_runs,
         RUNS_TIMEOUT_S,
         "two inbox runs to finish",
@@ -168,7 +127,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         launch.get_by_text("Launch runs to materialize pages").click()  # closes the partition list
         launch.get_by_role("button", name="Launch 1 run").click()
 
-        ui_run = _wait_for(
+        ui_run = wait_for(
             lambda: next(
                 (
                     r
