@@ -226,7 +226,14 @@ def test_sample_site_pairs_and_clusters_against_the_truth(warehouse_path, sample
     } <= set(checks)
     pairs_meta, cluster_meta = _metadata(result, "similarity_pairs"), _metadata(result, "topic_clusters")
     assert pairs_meta["method"].value == "exact" and pairs_meta["near_duplicate_pairs"].value > 0
-    assert "| source_title | target_title | score |" in pairs_meta["top_pairs"].value
+    top_rows = [line for line in pairs_meta["top_pairs"].value.splitlines()[2:] if line.startswith("|")]
+    top_scores = [float(line.rstrip(" |").rsplit("|", 1)[1]) for line in top_rows]
+    assert pairs_meta["top_pairs"].value.startswith("| source_title | target_title | score |")
+    assert len(top_scores) == 15 and top_scores == sorted(top_scores, reverse=True)
+    near_rows = [
+        line for line in pairs_meta["near_duplicates"].value.splitlines()[2:] if line.startswith("|")
+    ]
+    assert len(near_rows) == min(10, pairs_meta["near_duplicate_pairs"].value)
     assert cluster_meta["k_chosen_by"].value == "silhouette" and cluster_meta["language"].value == "en"
     assert "| cluster_id | label | size |" in cluster_meta["clusters"].value
     truth = pl.read_csv(SAMPLE_DIR / "ground_truth.csv")
@@ -234,6 +241,8 @@ def test_sample_site_pairs_and_clusters_against_the_truth(warehouse_path, sample
         pages = con.execute("SELECT page_id, url FROM staging.pages").pl().join(truth, on="url")
         pairs = con.execute("SELECT * FROM ml.similarity_pairs WHERE relation = 'similar'").pl()
         clustered = con.execute("SELECT page_id, cluster_id FROM ml.page_clusters").pl()
+        best = con.execute("SELECT max(round(score, 3)) FROM ml.similarity_pairs WHERE relation = 'similar'")
+        assert top_scores[0] == best.fetchone()[0]  # the preview starts at the strongest pair
     topic = dict(zip(pages["page_id"], pages["topic"], strict=True))
     with_topic = pairs.filter(pl.col("source_page_id").replace_strict(topic, default="") != "")
     same_topic = (

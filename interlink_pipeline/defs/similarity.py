@@ -129,13 +129,20 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
         },
     )
     titles = pages.select("page_id", "url", pl.coalesce("title", "text").alias("title"))
-    named = pairs.join(
-        titles.rename({"page_id": "source_page_id", "url": "source", "title": "source_title"}),
-        on="source_page_id",
-    ).join(
-        titles.rename({"page_id": "target_page_id", "url": "target", "title": "target_title"}),
-        on="target_page_id",
-    )
+
+    def strongest(relation: str, rows: int) -> pl.DataFrame:
+        """The top pairs of one relation with their pages' URLs and titles (joined after the cut: at 1M
+        pages, naming all 24M pairs would take gigabytes)."""
+        top = (
+            pairs.filter(pl.col("relation") == relation)
+            .top_k(rows, by=["score", "source_page_id", "target_page_id"], reverse=[False, True, True])
+            .sort("score", "source_page_id", "target_page_id", descending=[True, False, False])
+        )
+        for side in ("source", "target"):
+            names = {"page_id": f"{side}_page_id", "url": side, "title": f"{side}_title"}
+            top = top.join(titles.rename(names), on=f"{side}_page_id", how="left", maintain_order="left")
+        return top
+
     covered = similar["source_page_id"].n_unique()
     metadata = {
         "method": stats.method,
@@ -158,18 +165,12 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
         ),
         "top_pairs": MetadataValue.md(
             markdown_table(
-                named.filter(pl.col("relation") == "similar")
-                .sort("score", descending=True)
-                .select("source_title", "target_title", pl.col("score").round(3)),
-                15,
+                strongest("similar", 15).select("source_title", "target_title", pl.col("score").round(3)), 15
             )
         ),
         "near_duplicates": MetadataValue.md(
             markdown_table(
-                named.filter(pl.col("relation") == "near_duplicate")
-                .sort("score", descending=True)
-                .select("source", "target", pl.col("score").round(3)),
-                10,
+                strongest("near_duplicate", 10).select("source", "target", pl.col("score").round(3))
             )
         ),
     }
