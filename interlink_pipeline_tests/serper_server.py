@@ -18,9 +18,16 @@ import time
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+KEY = "test-key-123"
+
+
+def serper_for(pages, **kwargs) -> FakeSerper:
+    """A fake Serper over a cleaned pages frame's URLs and titles, accepting KEY."""
+    return FakeSerper(list(zip(pages["url"], pages["title"].fill_null(""), strict=True)), key=KEY, **kwargs)
+
 
 class FakeSerper:
-    def __init__(self, pages: list[tuple[str, str]], key: str = "test-key-123", script: dict | None = None):
+    def __init__(self, pages: list[tuple[str, str]], key: str = KEY, script: dict | None = None):
         self.pages = pages
         self.key = key
         self.script = {k: list(v) for k, v in (script or {}).items()}

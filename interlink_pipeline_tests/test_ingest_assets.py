@@ -8,6 +8,7 @@ from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links
 from interlink_pipeline_tests.conftest import LIGHT, write_export
+from interlink_pipeline_tests.run_results import failure_message
 
 INGEST = [dg.AssetKey(name) for name in ("raw_crawl", "raw_links", "pages")]
 
@@ -40,11 +41,6 @@ def _checks(result) -> dict[str, bool]:
         for e in result.all_events
         if e.event_type_value == "ASSET_CHECK_EVALUATION"
     }
-
-
-def _failure(result) -> str:
-    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
-    return failure.event_specific_data.error.message
 
 
 def _rows(path, table, site=None) -> int:
@@ -101,10 +97,10 @@ def test_partition_key_that_is_not_a_host(warehouse_path, sample_inbox, instance
     assert not result.success
     assert (
         "partition key 'WWW.AlpineGear.example' is not a normalised host; use 'www.alpinegear.example'"
-        in (_failure(result))
+        in (failure_message(result))
     )
     result = _run(defs, instance, "alpinegear", selection=[dg.AssetKey("raw_crawl")])
-    assert "'alpinegear' is not a host name" in _failure(result)
+    assert "'alpinegear' is not a host name" in failure_message(result)
     assert _rows(warehouse_path, "raw.crawl_pages") == 0
 
 
@@ -116,7 +112,7 @@ def test_crawl_file_outside_the_drop_folder(warehouse_path, sample_inbox, instan
     config = {"ops": {"raw_crawl": {"config": {"crawl_file": name}}}}
     result = _run(defs, instance, SAMPLE_HOST, config, selection=[dg.AssetKey("raw_crawl")])
     assert not result.success
-    assert f"'{name}' is outside the drop folder" in _failure(result)
+    assert f"'{name}' is outside the drop folder" in failure_message(result)
     assert _rows(warehouse_path, "raw.crawl_pages") == 0
 
 
@@ -126,7 +122,7 @@ def test_symlink_escaping_the_drop_folder(warehouse_path, sample_inbox, instance
     defs = build_defs(str(warehouse_path), str(sample_inbox))
     config = {"ops": {"raw_crawl": {"config": {"crawl_file": "link.csv"}}}}
     result = _run(defs, instance, SAMPLE_HOST, config, selection=[dg.AssetKey("raw_crawl")])
-    assert "'link.csv' is outside the drop folder" in _failure(result)
+    assert "'link.csv' is outside the drop folder" in failure_message(result)
 
 
 def test_a_broken_new_crawl_keeps_the_previous_good_data(warehouse_path, sample_inbox, instance):
@@ -135,7 +131,7 @@ def test_a_broken_new_crawl_keeps_the_previous_good_data(warehouse_path, sample_
     write_export(sample_inbox / SAMPLE_HOST / "internal_html_v2.csv", ["Page", "Title"], [["x", "y"]])
     result = _run(defs, instance, SAMPLE_HOST)
     assert not result.success
-    message = _failure(result)
+    message = failure_message(result)
     assert "internal_html_v2.csv: no header row with a URL column" in message
     assert "Columns found: 'Page', 'Title'" in message
     assert _rows(warehouse_path, "raw.crawl_pages", SAMPLE_HOST) == 1962
@@ -158,11 +154,11 @@ def test_site_without_inlinks_export(warehouse_path, inbox_root, instance, crawl
 def test_no_crawl_export_for_the_site(warehouse_path, inbox_root, instance):
     defs = build_defs(str(warehouse_path), str(inbox_root))
     result = _run(defs, instance, "www.example.com", selection=[dg.AssetKey("raw_crawl")])
-    assert "no crawl export in" in _failure(result) and "interlink register" in _failure(result)
+    assert "no crawl export in" in failure_message(result) and "interlink register" in failure_message(result)
 
 
 def test_pages_before_raw_crawl(warehouse_path, inbox_root, instance):
     defs = build_defs(str(warehouse_path), str(inbox_root))
     result = _run(defs, instance, "www.example.com", selection=[dg.AssetKey("pages")])
-    assert "raw.crawl_pages has no rows for www.example.com: materialise raw_crawl" in _failure(result)
+    assert "raw.crawl_pages has no rows for www.example.com: materialise raw_crawl" in failure_message(result)
     assert _rows(warehouse_path, "staging.pages") == 0

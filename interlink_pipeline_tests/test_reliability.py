@@ -17,7 +17,8 @@ from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline_tests.conftest import SAMPLE_DIR, write_export
 from interlink_pipeline_tests.hostile_exports import CASES, HOST, SF_HEADER, Case, good_rows
-from interlink_pipeline_tests.test_serp import KEY, _metadata, _run, _server
+from interlink_pipeline_tests.run_results import failure_message, materialization_metadata, run_serp
+from interlink_pipeline_tests.serper_server import KEY, serper_for
 
 INGEST = [dg.AssetKey(name) for name in ("raw_crawl", "raw_links", "pages")]
 SITE_TABLES = ("raw.crawl_pages", "raw.crawl_links", "staging.pages", "staging.excluded_pages")
@@ -35,12 +36,6 @@ def ingest(warehouse, inbox, crawl_file: str, site: str = HOST):
             asset_selection=INGEST,
             run_config={"ops": {"raw_crawl": {"config": {"crawl_file": crawl_file}}}},
         )
-
-
-def failure_message(result) -> str:
-    return next(
-        e for e in result.all_events if e.event_type_value == "STEP_FAILURE"
-    ).event_specific_data.error.message
 
 
 def site_state(warehouse) -> dict[str, tuple]:
@@ -337,12 +332,12 @@ def test_serp_bursts_of_429s_slow_answers_and_resets_bill_each_query_once(
     faults = (["429:0", "429:0", "429:0"], ["reset", "reset"], ["hang:3"], ["500", "reset", "429:0"], [])
     script = {title: list(faults[i % len(faults)]) for i, title in enumerate(titles)}
     config = {"concurrency": 16, "timeout_s": 1.5, "max_retries": 4, "budget": 400}
-    with _server(light_pages, script=script) as server:
-        result = _run(
+    with serper_for(light_pages, script=script) as server:
+        result = run_serp(
             warehouse_path, light_inbox, instance, SerpApi(api_key=KEY, endpoint=server.endpoint), config
         )
         assert result.success, failure_message(result)
-        meta = _metadata(result)
+        meta = materialization_metadata(result, "serp_results")
         log = list(server.log)
         billed = server.answered()
         unspent = [actions for actions in server.script.values() if actions]
@@ -390,7 +385,7 @@ def test_the_key_is_nowhere_and_analysts_read_throughout(
     snapshot = warehouse_path.parent / "snapshots" / warehouse_path.name
     stop = tmp_path / "stop"
     monkeypatch.setenv("SERPER_API_KEY", SECRET)
-    with _server(light_pages) as server:
+    with serper_for(light_pages) as server:
         server.key = SECRET
         monkeypatch.setenv("INTERLINK_SERPER_ENDPOINT", server.endpoint)
         runs = [run_site_with(warehouse_path, light_inbox, instance, default_serp_api())]

@@ -2,7 +2,6 @@
 
 import time
 
-import dagster as dg
 import duckdb
 import polars as pl
 import pytest
@@ -11,54 +10,15 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.link_candidates import CandidateOptions, merge_candidates
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.serp import page_queries, search_scope
-from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline_tests.conftest import LIGHT, write_export
-from interlink_pipeline_tests.serper_server import FakeSerper
-
-KEY = "test-key-123"
-SERP_ONLY = [dg.AssetKey(k) for k in ("raw_crawl", "pages", "serp_results")]
-FAST = {"backoff_base_s": 0.05, "backoff_max_s": 0.2, "timeout_s": 2.0}
-
-
-def _run(warehouse_path, inbox, instance, serp_api, config=None, selection=SERP_ONLY, site=LIGHT):
-    defs = build_defs(str(warehouse_path), str(inbox), serp_api=serp_api)
-    if not instance.has_dynamic_partition("sites", site):
-        instance.add_dynamic_partitions("sites", [site])
-    run_config = {"ops": {"serp_results": {"config": {**FAST, **(config or {})}}}}
-    return defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=site,
-        instance=instance,
-        run_config=run_config,
-        raise_on_error=False,
-        asset_selection=selection,
-    )
-
-
-def _metadata(result, asset="serp_results"):
-    return {
-        k: v.value
-        for k, v in next(
-            e.event_specific_data.materialization.metadata
-            for e in result.all_events
-            if e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key == dg.AssetKey(asset)
-        ).items()
-    }
-
-
-def _failure(result) -> str:
-    return next(
-        e for e in result.all_events if e.event_type_value == "STEP_FAILURE"
-    ).event_specific_data.error.message
+from interlink_pipeline_tests.run_results import failure_message, materialization_metadata, run_serp
+from interlink_pipeline_tests.serper_server import KEY, serper_for
 
 
 def _count(path, sql, params=()):
     with duckdb.connect(str(path), read_only=True) as con:
         return con.execute(sql, list(params)).fetchone()[0]
-
-
-def _server(pages, **kwargs):
-    return FakeSerper(list(zip(pages["url"], pages["title"].fill_null(""), strict=True)), key=KEY, **kwargs)
 
 
 def test_query_template_and_sources(light_pages):
@@ -75,11 +35,11 @@ def test_query_template_and_sources(light_pages):
 
 
 def test_serper_happy_path_then_everything_from_the_cache(warehouse_path, light_inbox, instance, light_pages):
-    with _server(light_pages) as server:
+    with serper_for(light_pages) as server:
         api = SerpApi(api_key=KEY, endpoint=server.endpoint)
-        first = _run(warehouse_path, light_inbox, instance, api)
-        assert first.success, _failure(first)
-        meta = _metadata(first)
+        first = run_serp(warehouse_path, light_inbox, instance, api)
+        assert first.success, failure_message(first)
+        meta = materialization_metadata(first, "serp_results")
         queries = meta["queries"]
         assert meta["provider"] == "serper" and meta["requests_sent"] == meta["billed_requests"] == queries
         assert meta["cache_hits"] == 0 and meta["failed_requests"] == 0
@@ -92,13 +52,16 @@ def test_serper_happy_path_then_everything_from_the_cache(warehouse_path, light_
         )
         sent = len(server.log)
 
-        second = _run(warehouse_path, light_inbox, instance, api)
+        second = run_serp(warehouse_path, light_inbox, instance, api)
         assert second.success
-        assert _metadata(second)["cache_hits"] == queries and _metadata(second)["requests_sent"] == 0
+        again = materialization_metadata(second, "serp_results")
+        assert again["cache_hits"] == queries and again["requests_sent"] == 0
         assert len(server.log) == sent  # nothing paid twice
 
-        expired = _run(warehouse_path, light_inbox, instance, api, {"cache_ttl_days": 0})
-        assert _metadata(expired)["requests_sent"] == queries  # TTL over: refetched, cache rows replaced
+        expired = run_serp(warehouse_path, light_inbox, instance, api, {"cache_ttl_days": 0})
+        assert (
+            materialization_metadata(expired, "serp_results")["requests_sent"] == queries
+        )  # TTL over: refetched, cache rows replaced
         assert _count(warehouse_path, "SELECT count(*) FROM serp.cache") == queries
 
 
@@ -107,16 +70,16 @@ def test_retries_honour_retry_after_and_survive_500s_and_hangs(
 ):
     titles = light_pages["title"].drop_nulls().to_list()
     script = {titles[0]: ["429:1", "ok"], titles[1]: ["500", "500", "ok"], titles[2]: ["hang:3", "ok"]}
-    with _server(light_pages, script=script) as server:
-        result = _run(
+    with serper_for(light_pages, script=script) as server:
+        result = run_serp(
             warehouse_path,
             light_inbox,
             instance,
             SerpApi(api_key=KEY, endpoint=server.endpoint),
             {"timeout_s": 1.5},
         )
-        assert result.success, _failure(result)
-        meta = _metadata(result)
+        assert result.success, failure_message(result)
+        meta = materialization_metadata(result, "serp_results")
         assert meta["failed_requests"] == 0 and meta["retries"] >= 4
         limited = [e for e in server.log if titles[0] in e["query"]]
         assert [e["status"] for e in limited] == [429, 200]
@@ -129,15 +92,15 @@ def test_malformed_json_fails_the_run_and_keeps_the_rest_cached(
     warehouse_path, light_inbox, instance, light_pages
 ):
     bad = light_pages["title"].drop_nulls()[5]
-    with _server(light_pages) as server:
+    with serper_for(light_pages) as server:
         api = SerpApi(api_key=KEY, endpoint=server.endpoint)
-        assert _run(warehouse_path, light_inbox, instance, api).success
+        assert run_serp(warehouse_path, light_inbox, instance, api).success
         before = _count(warehouse_path, "SELECT count(*) FROM serp.results")
-    with _server(light_pages, script={bad: ["garbled"] * 10}) as server:
+    with serper_for(light_pages, script={bad: ["garbled"] * 10}) as server:
         api = SerpApi(api_key=KEY, endpoint=server.endpoint)
-        result = _run(warehouse_path, light_inbox, instance, api, {"cache_ttl_days": 0, "max_retries": 2})
+        result = run_serp(warehouse_path, light_inbox, instance, api, {"cache_ttl_days": 0, "max_retries": 2})
         assert not result.success
-        message = _failure(result)
+        message = failure_message(result)
         assert "1 of" in message and "failed after 2 retries" in message and "malformed JSON" in message
         assert bad in message and "are cached; re-run to retry the rest" in message
         assert (
@@ -147,23 +110,23 @@ def test_malformed_json_fails_the_run_and_keeps_the_rest_cached(
             warehouse_path, "SELECT count(*) FROM serp.cache WHERE fetched_at > now() - INTERVAL 1 MINUTE"
         )
         assert refreshed >= len(server.answered())
-        tolerant = _run(
+        tolerant = run_serp(
             warehouse_path,
             light_inbox,
             instance,
             api,
             {"max_retries": 0, "max_failed_share": 0.05, "cache_ttl_days": 0},
         )
-        assert tolerant.success and _metadata(tolerant)["failed_requests"] == 1
+        assert tolerant.success and materialization_metadata(tolerant, "serp_results")["failed_requests"] == 1
 
 
 def test_an_invalid_key_stops_at_once_and_writes_nothing(warehouse_path, light_inbox, instance, light_pages):
-    with _server(light_pages) as server:
-        result = _run(
+    with serper_for(light_pages) as server:
+        result = run_serp(
             warehouse_path, light_inbox, instance, SerpApi(api_key="wrong-key-0001", endpoint=server.endpoint)
         )
         assert not result.success
-        message = _failure(result)
+        message = failure_message(result)
         assert "rejected the API key (HTTP 403)" in message and "SERPER_API_KEY" in message
         assert "wrong-key-0001" not in message
         assert len(server.log) <= 4  # at most the requests already in flight (concurrency 4)
@@ -173,16 +136,16 @@ def test_an_invalid_key_stops_at_once_and_writes_nothing(warehouse_path, light_i
 def test_budget_exhaustion_keeps_what_was_fetched_for_the_next_run(
     warehouse_path, light_inbox, instance, light_pages
 ):
-    with _server(light_pages) as server:
+    with serper_for(light_pages) as server:
         api = SerpApi(api_key=KEY, endpoint=server.endpoint)
-        result = _run(warehouse_path, light_inbox, instance, api, {"budget": 10})
-        assert not result.success and "request budget of 10 reached" in _failure(result)
+        result = run_serp(warehouse_path, light_inbox, instance, api, {"budget": 10})
+        assert not result.success and "request budget of 10 reached" in failure_message(result)
         assert len(server.log) == 10
         assert _count(warehouse_path, "SELECT count(*) FROM serp.cache") == 10
         assert _count(warehouse_path, "SELECT count(*) FROM serp.results") == 0  # no incomplete table
-        resumed = _run(warehouse_path, light_inbox, instance, api)
+        resumed = run_serp(warehouse_path, light_inbox, instance, api)
         assert resumed.success
-        meta = _metadata(resumed)
+        meta = materialization_metadata(resumed, "serp_results")
         assert meta["cache_hits"] == 10 and meta["requests_sent"] == meta["queries"] - 10
         assert all(count == 1 for count in server.answered().values())
 
@@ -191,14 +154,14 @@ def test_the_key_never_leaves_the_process(warehouse_path, light_inbox, instance,
     secret = "sk-SECRET-serper-key-0123456789"
     from interlink_pipeline.defs.serp import default_serp_api
 
-    with _server(light_pages) as server:
+    with serper_for(light_pages) as server:
         server.key = secret
         monkeypatch.setenv("SERPER_API_KEY", secret)
         monkeypatch.setenv("INTERLINK_SERPER_ENDPOINT", server.endpoint)
-        good = _run(warehouse_path, light_inbox, instance, default_serp_api())
+        good = run_serp(warehouse_path, light_inbox, instance, default_serp_api())
         assert good.success
         server.key = "rotated"  # now the server rejects it: the failure message must not echo it either
-        bad = _run(warehouse_path, light_inbox, instance, default_serp_api(), {"cache_ttl_days": 0})
+        bad = run_serp(warehouse_path, light_inbox, instance, default_serp_api(), {"cache_ttl_days": 0})
         assert not bad.success
     logs = "\n".join(str(e.message) + str(e.event_specific_data) for r in (good, bad) for e in r.all_events)
     assert secret not in logs
@@ -220,19 +183,21 @@ def test_queries_file_supplies_the_main_queries(warehouse_path, light_inbox, ins
             ["https://www.lightchiropractic.sg/nope/", "ghost", "99", "99"],
         ],
     )
-    with _server(light_pages) as server:
-        result = _run(warehouse_path, light_inbox, instance, SerpApi(api_key=KEY, endpoint=server.endpoint))
+    with serper_for(light_pages) as server:
+        result = run_serp(
+            warehouse_path, light_inbox, instance, SerpApi(api_key=KEY, endpoint=server.endpoint)
+        )
         assert result.success
         sent = {e["query"] for e in server.log}
     assert f"site:{LIGHT} chiropractor for back pain" in sent  # the top query by clicks
     assert f"site:{LIGHT} spine doctor near me" not in sent
-    assert "| queries file | 1 |" in _metadata(result)["query_sources"]
+    assert "| queries file | 1 |" in materialization_metadata(result, "serp_results")["query_sources"]
 
 
 def test_local_provider_offline_and_candidates(warehouse_path, sample_inbox, instance, encoder):
-    result = _run(warehouse_path, sample_inbox, instance, SerpApi(), site=SAMPLE_HOST, selection=None)
+    result = run_serp(warehouse_path, sample_inbox, instance, SerpApi(), site=SAMPLE_HOST, selection=None)
     assert result.success
-    meta = _metadata(result)
+    meta = materialization_metadata(result, "serp_results")
     assert (
         meta["provider"] == "local"
         and meta["requests_sent"] == 0
@@ -247,15 +212,15 @@ def test_local_provider_offline_and_candidates(warehouse_path, sample_inbox, ins
     assert set(candidates["provenance"]) == {"serp", "semantic", "both"}
     assert (candidates["source_page_id"] != candidates["target_page_id"]).all()
     assert candidates.group_by("source_page_id").len()["len"].max() <= 20
-    candidate_meta = _metadata(result, "link_candidates")
+    candidate_meta = materialization_metadata(result, "link_candidates")
     assert "| on_page | link_to | score | provenance |" in candidate_meta["preview"]
 
 
 def test_provider_none_and_serper_without_key(warehouse_path, light_inbox, instance):
-    none = _run(warehouse_path, light_inbox, instance, SerpApi(), {"provider": "none"})
-    assert none.success and _metadata(none)["results"] == 0
-    missing = _run(warehouse_path, light_inbox, instance, SerpApi(), {"provider": "serper"})
-    assert "provider 'serper' needs an API key: set SERPER_API_KEY" in _failure(missing)
+    none = run_serp(warehouse_path, light_inbox, instance, SerpApi(), {"provider": "none"})
+    assert none.success and materialization_metadata(none, "serp_results")["results"] == 0
+    missing = run_serp(warehouse_path, light_inbox, instance, SerpApi(), {"provider": "serper"})
+    assert "provider 'serper' needs an API key: set SERPER_API_KEY" in failure_message(missing)
 
 
 def test_merge_scores_and_exclusions():
@@ -292,7 +257,7 @@ def test_timing_guard_for_the_fake_server(light_pages):
     """The fake server itself answers quickly (so the timings asserted above are the client's)."""
     import httpx
 
-    with _server(light_pages) as server:
+    with serper_for(light_pages) as server:
         started = time.monotonic()
         response = httpx.post(server.endpoint, json={"q": "chiropractor"}, headers={"X-API-KEY": KEY})
         assert response.status_code == 200 and response.json()["organic"]

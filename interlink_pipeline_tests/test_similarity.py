@@ -21,6 +21,7 @@ from interlink_pipeline.core.similarity import (
 from interlink_pipeline.core.text import detect_language, stop_words
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline_tests.conftest import NUTRI, SAMPLE_DIR
+from interlink_pipeline_tests.run_results import materialization_metadata
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -201,14 +202,6 @@ def _run_site(warehouse_path, inbox, instance, site, run_config=None):
     )
 
 
-def _metadata(result, asset):
-    return next(
-        e.event_specific_data.materialization.metadata
-        for e in result.all_events
-        if e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key == dg.AssetKey(asset)
-    )
-
-
 def test_sample_site_pairs_and_clusters_against_the_truth(warehouse_path, sample_inbox, instance, encoder):
     result = _run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
     assert result.success
@@ -224,18 +217,19 @@ def test_sample_site_pairs_and_clusters_against_the_truth(warehouse_path, sample
         "ml_clusters_schema",
         "ml_page_clusters_schema",
     } <= set(checks)
-    pairs_meta, cluster_meta = _metadata(result, "similarity_pairs"), _metadata(result, "topic_clusters")
-    assert pairs_meta["method"].value == "exact" and pairs_meta["near_duplicate_pairs"].value > 0
-    top_rows = [line for line in pairs_meta["top_pairs"].value.splitlines()[2:] if line.startswith("|")]
+    pairs_meta, cluster_meta = (
+        materialization_metadata(result, "similarity_pairs"),
+        materialization_metadata(result, "topic_clusters"),
+    )
+    assert pairs_meta["method"] == "exact" and pairs_meta["near_duplicate_pairs"] > 0
+    top_rows = [line for line in pairs_meta["top_pairs"].splitlines()[2:] if line.startswith("|")]
     top_scores = [float(line.rstrip(" |").rsplit("|", 1)[1]) for line in top_rows]
-    assert pairs_meta["top_pairs"].value.startswith("| source_title | target_title | score |")
+    assert pairs_meta["top_pairs"].startswith("| source_title | target_title | score |")
     assert len(top_scores) == 15 and top_scores == sorted(top_scores, reverse=True)
-    near_rows = [
-        line for line in pairs_meta["near_duplicates"].value.splitlines()[2:] if line.startswith("|")
-    ]
-    assert len(near_rows) == min(10, pairs_meta["near_duplicate_pairs"].value)
-    assert cluster_meta["k_chosen_by"].value == "silhouette" and cluster_meta["language"].value == "en"
-    assert "| cluster_id | label | size |" in cluster_meta["clusters"].value
+    near_rows = [line for line in pairs_meta["near_duplicates"].splitlines()[2:] if line.startswith("|")]
+    assert len(near_rows) == min(10, pairs_meta["near_duplicate_pairs"])
+    assert cluster_meta["k_chosen_by"] == "silhouette" and cluster_meta["language"] == "en"
+    assert "| cluster_id | label | size |" in cluster_meta["clusters"]
     truth = pl.read_csv(SAMPLE_DIR / "ground_truth.csv")
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         pages = con.execute("SELECT page_id, url FROM staging.pages").pl().join(truth, on="url")
@@ -291,7 +285,7 @@ def test_real_crawl_with_filters_and_spanish_labels(warehouse_path, inbox_root, 
     }
     result = _run_site(warehouse_path, inbox_root, instance, NUTRI, config)
     assert result.success
-    assert _metadata(result, "topic_clusters")["language"].value == "es"
+    assert materialization_metadata(result, "topic_clusters")["language"] == "es"
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         paths = con.execute(
             "SELECT s.path AS source, t.path AS target FROM ml.similarity_pairs p "
