@@ -22,7 +22,15 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from benchmarks.harness import DATA, SHARED_CRAWLS, generated_site, measure, print_table, save
+from benchmarks.harness import (
+    DATA,
+    SHARED_CRAWLS,
+    generated_site,
+    materialize_snippet,
+    measure,
+    print_table,
+    save,
+)
 
 SITE = "www.alpinegear.example"
 LIGHT = "www.lightchiropractic.sg"
@@ -31,24 +39,9 @@ WIDER = {"out_link_budget": 15, "hub_links": 40}
 UPSTREAM = ("raw_crawl", "raw_links", "pages", "page_embeddings", "serp_results", "similarity_pairs",
             "topic_clusters", "link_candidates")  # fmt: skip
 
-ASSET = """
-import shutil, tempfile, time
-from pathlib import Path
-import dagster as dg, duckdb
-from interlink_pipeline.definitions import build_defs
-folder = Path(tempfile.mkdtemp())
-warehouse = folder / "bench.duckdb"
-shutil.copyfile({warehouse!r}, warehouse)
-defs = build_defs(str(warehouse), str(folder / "inbox"))
-instance = dg.DagsterInstance.ephemeral()
-instance.add_dynamic_partitions("sites", [{site!r}])
-started = time.monotonic()
-result = defs.resolve_job_def("site_pipeline").execute_in_process(
-    partition_key={site!r}, instance=instance, asset_selection=[dg.AssetKey("link_plan")],
-    run_config={{"ops": {{"link_plan": {{"config": {config!r}}}}}}},
-)
-seconds = time.monotonic() - started
-checks = [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+# What is read off the warehouse after link_plan was materialised (see harness.materialize_snippet).
+PLAN_RESULT = """
+import duckdb
 with duckdb.connect(str(warehouse), read_only=True) as con:
     after = con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'after'").pl().row(0, named=True)
     before = con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'before'").pl().row(0, named=True)
@@ -56,11 +49,10 @@ with duckdb.connect(str(warehouse), read_only=True) as con:
         "SELECT avg((depth_after BETWEEN 0 AND 4)::INT), avg((depth_before BETWEEN 0 AND 4)::INT) "
         "FROM graph.page_metrics"
     ).fetchone()
-RESULT = {{"seconds": seconds, "links": after["planned_links"], "orphans_before": before["orphan_pages"],
+RESULT = {"seconds": seconds, "links": after["planned_links"], "orphans_before": before["orphan_pages"],
           "orphans_after": after["orphan_pages"], "within4_after": within[0], "within4_before": within[1],
           "max_depth_after": after["max_depth"], "gini_before": before["inlink_gini"],
-          "gini_after": after["inlink_gini"],
-          "failed_checks": [c.check_name for c in checks if not c.passed]}}
+          "gini_after": after["inlink_gini"], "failed_checks": failed_checks}
 """
 
 PLAIN = """
@@ -239,7 +231,9 @@ def main() -> None:
         payload["plain"][size] = base
         configs = [("defaults", {})] + ([("wider", WIDER)] if size == max(args.sizes) else [])
         for name, config in configs:
-            asset = ASSET.format(warehouse=str(warehouse), site=SITE, config=config)
+            asset = materialize_snippet(
+                warehouse, SITE, "link_plan", {"ops": {"link_plan": {"config": config}}}, PLAN_RESULT
+            )
             ours = measure(f"link_plan asset ({name})", size, asset, args.repeats)
             payload["plan"][f"{size} {name}"] = ours.runs
             first = ours.runs[0]

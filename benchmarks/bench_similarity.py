@@ -17,12 +17,20 @@ from __future__ import annotations
 import argparse
 import re
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from benchmarks.harness import DATA, SAMPLE_DIR, SHARED_CRAWLS, generated_site, measure, print_table, save
+from benchmarks.harness import (
+    DATA,
+    SAMPLE_DIR,
+    SHARED_CRAWLS,
+    generated_site,
+    materialize_snippet,
+    measure,
+    print_table,
+    save,
+)
 
 SITE = "www.alpinegear.example"
 RAM_GB = 24
@@ -60,29 +68,12 @@ pages, clusters, stats = topic_clusters(ids, texts, vectors)
 RESULT = {{"seconds": time.monotonic() - started, "k": stats.k}}
 """
 
-# The real asset, as a run materialises it (read, search, rules, previews, checks, write), on a copy.
-MILLION_ASSET = """
-import shutil, tempfile, time
-from pathlib import Path
-import dagster as dg
-from interlink_pipeline.definitions import build_defs
-folder = Path(tempfile.mkdtemp())
-warehouse = folder / "bench.duckdb"
-shutil.copyfile({warehouse!r}, warehouse)
-defs = build_defs(str(warehouse), str(folder / "inbox"))
-instance = dg.DagsterInstance.ephemeral()
-instance.add_dynamic_partitions("sites", [{site!r}])
-started = time.monotonic()
-result = defs.resolve_job_def("site_pipeline").execute_in_process(
-    partition_key={site!r}, instance=instance, asset_selection=[dg.AssetKey("similarity_pairs")],
-)
-seconds = time.monotonic() - started
+# What is read off the run after similarity_pairs was materialised (see harness.materialize_snippet).
+MILLION_RESULT = """
 materialization = result.asset_materializations_for_node("similarity_pairs")[0]
-meta = {{k: v.value for k, v in materialization.metadata.items()}}
-checks = [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
-RESULT = {{"seconds": seconds, "search_s": meta["search_seconds"], "recall": meta["recall_at_k"],
-          "method": meta["method"], "pairs": meta["rows ml.similarity_pairs"],
-          "failed_checks": [c.check_name for c in checks if not c.passed]}}
+meta = {k: v.value for k, v in materialization.metadata.items()}
+RESULT = {"seconds": seconds, "search_s": meta["search_seconds"], "recall": meta["recall_at_k"],
+          "method": meta["method"], "pairs": meta["rows ml.similarity_pairs"], "failed_checks": failed_checks}
 """
 
 
@@ -459,7 +450,7 @@ def million(warehouse: str, payload: dict) -> list[str]:
     run = measure(
         "similarity_pairs, 1M pages (ANN)",
         1_000_000,
-        MILLION_ASSET.format(warehouse=str(Path(warehouse)), site=SITE),
+        materialize_snippet(warehouse, SITE, "similarity_pairs", {}, MILLION_RESULT),
         1,
     ).runs[0]
     payload["million"] = run

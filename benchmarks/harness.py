@@ -28,6 +28,38 @@ print("@@RESULT@@" + _json.dumps({**RESULT, "peak_rss_mb": _peak}))
 """
 
 
+# One asset materialised as a run does it (site_pipeline, in process), on a copy of a prepared warehouse.
+# A snippet continues from here with `warehouse`, `result`, `seconds` and `failed_checks`.
+_MATERIALIZE = """
+import shutil, tempfile, time
+from pathlib import Path
+import dagster as dg
+from interlink_pipeline.definitions import build_defs
+folder = Path(tempfile.mkdtemp())
+warehouse = folder / "bench.duckdb"
+shutil.copyfile({warehouse!r}, warehouse)
+defs = build_defs(str(warehouse), str(folder / "inbox"))
+instance = dg.DagsterInstance.ephemeral()
+instance.add_dynamic_partitions("sites", [{site!r}])
+started = time.monotonic()
+result = defs.resolve_job_def("site_pipeline").execute_in_process(
+    partition_key={site!r}, instance=instance, asset_selection=[dg.AssetKey({asset!r})],
+    run_config={run_config!r},
+)
+seconds = time.monotonic() - started
+failed_checks = [
+    e.event_specific_data.check_name for e in result.all_events
+    if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.event_specific_data.passed
+]
+"""
+
+
+def materialize_snippet(warehouse: Path | str, site: str, asset: str, run_config: dict, then: str) -> str:
+    """A snippet for `measure`: materialise `asset` for `site` on a copy of `warehouse`, then run `then`."""
+    prelude = _MATERIALIZE.format(warehouse=str(warehouse), site=site, asset=asset, run_config=run_config)
+    return prelude + then
+
+
 @dataclass
 class Measurement:
     label: str

@@ -48,7 +48,11 @@ def postgres_url():
     data, port = folder / "data", free_port()
 
     def pg(*args):
-        subprocess.run([str(bin_dir / args[0]), *args[1:]], check=True, capture_output=True, **as_user)
+        done = subprocess.run([str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True, **as_user)
+        if done.returncode != 0:
+            log = folder / "server.log"
+            server = log.read_text()[-3000:] if log.exists() else ""
+            pytest.fail(f"{args[0]} failed ({done.returncode}):\n{done.stdout}{done.stderr}\n{server}")
 
     try:
         pg("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync")

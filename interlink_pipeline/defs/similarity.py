@@ -129,20 +129,6 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
         },
     )
     titles = pages.select("page_id", "url", pl.coalesce("title", "text").alias("title"))
-
-    def strongest(relation: str, rows: int) -> pl.DataFrame:
-        """The top pairs of one relation with their pages' URLs and titles (joined after the cut: at 1M
-        pages, naming all 24M pairs would take gigabytes)."""
-        top = (
-            pairs.filter(pl.col("relation") == relation)
-            .top_k(rows, by=["score", "source_page_id", "target_page_id"], reverse=[False, True, True])
-            .sort("score", "source_page_id", "target_page_id", descending=[True, False, False])
-        )
-        for side in ("source", "target"):
-            names = {"page_id": f"{side}_page_id", "url": side, "title": f"{side}_title"}
-            top = top.join(titles.rename(names), on=f"{side}_page_id", how="left", maintain_order="left")
-        return top
-
     covered = similar["source_page_id"].n_unique()
     metadata = {
         "method": stats.method,
@@ -165,12 +151,17 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
         ),
         "top_pairs": MetadataValue.md(
             markdown_table(
-                strongest("similar", 15).select("source_title", "target_title", pl.col("score").round(3)), 15
+                _strongest(pairs, titles, "similar", 15).select(
+                    "source_title", "target_title", pl.col("score").round(3)
+                ),
+                15,
             )
         ),
         "near_duplicates": MetadataValue.md(
             markdown_table(
-                strongest("near_duplicate", 10).select("source", "target", pl.col("score").round(3))
+                _strongest(pairs, titles, "near_duplicate", 10).select(
+                    "source", "target", pl.col("score").round(3)
+                )
             )
         ),
     }
@@ -178,6 +169,20 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
         metadata["recall_at_k"] = MetadataValue.float(round(stats.recall_at_k, 4))
         metadata["recall_sample_pages"] = stats.recall_sample
     yield from persist(context, warehouse, site, {"ml.similarity_pairs": pairs}, metadata, started, [k_check])
+
+
+def _strongest(pairs: pl.DataFrame, titles: pl.DataFrame, relation: str, rows: int) -> pl.DataFrame:
+    """The top pairs of one relation with their pages' URLs and titles, for the UI preview (named after the
+    cut: at 1M pages, naming all 24M pairs would take gigabytes)."""
+    top = (
+        pairs.filter(pl.col("relation") == relation)
+        .top_k(rows, by=["score", "source_page_id", "target_page_id"], reverse=[False, True, True])
+        .sort("score", "source_page_id", "target_page_id", descending=[True, False, False])
+    )
+    for side in ("source", "target"):
+        names = {"page_id": f"{side}_page_id", "url": side, "title": f"{side}_title"}
+        top = top.join(titles.rename(names), on=f"{side}_page_id", how="left", maintain_order="left")
+    return top
 
 
 @site_asset(
