@@ -63,6 +63,7 @@ bench: install
 	$(BIN)/python -m benchmarks.bench_embeddings
 	$(BIN)/python -m benchmarks.bench_similarity
 	$(BIN)/python -m benchmarks.bench_link_plan
+	$(BIN)/python -m benchmarks.bench_link_quality
 
 ## Regenerate the README's table reference from the schemas.
 docs: install

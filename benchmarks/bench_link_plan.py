@@ -1,11 +1,11 @@
-"""Link-plan benchmark: the `link_plan` asset at scale against the write-ups' plain plan, the real crawl's
-before/after, and sampled against exact betweenness.
+"""Link-plan benchmark: the `link_plan` asset at scale against the write-ups' plain plan, and sampled
+against exact betweenness.
 
 Speed and coverage: the asset (read, plan, anchors, metrics, write) on generated sites with their All
 Inlinks export, each upstream asset materialised once beforehand; the plain plan links every page to its
 `out_link_budget` most similar pages (the write-ups' approach) on the same data, and the same metrics are
-taken of both. lightchiropractic: its 52 editorial in-content links are removed from the inlinks export and
-the plan is asked to find them again. Centrality: sampled betweenness against exact on the generated site's
+taken of both. (How many of a real site's editorial links the plan finds: benchmarks/bench_link_quality.py.)
+Centrality: sampled betweenness against exact on the generated site's
 relatedness graph (Spearman rank correlation, top-k overlap).
 
     python -m benchmarks.bench_link_plan [--sizes 10000 100000] [--repeats 3] [--agreement-size 10000]
@@ -14,7 +14,6 @@ relatedness graph (Spearman rank correlation, top-k overlap).
 from __future__ import annotations
 
 import argparse
-import csv
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +23,6 @@ import polars as pl
 
 from benchmarks.harness import (
     DATA,
-    SHARED_CRAWLS,
     generated_site,
     materialize_snippet,
     measure,
@@ -36,8 +34,8 @@ SITE = "www.alpinegear.example"
 LIGHT = "www.lightchiropractic.sg"
 # Budgets wide enough for a 100k-page site to fit within 4 clicks (about hub_links x out_link_budget^3 pages).
 WIDER = {"out_link_budget": 15, "hub_links": 40}
-UPSTREAM = ("raw_crawl", "raw_links", "pages", "page_embeddings", "serp_results", "similarity_pairs",
-            "topic_clusters", "link_candidates")  # fmt: skip
+UPSTREAM = ("raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "serp_results",
+            "similarity_pairs", "topic_clusters", "link_ranker", "link_candidates")  # fmt: skip
 
 # What is read off the warehouse after link_plan was materialised (see harness.materialize_snippet).
 PLAN_RESULT = """
@@ -117,58 +115,6 @@ def prepared_warehouse(pages: int) -> Path:
         partial.rename(warehouse)
         print(f"  done in {time.monotonic() - started:.0f}s", flush=True)
     return warehouse
-
-
-def lightchiropractic() -> dict:
-    """Before/after on the real crawl, with its 52 editorial links hidden from the inlinks export."""
-    import duckdb
-
-    from interlink_pipeline.core.inbox import register_crawl
-
-    crawl = SHARED_CRAWLS / "lightchiropractic"
-    editorial = pl.read_csv(crawl / "content_links.csv").filter(~pl.col("navigational_or_utility"))
-    gold = set(zip(editorial["Source"], editorial["Destination"], strict=True))
-    folder = Path(tempfile.mkdtemp())
-    hidden_export = folder / "all_inlinks.csv"
-    hidden = 0
-    with (
-        open(crawl / "all_inlinks.csv", encoding="utf-8-sig", newline="") as src,
-        open(hidden_export, "w", encoding="utf-8", newline="") as dst,
-    ):
-        reader = csv.DictReader(src)
-        writer = csv.DictWriter(dst, fieldnames=reader.fieldnames, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for row in reader:
-            if (row["Source"], row["Destination"]) in gold and row["Link Position"] == "Content":
-                hidden += 1
-                continue
-            writer.writerow(row)
-    warehouse = folder / "light.duckdb"
-    register_crawl(folder / "inbox", LIGHT, crawl / "internal_all.csv", hidden_export)
-    materialise(warehouse, folder / "inbox", LIGHT, (*UPSTREAM, "link_plan"))
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        metrics = {
-            row["scenario"]: row
-            for row in con.execute("SELECT * FROM graph.site_metrics").pl().iter_rows(named=True)
-        }
-        plan = con.execute("SELECT source_url, target_url, reason FROM graph.link_plan").pl()
-        kept = set(con.execute("SELECT url FROM staging.pages").pl()["url"])
-    planned = set(zip(plan["source_url"], plan["target_url"], strict=True))
-    reachable = {(s, d) for s, d in gold if s in kept and d in kept}
-    return {
-        "hidden_link_rows": hidden,
-        "editorial_pairs": len(gold),
-        "editorial_between_kept_pages": len(reachable),
-        "proposed": sum(pair in planned for pair in reachable),
-        "proposed_either_direction": sum(
-            pair in planned or (pair[1], pair[0]) in planned for pair in reachable
-        ),
-        "editorial_targets": len({d for _, d in reachable}),
-        "editorial_targets_gaining_links": len({d for _, d in reachable} & set(plan["target_url"])),
-        "planned_links": plan.height,
-        "before": {k: metrics["before"][k] for k in ("orphan_pages", "max_depth", "share_depth_le_3")},
-        "after": {k: metrics["after"][k] for k in ("orphan_pages", "max_depth", "share_depth_le_3")},
-    }
 
 
 def centrality_agreement(warehouse: Path, samples: int) -> dict:
@@ -263,32 +209,6 @@ def main() -> None:
         ["pages", "plan", "seconds", "peak MB", "links added", "orphans", "within 4 clicks", "max depth",
          "in-link Gini", "checks"],
     )  # fmt: skip
-
-    light = lightchiropractic()
-    payload["lightchiropractic"] = light
-    b, a = light["before"], light["after"]
-    print_table(
-        "lightchiropractic (real All Inlinks, the 52 editorial content links removed from it)",
-        [
-            ["orphan pages", f"{b['orphan_pages']}", f"{a['orphan_pages']}"],
-            ["max depth", f"{b['max_depth']}", f"{a['max_depth']}"],
-            ["share within 3 clicks", f"{b['share_depth_le_3']:.1%}", f"{a['share_depth_le_3']:.1%}"],
-            ["links added", "-", f"{light['planned_links']}"],
-            [
-                "editorial links proposed (same direction / either)",
-                "-",
-                f"{light['proposed']} / {light['proposed_either_direction']} of "
-                f"{light['editorial_between_kept_pages']} between kept pages "
-                f"({light['editorial_pairs']} in all)",
-            ],
-            [
-                "editorial targets given new in-content links",
-                "-",
-                f"{light['editorial_targets_gaining_links']} of {light['editorial_targets']}",
-            ],
-        ],
-        ["", "before", "after"],
-    )
 
     agreement = centrality_agreement(prepared_warehouse(args.agreement_size), args.samples)
     payload["centrality"] = agreement

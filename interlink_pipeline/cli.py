@@ -29,11 +29,26 @@ def main(argv: list[str] | None = None) -> int:
     register.add_argument(
         "--queries", type=Path, help="page URL -> main query file, e.g. from Search Console"
     )
+    register.add_argument(
+        "--text", type=Path, help="page-text file: Address + Text (body text per page), optional"
+    )
     register.add_argument("--site", help="site host (default: the host most URLs are on)")
     register.add_argument("--run", action="store_true", help="materialise the pipeline for the site now")
 
     run = commands.add_parser("materialize", help="materialise the whole pipeline for a registered site")
     run.add_argument("--site", required=True)
+
+    backtest = commands.add_parser(
+        "backtest",
+        help="measure the plan on the site's own links: hide some, rebuild, score against them",
+        description="Hide a seeded share of the site's in-content links, rebuild candidates, ranker and "
+        "plan without them, and score the plan against them next to a same-budget title-cosine baseline. "
+        "The site must have been materialised (interlink materialize). Each run adds a row to "
+        "graph.backtest_runs. Example: interlink backtest --site www.example.com --fraction 0.2 --seed 1",
+    )
+    backtest.add_argument("--site", required=True)
+    backtest.add_argument("--fraction", type=float, default=0.2, help="share of link pairs hidden (0.2)")
+    backtest.add_argument("--seed", type=int, default=0, help="which links are hidden (0)")
 
     generate = commands.add_parser("generate-site", help="write a synthetic site's exports and ground truth")
     generate.add_argument("--pages", type=int, default=1700)
@@ -51,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             "demo": _demo,
             "register": _register,
             "materialize": _materialize,
+            "backtest": _backtest,
             "generate-site": _generate,
             "sites": _sites,
         }[args.command](args)
@@ -75,13 +91,21 @@ def _add_site(site: str) -> None:
         instance.add_dynamic_partitions(site_partitions.name, [site])
 
 
-def _run_site(site: str) -> int:
+def _run_site(site: str, assets: list[str] | None = None, run_config: dict | None = None) -> int:
+    """Materialise the site's pipeline (or just `assets`) in process and print what was written."""
+    from dagster import AssetKey
+
     from interlink_pipeline.definitions import defs
 
     instance = _instance()
     started = time.monotonic()
     result = defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=site, instance=instance, raise_on_error=False, tags={"interlink/trigger": "cli"}
+        partition_key=site,
+        instance=instance,
+        raise_on_error=False,
+        tags={"interlink/trigger": "cli"},
+        asset_selection=[AssetKey(a) for a in assets] if assets else None,
+        run_config=run_config,
     )
     seconds = time.monotonic() - started
     if not result.success:
@@ -113,15 +137,21 @@ def _print_where() -> None:
     print("UI: make dev, then open http://127.0.0.1:3000")
 
 
-def _register_files(crawl: Path, links: Path | None, site: str | None, queries: Path | None = None) -> str:
+def _register_files(
+    crawl: Path,
+    links: Path | None,
+    site: str | None,
+    queries: Path | None = None,
+    text: Path | None = None,
+) -> str:
     from interlink_pipeline.core.crawl_exports import infer_site
     from interlink_pipeline.core.inbox import default_inbox, register_crawl
     from interlink_pipeline.core.urls import normalize_host
 
     site = normalize_host(site) if site else infer_site(crawl)
-    drop = register_crawl(default_inbox(), site, crawl, links, queries)
+    drop = register_crawl(default_inbox(), site, crawl, links, queries, text)
     _add_site(site)
-    extras = [str(f) for f in (drop.links_file, drop.queries_file) if f]
+    extras = [str(f) for f in (drop.links_file, drop.queries_file, drop.text_file) if f]
     print(f"registered {site}: {drop.crawl_file}" + "".join(f" + {f}" for f in extras))
     return site
 
@@ -134,7 +164,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _register(args: argparse.Namespace) -> int:
-    site = _register_files(args.crawl, args.links, args.site, args.queries)
+    site = _register_files(args.crawl, args.links, args.site, args.queries, args.text)
     if args.run:
         return _run_site(site)
     print(f"the inbox sensor starts its run (make dev), or run it now: interlink materialize --site {site}")
@@ -147,6 +177,39 @@ def _materialize(args: argparse.Namespace) -> int:
     site = normalize_host(args.site)
     _add_site(site)
     return _run_site(site)
+
+
+def _backtest(args: argparse.Namespace) -> int:
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.urls import normalize_host
+    from interlink_pipeline.core.warehouse import default_duckdb_path, query
+
+    site = normalize_host(args.site)
+    if not 0 < args.fraction < 1:
+        raise InputError(f"--fraction must be between 0 and 1 (exclusive), not {args.fraction}.")
+    _add_site(site)
+    config = {"ops": {"link_backtest": {"config": {"fraction": args.fraction, "seed": args.seed}}}}
+    code = _run_site(site, ["link_backtest"], config)
+    if code == 0:
+        last = query(
+            default_duckdb_path(),
+            "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1",
+            [site],
+        )
+        if last.height:
+            row = last.row(0, named=True)
+            print(
+                f"{row['hidden_links']:,} links hidden (seed {row['seed']}): the plan's "
+                f"{row['plan_links']:,} links found {row['plan_recall']:.1%} of them at precision "
+                f"{row['plan_precision']:.1%}; as many top-title-cosine links: precision "
+                f"{row['baseline_precision']:.1%}. Candidate precision@{row['k']}: "
+                f"{row['candidate_precision_at_k']:.1%} vs {row['baseline_precision_at_k']:.1%}."
+            )
+        else:
+            print(
+                f"{site}: nothing to backtest: no in-content links are known (register an All Inlinks export)"
+            )
+    return code
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -13,15 +13,17 @@ from interlink_pipeline.defs.automation import (
     serp_refresh_job,
     serp_refresh_schedule,
 )
-from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links
+from interlink_pipeline.defs.backtest import link_backtest
+from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links, raw_page_text
 from interlink_pipeline.defs.embeddings import Embedder, default_embedder, page_embeddings
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.link_plan import link_plan
 from interlink_pipeline.defs.marts import DBT_EXECUTABLE, analyst_snapshot, dbt_project, marts
+from interlink_pipeline.defs.relevance import CandidateSettings, link_candidates, link_ranker
 from interlink_pipeline.defs.reports import html_report, spreadsheet_exports
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
-from interlink_pipeline.defs.serp import SerpApi, default_serp_api, link_candidates, serp_results
+from interlink_pipeline.defs.serp import SerpApi, default_serp_api, serp_results
 from interlink_pipeline.defs.similarity import similarity_pairs, topic_clusters
 
 
@@ -36,13 +38,16 @@ def build_defs(
         assets=[
             raw_crawl,
             raw_links,
+            raw_page_text,
             pages,
             page_embeddings,
             similarity_pairs,
             topic_clusters,
             serp_results,
+            link_ranker,
             link_candidates,
             link_plan,
+            link_backtest,
             marts,
             analyst_snapshot,
             spreadsheet_exports,
@@ -56,6 +61,7 @@ def build_defs(
             "inbox": CrawlInbox(root=inbox_root or default_inbox()),
             "embedder": embedder or default_embedder(),
             "serp_api": serp_api or default_serp_api(),
+            "candidate_settings": CandidateSettings(),
             "alerts": FailureAlerts(),
             "dbt": DbtCliResource(project_dir=dbt_project, dbt_executable=DBT_EXECUTABLE),
         },

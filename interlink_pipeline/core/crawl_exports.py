@@ -1,4 +1,4 @@
-"""Crawl exports into canonical raw tables (`raw.crawl_pages`, `raw.crawl_links`)."""
+"""Crawl exports into canonical raw tables (`raw.crawl_pages`, `raw.crawl_links`, `raw.page_text`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import polars as pl
 
-from interlink_pipeline.core.crawl_columns import CRAWL_FIELDS, LINK_FIELDS, QUERY_FIELDS, Field
+from interlink_pipeline.core.crawl_columns import CRAWL_FIELDS, LINK_FIELDS, QUERY_FIELDS, TEXT_FIELDS, Field
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.tabular_files import file_digest, mapped_positions, open_table, read_columns
-from interlink_pipeline.core.urls import hosts
+from interlink_pipeline.core.urls import hosts, url_parts
 
 INT_FIELDS = ("status_code", "crawl_depth", "word_count", "unique_inlinks")
 TRUE_WORDS = ("true", "yes", "1", "verdadero", "si", "sí", "vrai", "oui", "wahr", "ja", "vero")
@@ -64,6 +64,40 @@ def read_links_export(
     # A missing Follow value means the link is followed (older exports have no such column).
     follow = pl.col("follow").str.to_lowercase().is_in(TRUE_WORDS) | pl.col("follow").is_null()
     return replace(loaded, frame=loaded.frame.with_columns(follow.alias("follow")))
+
+
+def read_page_text(
+    path: Path,
+    site: str,
+    *,
+    column_map: dict[str, str] | None = None,
+    encoding: str | None = None,
+    loaded_at: datetime | None = None,
+) -> LoadedExport:
+    """A page-text file (Address + Text, e.g. a body-text extraction): every row a page URL of `site`,
+    each URL once; a row that breaks this fails the whole file, naming the row."""
+    loaded = _read_export(path, site, TEXT_FIELDS, column_map, encoding, None, None, loaded_at)
+    frame = loaded.frame
+    parts = url_parts(frame["url"])
+    bad = frame.filter(~parts["url_valid"].fill_null(False)).head(1)
+    if bad.height:
+        raise InputError(
+            f"{Path(path).name}: row {bad['row_number'][0]}: '{_clip(bad['url'][0])}' is not a page URL; "
+            "every row needs the page's address and its text."
+        )
+    frame = frame.with_columns(parts["url_key"].alias("url_key"))
+    twice = frame.filter(pl.col("url_key").is_duplicated()).head(2)
+    if twice.height:
+        rows = " and ".join(str(r) for r in twice["row_number"])
+        raise InputError(
+            f"{Path(path).name}: rows {rows} both give the text of {twice['url'][0]}; keep one row per page."
+        )
+    _check_site(frame, site, path)
+    return replace(loaded, frame=frame.drop("url_key"))
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def read_queries_export(

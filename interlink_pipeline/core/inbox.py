@@ -1,14 +1,17 @@
-"""The drop folder: `<inbox>/<site>/` holds a site's crawl export and, optionally, its All Inlinks export
-and a queries file (page URL -> main query, e.g. a Search Console export).
+"""The drop folder: `<inbox>/<site>/` holds a site's crawl export and, optionally, its All Inlinks export,
+a queries file (page URL -> main query, e.g. a Search Console export) and a page-text file (page URL ->
+body text).
 
 A file whose name contains "inlink" is the links export; one whose name contains "quer" or "keyword" is
-the queries file; any other .csv/.tsv/.txt/.xlsx file is the crawl export. When a folder holds several of
+the queries file; one with the word "text" in its name (page_text.csv) is the page-text file; any other
+.csv/.tsv/.txt/.xlsx file is the crawl export. When a folder holds several of
 a kind, the most recently modified one is used.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ class SiteDrop:
     crawl_file: Path | None
     links_file: Path | None
     queries_file: Path | None = None
+    text_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ def export_kind(path: Path) -> str:
         return "links"
     if "quer" in name or "keyword" in name:
         return "queries"
+    if "text" in re.split(r"[^a-z]+", path.stem.lower()):
+        return "text"
     return "crawl"
 
 
@@ -58,7 +64,8 @@ def site_folder(root: str | Path, site: str) -> Path:
 
 
 def latest_exports(folder: Path, *, settled_before: float | None = None) -> dict[str, Path]:
-    """The newest file of each kind (crawl, links, queries) in `folder`, ignoring hidden and temp files."""
+    """The newest file of each kind (crawl, links, queries, text) in `folder`, ignoring hidden and temp
+    files."""
     newest: dict[str, tuple[float, Path]] = {}
     for path in folder.iterdir() if folder.is_dir() else []:
         if (
@@ -102,7 +109,9 @@ def scan_inbox(
             continue
         files = latest_exports(entry, settled_before=settled_before)
         if "crawl" in files:
-            drops.append(SiteDrop(site, files["crawl"], files.get("links"), files.get("queries")))
+            drops.append(
+                SiteDrop(site, files["crawl"], files.get("links"), files.get("queries"), files.get("text"))
+            )
     return InboxScan(drops, problems)
 
 
@@ -127,13 +136,15 @@ def register_crawl(
     crawl_src: Path,
     links_src: Path | None = None,
     queries_src: Path | None = None,
+    text_src: Path | None = None,
 ) -> SiteDrop:
     """Copy exports into the site's drop folder (atomically: a temp file renamed into place), named so that
     each is recognised as its kind."""
     folder = site_folder(root, site)
     folder.mkdir(parents=True, exist_ok=True)
     placed: dict[str, Path] = {}
-    for src, kind in ((crawl_src, "crawl"), (links_src, "links"), (queries_src, "queries")):
+    sources = ((crawl_src, "crawl"), (links_src, "links"), (queries_src, "queries"), (text_src, "text"))
+    for src, kind in sources:
         if src is None:
             continue
         src = Path(src)
@@ -143,10 +154,17 @@ def register_crawl(
             raise InputError(f"{src}: expected a .csv, .tsv, .txt or .xlsx export.")
         name = src.name
         if export_kind(src) != kind:
-            stem = {"crawl": "internal_html", "links": "all_inlinks", "queries": "queries"}[kind]
+            stem = {
+                "crawl": "internal_html",
+                "links": "all_inlinks",
+                "queries": "queries",
+                "text": "page_text",
+            }[kind]
             name = f"{stem}{src.suffix.lower()}"
         target = folder / name
         with replaced_atomically(target) as tmp:
             shutil.copyfile(src, tmp)
         placed[kind] = target
-    return SiteDrop(normalize_host(site), placed["crawl"], placed.get("links"), placed.get("queries"))
+    return SiteDrop(
+        normalize_host(site), placed["crawl"], placed.get("links"), placed.get("queries"), placed.get("text")
+    )

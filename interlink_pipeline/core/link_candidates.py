@@ -1,87 +1,558 @@
-"""Hybrid link candidates: SERP targets and semantically similar pages, merged per source page.
+"""Link candidates: every (source, target) pair some signal of the site proposes, with every signal's score.
 
-A target proposed by both gets both scores; the combined score is the weighted mean of the cosine
-similarity (clipped at 0) and the SERP score, (depth - rank + 1) / depth, each 0 when absent. A page is
-never its own candidate, and near-duplicates (duplicate content) are not link candidates.
+Signals: the nearest pages by each text field's embedding (title, H1, meta description, body text); the URL
+hierarchy (parent, children, siblings); the existing link graph (two-hop paths, co-citation, coupling,
+Adamic–Adar); the target's phrases (its title, H1 and the anchors other pages use for it) found in the
+source's text; SERP results; topic clusters. Whichever signal proposed a pair, the pair gets every
+signal's score as a feature, so the ranker learns how much each one is worth on this site.
+
+Existing in-content links are never candidates (they exist), nor are near-duplicates (duplicate
+content). The graph features read only the links they
+are given: a backtest passes the visible links, so hidden links reach no feature.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
 
+import numpy as np
 import polars as pl
+from scipy import sparse
 
-from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.similarity import exact_top
+
+TEXT_FIELDS = ("title", "h1", "meta_description", "body")
+# Anchors that say nothing about the target: never phrases of it.
+GENERIC_ANCHORS = frozenset(
+    {"here", "click here", "read more", "more", "learn more", "this", "link", "this page", "page", "see",
+     "details", "website", "home", "next", "previous", "back", "top", "continue reading"}
+)  # fmt: skip
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+# the features every candidate carries, in the ranker's order
+FEATURES = (
+    "cos_title",
+    "cos_h1",
+    "cos_meta_description",
+    "cos_body",
+    "cos_body_title",
+    "rank_title",
+    "rank_body",
+    "is_parent",
+    "is_child",
+    "is_sibling",
+    "same_section",
+    "tree_distance",
+    "source_depth",
+    "target_depth",
+    "two_hop",
+    "cocitation",
+    "coupling",
+    "adamic_adar",
+    "reverse_link",
+    "navigation_link",
+    "target_inlinks",
+    "source_outlinks",
+    "mention_commonness",
+    "mention_words",
+    "mention_title",
+    "serp_score",
+    "same_cluster",
+)
+ORIGINS = ("similar", "hierarchy", "graph", "mention", "serp")
 
 
 @dataclass(frozen=True)
 class CandidateOptions:
-    """Every field is a `link_candidates` config setting of the same name."""
+    """How many pairs each signal proposes per source page; every field is a `link_candidates` setting."""
 
-    semantic_weight: float = 0.6
-    serp_weight: float = 0.4
+    neighbours_per_field: int = 20  # nearest pages by each text field's embedding
+    children_per_page: int = 50  # pages below in the URL path (the most similar first)
+    siblings_per_page: int = 20  # pages under the same parent (the most similar first)
+    graph_per_page: int = 20  # best by Adamic–Adar on the existing links
+    mentions_per_page: int = 30  # targets whose phrases occur in the source's text
     serp_depth: int = 10  # SERP positions that count as evidence
-    max_candidates: int = 20  # kept per source page
+    max_phrase_words: int = 8
 
 
-def merge_candidates(
-    pairs: pl.DataFrame, serp: pl.DataFrame, options: CandidateOptions | None = None
+@dataclass(frozen=True)
+class SiteSignals:
+    """What a site offers, for its kept pages in one fixed order (rows 0..n-1 everywhere)."""
+
+    paths: list[str]  # URL path per page
+    texts: dict[str, list[str | None]]  # field -> text per page (TEXT_FIELDS; body may be all None)
+    vectors: dict[str, np.ndarray]  # field -> unit vectors, zero rows where the field is empty
+    cluster: np.ndarray  # topic cluster per page (-1: unknown)
+    serp: pl.DataFrame  # source, target, rank: the pages a page's SERP returned
+    duplicate_key: list[str | None] | None = None  # pages sharing one are near-duplicates, never candidates
+
+    @property
+    def n(self) -> int:
+        return len(self.paths)
+
+
+@dataclass(frozen=True)
+class LinkGraph:
+    """A site's existing followed links between kept pages (page rows), one row per link instance."""
+
+    source: np.ndarray
+    target: np.ndarray
+    content: np.ndarray  # bool: in the body (not header, footer, navigation or sidebar)
+    anchor: np.ndarray  # object array of anchor texts (None when unknown)
+
+    @classmethod
+    def empty(cls) -> LinkGraph:
+        none = np.empty(0, dtype=np.int64)
+        return cls(none, none, np.empty(0, dtype=bool), np.empty(0, dtype=object))
+
+    @classmethod
+    def from_frame(cls, frame: pl.DataFrame) -> LinkGraph:
+        """From a frame with source, target (page rows), content and anchor."""
+        return cls(
+            frame["source"].to_numpy().astype(np.int64),
+            frame["target"].to_numpy().astype(np.int64),
+            frame["content"].to_numpy().astype(bool),
+            np.asarray(frame["anchor"].to_list(), dtype=object),
+        )
+
+    def subset(self, keep: np.ndarray) -> LinkGraph:
+        return replace(
+            self, source=self.source[keep], target=self.target[keep], content=self.content[keep],
+            anchor=self.anchor[keep],
+        )  # fmt: skip
+
+    def content_pairs(self) -> pl.DataFrame:
+        """Distinct (source, target) pairs linked in the body."""
+        return (
+            pl.DataFrame({"source": self.source[self.content], "target": self.target[self.content]})
+            .unique()
+            .sort("source", "target")
+        )
+
+    def adjacency(self, n: int, content: bool) -> sparse.csr_matrix:
+        keep = self.content if content else ~self.content
+        matrix = sparse.csr_matrix(
+            (np.ones(int(keep.sum()), dtype=np.float32), (self.source[keep], self.target[keep])), shape=(n, n)
+        )
+        matrix.data[:] = 1.0  # duplicates summed: one link is one
+        matrix.setdiag(0)
+        matrix.eliminate_zeros()
+        return matrix
+
+
+NAVIGATION_POSITIONS = ("header", "footer", "navigation", "nav", "sidebar", "aside", "head")
+
+
+def followed_hyperlinks(links: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a raw.crawl_links frame that are followed hyperlinks, with `content` (in the body)."""
+    return links.filter(
+        (pl.col("link_type").is_null() | (pl.col("link_type").str.to_lowercase() == "hyperlink"))
+        & pl.col("follow")
+    ).with_columns(
+        (~pl.col("link_position").str.to_lowercase().is_in(NAVIGATION_POSITIONS).fill_null(False)).alias(
+            "content"
+        )
+    )
+
+
+def page_links(links: pl.DataFrame, url_keys: pl.Series) -> LinkGraph:
+    """The followed hyperlinks of a raw.crawl_links frame between the kept pages (`url_keys`, in page-row
+    order), one row per link, with anchors."""
+    from interlink_pipeline.core.urls import url_parts
+
+    if links.is_empty():
+        return LinkGraph.empty()
+    followed = followed_hyperlinks(links)
+    rows = pl.DataFrame({"key": url_keys, "row": np.arange(len(url_keys), dtype=np.int64)})
+    keyed = pl.DataFrame(
+        {
+            "source_key": url_parts(followed["source_url"])["url_key"],
+            "target_key": url_parts(followed["target_url"])["url_key"],
+            "content": followed["content"],
+            "anchor": followed["anchor"],
+        }
+    )
+    edges = (
+        keyed.join(rows.rename({"key": "source_key", "row": "source"}), on="source_key")
+        .join(rows.rename({"key": "target_key", "row": "target"}), on="target_key")
+        .filter(pl.col("source") != pl.col("target"))
+    )
+    return LinkGraph.from_frame(edges)
+
+
+class CandidateBuilder:
+    """Builds a site's candidates for a set of links. What does not depend on the links — the text
+    neighbours, the URL hierarchy, SERP — is computed once, so rebuilding for other link sets (the ranker's
+    training folds, a backtest) costs only the link-dependent signals."""
+
+    def __init__(self, signals: SiteSignals, options: CandidateOptions | None = None):
+        self.signals = signals
+        self.options = options or CandidateOptions()
+        self.hierarchy = UrlTree(signals.paths)
+        self.serp = signals.serp.filter(pl.col("rank") <= self.options.serp_depth)
+        self.fixed = pl.concat(
+            [
+                _similar_pairs(signals, self.options).with_columns(pl.lit("similar").alias("origin")),
+                self.hierarchy.pairs(signals.vectors["title"], self.options).with_columns(
+                    pl.lit("hierarchy").alias("origin")
+                ),
+                self.serp.select("source", "target", pl.lit("serp").alias("origin")),
+            ]
+        ).select(pl.col("source", "target").cast(pl.Int64), "origin")
+
+    def build(self, links: LinkGraph) -> pl.DataFrame:
+        """Every proposed (source, target) pair without an existing in-content link, with its FEATURES
+        and `origins` (the signals that proposed it, '+'-joined)."""
+        signals, options = self.signals, self.options
+        content = links.adjacency(signals.n, content=True)
+        mentions = PhraseIndex(signals, links, options).find()
+        proposals = [
+            self.fixed,
+            _graph_pairs(content, options).with_columns(pl.lit("graph").alias("origin")),
+            mentions.select("source", "target", pl.lit("mention").alias("origin")),
+        ]
+        pairs = (
+            pl.concat([p.select(pl.col("source", "target").cast(pl.Int64), "origin") for p in proposals])
+            .filter(pl.col("source") != pl.col("target"))
+            .group_by("source", "target")
+            .agg(pl.col("origin").unique().sort().str.join("+").alias("origins"))
+            .join(links.content_pairs(), on=["source", "target"], how="anti")
+            .sort("source", "target")
+        )
+        if signals.duplicate_key is not None:
+            keys = pl.Series(signals.duplicate_key, dtype=pl.String)
+            same = keys.gather(pairs["source"]) == keys.gather(pairs["target"])
+            pairs = pairs.filter(~same.fill_null(False))
+        return _features(pairs, signals, links, content, self.hierarchy, mentions, self.serp, options)
+
+
+def build_candidates(
+    signals: SiteSignals, links: LinkGraph, options: CandidateOptions | None = None
 ) -> pl.DataFrame:
-    """source_page_id, target_page_id, score, rank, provenance, semantic_score, serp_rank."""
-    options = options or CandidateOptions()
-    if (
-        options.semantic_weight < 0
-        or options.serp_weight < 0
-        or options.semantic_weight + options.serp_weight == 0
-    ):
-        raise InputError("semantic_weight and serp_weight must be >= 0 and not both 0.")
-    semantic = pairs.filter(pl.col("relation") == "similar").select(
-        "source_page_id", "target_page_id", pl.col("score").cast(pl.Float32).alias("semantic_score")
-    )
-    duplicates = pairs.filter(pl.col("relation") == "near_duplicate").select(
-        "source_page_id", "target_page_id"
-    )
-    searched = (
-        serp.filter(
-            pl.col("matched_page_id").is_not_null()
-            & (pl.col("matched_page_id") != pl.col("page_id"))
-            & (pl.col("rank") <= options.serp_depth)
+    """The candidates of one link set (see CandidateBuilder.build)."""
+    return CandidateBuilder(signals, options).build(links)
+
+
+def _similar_pairs(signals: SiteSignals, options: CandidateOptions) -> pl.DataFrame:
+    frames = []
+    for name in TEXT_FIELDS:
+        vectors = signals.vectors.get(name)
+        if vectors is None:
+            continue
+        present = np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)
+        if len(present) < 2:
+            continue
+        idx, _ = exact_top(
+            vectors[present], vectors[present], options.neighbours_per_field + 1,
+            query_ids=np.arange(len(present)),
+        )  # fmt: skip
+        frames.append(
+            pl.DataFrame(
+                {
+                    "source": np.repeat(present, idx.shape[1]),
+                    "target": present[idx.ravel()],
+                }
+            )
         )
-        .group_by(
-            pl.col("page_id").alias("source_page_id"), pl.col("matched_page_id").alias("target_page_id")
+    return pl.concat(frames) if frames else pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64})
+
+
+class UrlTree:
+    """The URL hierarchy of the kept pages: each page's parent is its nearest ancestor path among them."""
+
+    def __init__(self, paths: list[str]):
+        self.n = len(paths)
+        segments = [[s for s in (p or "/").split("?")[0].split("/") if s] for p in paths]
+        self.depth = np.array([len(s) for s in segments], dtype=np.int64)
+        by_path = {"/".join(s): i for i, s in reversed(list(enumerate(segments)))}
+        self.section = np.array([by_path.get(s[0], -1) if s else -1 for s in segments], dtype=np.int64)
+        self.section_name = [s[0] if s else "" for s in segments]
+        parent = np.full(self.n, -1, dtype=np.int64)
+        for i, s in enumerate(segments):
+            for up in range(len(s) - 1, -1, -1):
+                found = by_path.get("/".join(s[:up]))
+                if found is not None and found != i:
+                    parent[i] = found
+                    break
+        self.parent = parent
+        self.segments = segments
+
+    def pairs(self, vectors: np.ndarray, options: CandidateOptions) -> pl.DataFrame:
+        """Parent, the most similar children, the most similar siblings of every page."""
+        has_parent = np.flatnonzero(self.parent >= 0)
+        frames = [
+            pl.DataFrame({"source": has_parent, "target": self.parent[has_parent]}),
+        ]
+        groups = (
+            pl.DataFrame({"page": has_parent, "parent": self.parent[has_parent]})
+            .group_by("parent", maintain_order=True)
+            .agg("page")
         )
-        .agg(pl.col("rank").min().cast(pl.Int32).alias("serp_rank"))
-        .join(duplicates, on=["source_page_id", "target_page_id"], how="anti")
-    )
-    # sorted, so that the ordinal rank breaks score ties the same way every run
-    merged = semantic.join(searched, on=["source_page_id", "target_page_id"], how="full", coalesce=True).sort(
-        "source_page_id", "target_page_id"
-    )
-    serp_score = (options.serp_depth - pl.col("serp_rank") + 1) / options.serp_depth
-    combined = (
-        options.semantic_weight * pl.col("semantic_score").clip(lower_bound=0).fill_null(0)
-        + options.serp_weight * serp_score.fill_null(0)
-    ) / (options.semantic_weight + options.serp_weight)
-    return (
-        merged.with_columns(
-            combined.cast(pl.Float32).alias("score"),
-            pl.when(pl.col("semantic_score").is_not_null() & pl.col("serp_rank").is_not_null())
-            .then(pl.lit("both"))
-            .when(pl.col("semantic_score").is_not_null())
-            .then(pl.lit("semantic"))
-            .otherwise(pl.lit("serp"))
-            .alias("provenance"),
+        for parent, members in groups.iter_rows():
+            members = np.asarray(members, dtype=np.int64)
+            frames.append(self._nearest(parent, members, vectors, options.children_per_page, parent_row=True))
+            if len(members) > 1:
+                idx, _ = exact_top(
+                    vectors[members], vectors[members], min(options.siblings_per_page + 1, len(members)),
+                    query_ids=np.arange(len(members)),
+                )  # fmt: skip
+                frames.append(
+                    pl.DataFrame({"source": np.repeat(members, idx.shape[1]), "target": members[idx.ravel()]})
+                )
+        return pl.concat(frames)
+
+    @staticmethod
+    def _nearest(
+        parent: int, members: np.ndarray, vectors: np.ndarray, k: int, parent_row: bool
+    ) -> pl.DataFrame:
+        if len(members) > k:
+            scores = vectors[members] @ vectors[parent]
+            members = members[np.argsort(-scores, kind="stable")[:k]]
+        return pl.DataFrame({"source": np.full(len(members), parent, dtype=np.int64), "target": members})
+
+    def relations(self, source: np.ndarray, target: np.ndarray) -> dict[str, np.ndarray]:
+        """is_parent (target is the source's parent), is_child, is_sibling, same_section, tree_distance."""
+        ps, pt = self.parent[source], self.parent[target]
+        common = np.fromiter(
+            (_common_prefix(self.segments[s], self.segments[t]) for s, t in zip(source, target, strict=True)),
+            dtype=np.int64,
+            count=len(source),
         )
+        return {
+            "is_parent": (ps == target).astype(np.float32),
+            "is_child": (pt == source).astype(np.float32),
+            "is_sibling": ((ps == pt) & (ps >= 0)).astype(np.float32),
+            "same_section": np.fromiter(
+                (
+                    self.section_name[s] == self.section_name[t] != ""
+                    for s, t in zip(source, target, strict=True)
+                ),
+                dtype=np.float32,
+                count=len(source),
+            ),
+            "tree_distance": (self.depth[source] + self.depth[target] - 2 * common).astype(np.float32),
+            "source_depth": self.depth[source].astype(np.float32),
+            "target_depth": self.depth[target].astype(np.float32),
+        }
+
+
+def _common_prefix(a: list[str], b: list[str]) -> int:
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def _undirected(content: sparse.csr_matrix) -> sparse.csr_matrix:
+    both = ((content + content.T) > 0).astype(np.float32)
+    return sparse.csr_matrix(both)
+
+
+def _adamic_adar(content: sparse.csr_matrix) -> sparse.csr_matrix:
+    """Adamic–Adar on the undirected link graph: common neighbours, each weighted 1/log(its degree).
+    Pages linked with nearly every page (sitewide content links) say nothing and are left out."""
+    both = _undirected(content)
+    degree = np.asarray(both.sum(axis=1)).ravel()
+    cap = max(50.0, 5 * math.sqrt(both.shape[0]))
+    weight = np.where((degree > 1) & (degree <= cap), 1.0 / np.log(np.maximum(degree, 2)), 0.0)
+    return sparse.csr_matrix(both @ sparse.diags(weight.astype(np.float32)) @ both)
+
+
+def _graph_pairs(content: sparse.csr_matrix, options: CandidateOptions) -> pl.DataFrame:
+    scores = _adamic_adar(content)
+    scores.setdiag(0)
+    scores.eliminate_zeros()
+    sources, targets = [], []
+    k = options.graph_per_page
+    for row in range(scores.shape[0]):
+        start, end = scores.indptr[row], scores.indptr[row + 1]
+        if start == end:
+            continue
+        cols, vals = scores.indices[start:end], scores.data[start:end]
+        if len(cols) > k:
+            best = np.lexsort((cols, -vals))[:k]
+            cols = cols[best]
+        sources.append(np.full(len(cols), row, dtype=np.int64))
+        targets.append(cols.astype(np.int64))
+    if not sources:
+        return pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64})
+    return pl.DataFrame({"source": np.concatenate(sources), "target": np.concatenate(targets)})
+
+
+class PhraseIndex:
+    """The target's phrases found in the source's text: its title and H1, and the anchors the site's
+    links already use for it (each anchor weighted by its commonness: the share of that anchor's links
+    that point to this target)."""
+
+    def __init__(self, signals: SiteSignals, links: LinkGraph, options: CandidateOptions):
+        self.signals, self.options = signals, options
+        counts: dict[tuple[str, ...], Counter] = defaultdict(Counter)
+        titled: dict[tuple[str, ...], set[int]] = defaultdict(set)
+        for field in ("title", "h1"):
+            for page, text in enumerate(signals.texts.get(field) or []):
+                phrase = _phrase(text, options.max_phrase_words)
+                if phrase:
+                    titled[phrase].add(page)
+        for target, anchor in zip(links.target.tolist(), links.anchor.tolist(), strict=True):
+            phrase = _phrase(anchor, options.max_phrase_words)
+            if phrase and " ".join(phrase) not in GENERIC_ANCHORS:
+                counts[phrase][target] += 1
+        self.titled = titled
+        self.commonness: dict[tuple[str, ...], dict[int, float]] = {}
+        for phrase in set(counts) | set(titled):
+            linked = counts.get(phrase, Counter())
+            # a title is one more vote for its page
+            votes = Counter(linked) + Counter(dict.fromkeys(titled.get(phrase, ()), 1))
+            total = sum(votes.values())
+            self.commonness[phrase] = {t: v / total for t, v in votes.items()}
+        self.first_words = {p[0] for p in self.commonness}
+
+    def find(self) -> pl.DataFrame:
+        """source, target, mention_commonness, mention_words, mention_title, offset (first character)."""
+        rows: dict[tuple[int, int], list] = {}
+        body = self.signals.texts.get("body") or [None] * self.signals.n
+        meta = self.signals.texts.get("meta_description") or [None] * self.signals.n
+        longest = self.options.max_phrase_words
+        for source in range(self.signals.n):
+            text = body[source] or meta[source]
+            if not text:
+                continue
+            matches = list(_TOKEN.finditer(text.lower()))
+            tokens = [m.group() for m in matches]
+            for i, token in enumerate(tokens):
+                if token not in self.first_words:
+                    continue
+                for length in range(1, min(longest, len(tokens) - i) + 1):
+                    phrase = tuple(tokens[i : i + length])
+                    targets = self.commonness.get(phrase)
+                    if not targets:
+                        continue
+                    for target, share in targets.items():
+                        if target == source:
+                            continue
+                        titled = target in self.titled.get(phrase, ())
+                        seen = rows.get((source, target))
+                        if seen is None or (share, length) > (seen[0], seen[1]):
+                            rows[(source, target)] = [share, length, titled, matches[i].start()]
+                        elif titled:
+                            seen[2] = True
+        if not rows:
+            return pl.DataFrame(
+                schema={
+                    "source": pl.Int64, "target": pl.Int64, "mention_commonness": pl.Float32,
+                    "mention_words": pl.Float32, "mention_title": pl.Float32, "mention_offset": pl.Int64,
+                }
+            )  # fmt: skip
+        keys = np.array(list(rows), dtype=np.int64)
+        values = list(rows.values())
+        found = pl.DataFrame(
+            {
+                "source": keys[:, 0],
+                "target": keys[:, 1],
+                "mention_commonness": np.array([v[0] for v in values], dtype=np.float32),
+                "mention_words": np.array([v[1] for v in values], dtype=np.float32),
+                "mention_title": np.array([v[2] for v in values], dtype=np.float32),
+                "mention_offset": np.array([v[3] for v in values], dtype=np.int64),
+            }
+        )
+        # the strongest mentions per source: specific (common for this target) and long phrases first
+        return (
+            found.sort(
+                ["source", "mention_commonness", "mention_words", "target"],
+                descending=[False, True, True, False],
+            )
+            .group_by("source", maintain_order=True)
+            .head(self.options.mentions_per_page)
+        )
+
+
+def _phrase(text: str | None, max_words: int) -> tuple[str, ...] | None:
+    if not text:
+        return None
+    tokens = tuple(_TOKEN.findall(text.lower()))
+    if not tokens or len(tokens) > max_words or (len(tokens) == 1 and len(tokens[0]) < 3):
+        return None
+    return tokens
+
+
+def _lookup(matrix: sparse.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    if not len(rows):
+        return np.empty(0, dtype=np.float32)
+    return np.asarray(matrix[rows, cols]).ravel().astype(np.float32)
+
+
+def _rowwise_cos(vectors: np.ndarray | None, rows: np.ndarray, cols: np.ndarray, other=None) -> np.ndarray:
+    if vectors is None:
+        return np.zeros(len(rows), dtype=np.float32)
+    right = vectors if other is None else other
+    out = np.empty(len(rows), dtype=np.float32)
+    for start in range(0, len(rows), 200_000):
+        part = slice(start, start + 200_000)
+        out[part] = np.einsum("ij,ij->i", vectors[rows[part]], right[cols[part]])
+    return out
+
+
+def _features(
+    pairs: pl.DataFrame,
+    signals: SiteSignals,
+    links: LinkGraph,
+    content: sparse.csr_matrix,
+    hierarchy: UrlTree,
+    mentions: pl.DataFrame,
+    serp: pl.DataFrame,
+    options: CandidateOptions,
+) -> pl.DataFrame:
+    s = pairs["source"].to_numpy()
+    t = pairs["target"].to_numpy()
+    v = signals.vectors
+    navigation = links.adjacency(signals.n, content=False)
+    inlinks = np.asarray(content.sum(axis=0)).ravel()
+    outlinks = np.asarray(content.sum(axis=1)).ravel()
+    columns: dict[str, np.ndarray] = {
+        "cos_title": _rowwise_cos(v.get("title"), s, t),
+        "cos_h1": _rowwise_cos(v.get("h1"), s, t),
+        "cos_meta_description": _rowwise_cos(v.get("meta_description"), s, t),
+        "cos_body": _rowwise_cos(v.get("body"), s, t),
+        "cos_body_title": _rowwise_cos(v.get("body"), s, t, v.get("title")),
+        **hierarchy.relations(s, t),
+        "two_hop": _lookup(sparse.csr_matrix(content @ content), s, t),
+        "cocitation": _lookup(sparse.csr_matrix(content.T @ content), s, t),
+        "coupling": _lookup(sparse.csr_matrix(content @ content.T), s, t),
+        "adamic_adar": _lookup(_adamic_adar(content), s, t),
+        "reverse_link": _lookup(content, t, s),
+        "navigation_link": np.maximum(_lookup(navigation, s, t), _lookup(navigation, t, s)),
+        "target_inlinks": np.log1p(inlinks[t]).astype(np.float32),
+        "source_outlinks": np.log1p(outlinks[s]).astype(np.float32),
+        "same_cluster": ((signals.cluster[s] == signals.cluster[t]) & (signals.cluster[s] >= 0)).astype(
+            np.float32
+        ),
+    }
+    frame = pairs.with_columns(
+        pl.Series(name, values, dtype=pl.Float32) for name, values in columns.items()
+    ).with_columns(
+        # a target's rank among the source's candidates by a field: 1 = the closest (ties share a rank, so
+        # a field a site lacks says nothing)
+        pl.col(f"cos_{field}")
+        .rank("min", descending=True)
+        .over("source")
+        .cast(pl.Float32)
+        .alias(f"rank_{field}")
+        for field in ("title", "body")
+    )
+    best_rank = pl.col("rank").min()
+    serp_score = serp.group_by("source", "target").agg(
+        ((options.serp_depth - best_rank + 1) / options.serp_depth).cast(pl.Float32).alias("serp_score")
+    )
+    frame = (
+        frame.join(mentions, on=["source", "target"], how="left")
+        .join(serp_score, on=["source", "target"], how="left")
         .with_columns(
-            pl.col("score")
-            .rank("ordinal", descending=True)
-            .over("source_page_id")
-            .cast(pl.Int32)
-            .alias("rank")
-        )
-        .filter(pl.col("rank") <= options.max_candidates)
-        .sort(["source_page_id", "rank"])
-        .select(
-            "source_page_id", "target_page_id", "score", "rank", "provenance", "semantic_score", "serp_rank"
+            pl.col("mention_commonness", "mention_words", "mention_title", "serp_score").fill_null(0.0)
         )
     )
+    return frame.select("source", "target", "origins", *FEATURES, "mention_offset")

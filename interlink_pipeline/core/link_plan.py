@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,10 +33,10 @@ from scipy.sparse import csgraph
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.graph_metrics import UNREACHABLE, adjacency, click_depth, out_degree
+from interlink_pipeline.core.link_candidates import LinkGraph, followed_hyperlinks
 from interlink_pipeline.core.similarity import exact_top
 
 REASONS = ("hub", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
-NAVIGATION_POSITIONS = ("header", "footer", "navigation", "nav", "sidebar", "aside", "head")
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,9 @@ class PlanOptions:
     max_depth: int = 4
     exact_centrality_below: int = 5_000
     centrality_samples: int = 512
-    anchor_max_words: int = 6
+    anchor_max_words: int = 6  # anchors are whole phrases of at most this many words
+    anchor_max_targets: int = 1  # an anchor text points at no more targets than this across the site
+    min_probability: float = 0.1  # topical links less likely than this are never added to fill a budget
 
 
 @dataclass
@@ -72,7 +74,7 @@ class SiteGraph:
     page_ids: np.ndarray
     home: int
     cluster: np.ndarray  # cluster id per page (-1 when unknown)
-    candidates: pl.DataFrame  # source, target (page indices), score, provenance
+    candidates: pl.DataFrame  # source, target (page indices), score (the ranker's probability), provenance
     similar: pl.DataFrame  # a, b (page indices), score — symmetric: both directions listed
     existing: pl.DataFrame  # source, target (node indices), content (bool)
     nodes: int = 0  # pages + pass-through nodes (0: pages only)
@@ -94,18 +96,12 @@ def existing_links(links: pl.DataFrame, url_keys: pl.Series) -> tuple[pl.DataFra
     empty = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
     if links.is_empty():
         return empty, n
-    hyperlinks = links.filter(
-        (pl.col("link_type").is_null() | (pl.col("link_type").str.to_lowercase() == "hyperlink"))
-        & pl.col("follow")
-    )
+    hyperlinks = followed_hyperlinks(links)
     keyed = pl.DataFrame(
         {
             "source_key": url_parts(hyperlinks["source_url"])["url_key"],
             "target_key": url_parts(hyperlinks["target_url"])["url_key"],
-            "content": ~hyperlinks["link_position"]
-            .str.to_lowercase()
-            .is_in(NAVIGATION_POSITIONS)
-            .fill_null(False),
+            "content": hyperlinks["content"],
         }
     ).drop_nulls(["source_key", "target_key"])
     known = pl.DataFrame({"key": url_keys, "i": np.arange(n, dtype=np.int64)})
@@ -165,7 +161,9 @@ class Planner:
         self.n = len(site.page_ids)
         self.nodes = site.nodes
         existing = site.existing
-        self.exists = set(zip(existing["source"].to_list(), existing["target"].to_list(), strict=True))
+        # a link in the body is what the plan adds: one that exists only in navigation may be added too
+        content = existing.filter(pl.col("content"))
+        self.exists = set(zip(content["source"].to_list(), content["target"].to_list(), strict=True))
         content_out = np.bincount(
             existing.filter(pl.col("content"))["source"].to_numpy(), minlength=self.nodes
         )
@@ -187,23 +185,18 @@ class Planner:
         self.stats = PlanStats()
 
     def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """For each page, its related pages and their scores, most similar first (similar pairs and
-        candidates, both ways)."""
+        """For each page, the pages most likely to link to it: its candidate sources by the ranker's
+        probability first, then its similar pages by cosine (scored below every candidate)."""
+        candidates = self.g.candidates.select(
+            pl.col("target").alias("page"), pl.col("source").alias("other"), "score", pl.lit(0).alias("tier")
+        )
+        similar = self.g.similar.select(
+            pl.col("a").alias("page"), pl.col("b").alias("other"), "score", pl.lit(1).alias("tier")
+        )
         related = (
-            pl.concat(
-                [
-                    self.g.similar.select(pl.col("a").alias("page"), pl.col("b").alias("other"), "score"),
-                    self.g.candidates.select(
-                        pl.col("target").alias("page"), pl.col("source").alias("other"), "score"
-                    ),
-                    self.g.candidates.select(
-                        pl.col("source").alias("page"), pl.col("target").alias("other"), "score"
-                    ),
-                ]
-            )
-            .group_by("page", "other")
-            .agg(pl.col("score").max())
-            .sort(["page", "score", "other"], descending=[False, True, False])
+            pl.concat([candidates, similar.join(candidates, on=["page", "other"], how="anti")])
+            .sort(["page", "tier", "score", "other"], descending=[False, False, True, False])
+            .select("page", "other", "score")
         )
         empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
         lists = [empty] * self.n
@@ -343,12 +336,18 @@ class Planner:
         self.stats.unresolved_orphans = [str(self.g.page_ids[p]) for p in missed]
 
     def _topical(self) -> None:
-        ordered = self.g.candidates.sort(["score", "source", "target"], descending=[True, False, False])
-        for source, target, score, provenance in ordered.select(
-            "source", "target", "score", "provenance"
-        ).iter_rows():
-            if self.contextual_in[target] < self.quota[target] and self.budget[source] > 0:
-                self.add(source, target, "topical", score, provenance)
+        """The most probable candidates, best first, within the sources' budgets: first up to each target's
+        in-link quota, then (quotas are soft) beyond it. Nothing under min_probability is added."""
+        ordered = self.g.candidates.filter(pl.col("score") >= self.o.min_probability).sort(
+            ["score", "source", "target"], descending=[True, False, False]
+        )
+        rows = ordered.select("source", "target", "score", "provenance").rows()
+        for within_quota in (True, False):
+            for source, target, score, provenance in rows:
+                if self.budget[source] > 0 and (
+                    not within_quota or self.contextual_in[target] < self.quota[target]
+                ):
+                    self.add(source, target, "topical", score, provenance)
 
     def _bridge_components(self) -> None:
         n = self.n
@@ -429,6 +428,26 @@ class Planner:
                 unrelated[eligible[:n]] = True
 
 
+def without_hidden(existing: pl.DataFrame, hidden: pl.DataFrame, navigation: pl.DataFrame) -> pl.DataFrame:
+    """Existing node edges with the `hidden` in-content pairs taken out: an edge that also exists in
+    navigation (`navigation` pairs) stays, as a navigation link."""
+    flagged = existing.join(
+        hidden.select("source", "target").with_columns(pl.lit(True).alias("hidden")),
+        on=["source", "target"],
+        how="left",
+    ).join(
+        navigation.select("source", "target").unique().with_columns(pl.lit(True).alias("navigation")),
+        on=["source", "target"],
+        how="left",
+    )
+    hidden_edge = pl.col("hidden").fill_null(False)
+    return (
+        flagged.filter(~hidden_edge | pl.col("navigation").fill_null(False))
+        .with_columns(pl.when(hidden_edge).then(False).otherwise(pl.col("content")).alias("content"))
+        .select(existing.columns)
+    )
+
+
 def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.DataFrame, Planner]:
     """The planned links (source, target indices, reason, score, evidence, placement) and the planner."""
     options = options or PlanOptions()
@@ -436,6 +455,8 @@ def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.
         raise InputError("out_link_budget and max_depth must be at least 1, hub_links at least 0.")
     if not 0 <= options.min_inlinks <= options.max_inlinks:
         raise InputError("min_inlinks must be between 0 and max_inlinks.")
+    if not 0 <= options.min_probability <= 1:
+        raise InputError("min_probability must be between 0 and 1.")
     planner = Planner(site, options)
     planner.run()
     depth = click_depth(planner.graph(), site.home)[: planner.n]
@@ -456,60 +477,191 @@ def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.
     return frame, planner
 
 
+# --- the entry point: a site's inputs and scored candidates -> the plan and its anchors ----------------
+
+
+@dataclass
+class PlanInputs:
+    """What a plan is built on, besides its candidates: pages in page-id order (row = node), their
+    vectors and clusters, similar pairs both ways, and the existing links as node edges."""
+
+    pages: pl.DataFrame
+    vectors: np.ndarray
+    index: pl.DataFrame  # page_id -> i
+    cluster_of: np.ndarray
+    similar: pl.DataFrame
+    existing: pl.DataFrame
+    nodes: int
+    taken: dict[str, set[int]]  # existing in-content anchor (lower case) -> the pages it points at
+
+
+def plan_anchors(
+    inputs: PlanInputs,
+    planned: pl.DataFrame,
+    candidates: pl.DataFrame,
+    options: PlanOptions,
+    glue: frozenset[str],
+) -> tuple[list[str], list[int | None]]:
+    """Each planned link's anchor and, when the source's text already holds it, its offset there."""
+    pages = inputs.pages
+    texts = pages.select(pl.coalesce("body_text", "meta_description").alias("t"))["t"].to_list()
+    mentions = planned.select("source", "target", "score").join(
+        candidates.select("source", "target", "mention_offset", "mention_words"),
+        on=["source", "target"],
+        how="left",
+        maintain_order="left",
+    )
+    mentions = mentions.with_columns(
+        pl.Series(
+            "mention_text",
+            [
+                mention_span(texts[s], o, int(w or 0))
+                for s, o, w in mentions.select("source", "mention_offset", "mention_words").iter_rows()
+            ],
+            dtype=pl.String,
+        )
+    )
+    titles, h1s, paths = pages["title"].to_list(), pages["h1"].to_list(), pages["path"].to_list()
+    targets = planned["target"].unique().to_list()
+    phrases = {t: anchor_phrases(titles[t], h1s[t], options.anchor_max_words, glue) for t in targets}
+    fallback = {
+        t: [a for a in (first_clause(titles[t] or h1s[t]), titles[t], paths[t]) if a] for t in targets
+    }
+    return choose_anchors(mentions, phrases, fallback, options.anchor_max_targets, inputs.taken)
+
+
+def plan_site(
+    inputs: PlanInputs, candidates: pl.DataFrame, existing: pl.DataFrame, options: PlanOptions
+) -> tuple[pl.DataFrame, Planner, SiteGraph]:
+    """The plan from scored candidates (source, target, probability, origins) and the existing links;
+    the planned links carry the candidate's probability (null when no signal proposed the pair)."""
+    scored = candidates.select(
+        "source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance")
+    )
+    graph = SiteGraph(
+        inputs.pages["page_id"].to_numpy(),
+        int(np.flatnonzero(inputs.pages["is_home"].to_numpy())[0]),
+        inputs.cluster_of,
+        scored,
+        inputs.similar,
+        existing,
+        nodes=inputs.nodes,
+        vectors=inputs.vectors,
+    )
+    planned, planner = plan_links(graph, options)
+    planned = planned.join(
+        candidates.select("source", "target", pl.col("probability").cast(pl.Float32)),
+        on=["source", "target"],
+        how="left",
+        maintain_order="left",
+    )
+    return planned, planner, graph
+
+
+def planner_without(
+    inputs: PlanInputs, hidden: pl.DataFrame, options: PlanOptions
+) -> Callable[[LinkGraph, pl.DataFrame], pl.DataFrame]:
+    """The site's planning for a backtest: (visible links, scored candidates) -> planned links, with the
+    `hidden` in-content pairs taken out of the existing links (kept where navigation also joins them)."""
+
+    def plan(visible: LinkGraph, candidates: pl.DataFrame) -> pl.DataFrame:
+        navigation = visible.subset(~visible.content)
+        nav_pairs = pl.DataFrame({"source": navigation.source, "target": navigation.target})
+        existing = without_hidden(inputs.existing, hidden, nav_pairs)
+        return plan_site(inputs, candidates, existing, options)[0]
+
+    return plan
+
+
 # --- anchors ---------------------------------------------------------------------------------------
 
 _CUT = re.compile(r"\s+[|:–—-]\s+|[:,;(]\s*")
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def _trim(words: list[str], glue: frozenset[str]) -> list[str]:
-    while len(words) > 1 and words[-1].lower() in glue:
-        words = words[:-1]
-    while len(words) > 1 and words[0].lower() in glue:
-        words = words[1:]
-    return words
+def first_clause(text: str | None) -> str:
+    """A title's own words: the part before ' | ', ': ', ' - ', ','."""
+    return _CUT.split((text or "").strip())[0].strip(" .") if text else ""
 
 
-def shorten(text: str | None, max_words: int, glue: frozenset[str] = frozenset()) -> str | None:
-    """The first clause of a title (before ' | ', ': ', ' - ', ','), at most `max_words` words, not ending
-    on a function word ('The 7 Best Map Cases of' becomes 'The 7 Best Map Cases')."""
-    if not text:
-        return None
-    words = _CUT.split(text.strip())[0].strip(" .").split()[:max_words]
-    while len(words) > 1 and words[-1].lower() in glue:
-        words.pop()
-    return " ".join(words) or None
-
-
-def anchor_variants(
-    title: str | None,
-    h1: str | None,
-    topic_terms: list[str],
-    max_words: int,
-    glue: frozenset[str] = frozenset(),
-) -> list[str]:
-    """Distinct short anchors for one target: its H1, its title, the noun phrase its title ends with
-    ('Waterproof Hiking Boot'), and its topic's multi-word phrases found in them."""
-    variants = [shorten(h1, max_words, glue), shorten(title, max_words, glue)]
-    clause = _CUT.split((title or h1 or "").strip())[0].split()
-    if len(clause) > 3:
-        variants.append(" ".join(_trim(clause[-3:], glue)))
-    text = f"{title or ''} {h1 or ''}".lower()
-    variants += [term for term in topic_terms if " " in term and term in text][:2]
+def anchor_phrases(title: str | None, h1: str | None, max_words: int, glue: frozenset[str]) -> list[str]:
+    """Anchors for one target, best first, each a whole phrase of its H1 or title — never cut mid-phrase:
+    each clause (the first ones first; of the title, only the first) when it has at most `max_words`
+    words, else the phrases between its function words ('How to Choose a Sleeping Bag for Winter Camping'
+    gives 'Sleeping Bag', 'Winter Camping', …), longest first (single words only as a last resort)."""
+    phrases: list[str] = []
+    clauses = [first_clause(h1), first_clause(title)]
+    # the H1's later clauses too (a title's may be branding: 'Hiking Boots | Alpine Gear')
+    clauses += [c.strip(" .") for c in _CUT.split((h1 or "").strip())[1:]]
+    for clause in clauses:
+        words = clause.split()
+        if not words:
+            continue
+        if len(words) <= max_words:
+            phrases.append(clause)
+            continue
+        chunks: list[list[str]] = [[]]
+        for word in words:
+            if word.lower().strip(".,!?¿¡") in glue:
+                chunks.append([])
+            else:
+                chunks[-1].append(word)
+        fitting = [c for c in chunks if 0 < len(c) <= max_words]
+        phrases += [" ".join(c) for c in sorted(fitting, key=len, reverse=True)]
     seen: set[str] = set()
     distinct = []
-    for variant in variants:
-        if variant and variant.lower() not in seen:
-            seen.add(variant.lower())
-            distinct.append(variant)
-    return distinct or [shorten(title or h1 or "", max_words, glue) or "related page"]
+    for phrase in sorted(phrases, key=lambda p: len(p.split()) < 2):  # stable: phrases of 2+ words first
+        if phrase.lower() not in seen:
+            seen.add(phrase.lower())
+            distinct.append(phrase)
+    return distinct
 
 
-def assign_anchors(links: pl.DataFrame, variants: dict[int, list[str]]) -> pl.Series:
-    """Rotate each target's variants over its links, so one target does not get the same anchor everywhere."""
-    order = links.with_row_index("row").sort(["target", "score", "row"], descending=[False, True, False])
-    position = order.select(pl.int_range(pl.len()).over("target").alias("k"))["k"].to_list()
-    anchors = [""] * links.height
-    for row, target, k in zip(order["row"].to_list(), order["target"].to_list(), position, strict=True):
-        options = variants[target]
-        anchors[row] = options[k % len(options)]
-    return pl.Series("anchor_text", anchors, dtype=pl.String)
+def mention_span(text: str | None, offset: int | None, words: int) -> str | None:
+    """The `words`-word phrase of `text` starting at character `offset`, as written there."""
+    if not text or offset is None or offset < 0 or words < 1:
+        return None
+    if offset and _WORD.match(text[offset - 1]):  # not at a word's start
+        return None
+    tokens = list(_WORD.finditer(text.lower(), offset))[:words]
+    if len(tokens) < words or tokens[0].start() != offset:
+        return None
+    return text[offset : tokens[-1].end()]
+
+
+def choose_anchors(
+    links: pl.DataFrame,
+    phrases: Mapping[int, list[str]],
+    fallback: Mapping[int, list[str]],
+    max_targets: int,
+    taken: Mapping[str, set[int]] | None = None,
+) -> tuple[list[str], list[int | None]]:
+    """One anchor per planned link (source, target, score, and optionally mention_text, mention_offset):
+    the phrase the source's own text already uses for the target, where there is one (its character
+    offset is returned, so the link can be inserted in place); else the target's best phrase. No anchor
+    text points at more than `max_targets` targets, counting the site's existing in-content anchors
+    (`taken`: lower-cased anchor -> targets); the target's `fallback` anchors (its whole title, then its
+    URL path, which no other page has) are used when every phrase is taken. Links are served most
+    probable first."""
+    used: dict[str, set[int]] = {k: set(v) for k, v in (taken or {}).items()}
+
+    def free(anchor: str, target: int) -> bool:
+        holders = used.get(anchor.lower(), set())
+        return target in holders or len(holders) < max_targets
+
+    order = links.with_row_index("row").sort(["score", "row"], descending=[True, False], nulls_last=True)
+    has_mention = "mention_text" in links.columns
+    anchors: list[str] = [""] * links.height
+    offsets: list[int | None] = [None] * links.height
+    for row in order.iter_rows(named=True):
+        target = row["target"]
+        choice, offset = None, None
+        if has_mention and row["mention_text"] and free(row["mention_text"], target):
+            choice, offset = row["mention_text"], row["mention_offset"]
+        else:
+            choice = next((p for p in phrases.get(target, []) if free(p, target)), None)
+        if choice is None:
+            choice = next((f for f in fallback[target] if free(f, target)), fallback[target][-1])
+        used.setdefault(choice.lower(), set()).add(target)
+        anchors[row["row"]], offsets[row["row"]] = choice, offset
+    return anchors, offsets

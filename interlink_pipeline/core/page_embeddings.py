@@ -59,11 +59,11 @@ WHERE p.site = ?
 class EmbeddingRun:
     pages: int
     distinct_texts: int
+    report: ValidationReport  # report.rows: vectors (re)written this run
     cache_hits: int
     embedded: int
     embed_seconds: float
     chunks: int
-    report: ValidationReport  # report.rows: vectors (re)written this run
     encoder: TextEncoder | None  # None when every text was cached (the model was not loaded)
     load_seconds: float
 
@@ -102,6 +102,33 @@ def embed_site(
     if pages.is_empty():
         raise InputError(f"staging.pages has no rows for {site}: materialise pages for this site first.")
     distinct = pages.unique("text_hash", keep="first", maintain_order=True)
+    filled = fill_cache(warehouse, model_id, distinct, load_encoder, chunk_size=chunk_size, progress=progress)
+    report = update_site_rows(
+        warehouse,
+        site,
+        "ml.page_embeddings",
+        [
+            (MARK_FRESH_PAGES, [site, model_id]),
+            (DELETE_STALE_VECTORS, [site]),
+            (INSERT_FRESH_VECTORS, [model_id, site]),
+        ],
+        changed_rows="page_id IN (SELECT page_id FROM fresh_pages)",
+        expected_rows=pages.height,
+    )
+    return EmbeddingRun(pages=pages.height, distinct_texts=distinct.height, report=report, **filled)
+
+
+def fill_cache(
+    warehouse: str | Path,
+    model_id: str,
+    distinct: pl.DataFrame,
+    load_encoder: Callable[[], TextEncoder],
+    *,
+    chunk_size: int = DEFAULT_CHUNK,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """Embed the texts (text_hash, text; distinct) that ml.embedding_cache lacks for the model, committing
+    chunk by chunk; the model is loaded only when something is missing."""
     cached = query(
         warehouse,
         "SELECT c.text_hash FROM ml.embedding_cache c JOIN wanted w USING (text_hash) WHERE c.model = ?",
@@ -127,29 +154,62 @@ def embed_site(
         chunks += 1
         if progress:
             progress(min(chunks * chunk_size, todo.height), todo.height)
-    report = update_site_rows(
+    return {
+        "cache_hits": distinct.height - todo.height,
+        "embedded": todo.height,
+        "embed_seconds": embed_seconds,
+        "chunks": chunks,
+        "encoder": encoder,
+        "load_seconds": load_seconds,
+    }
+
+
+def field_vectors(
+    warehouse: str | Path,
+    model_id: str,
+    texts: dict[str, list[str | None]],
+    load_encoder: Callable[[], TextEncoder],
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[str, np.ndarray], dict]:
+    """Unit vectors of several texts per page ({field: text per page}), through the embedding cache:
+    zero rows where a page has no such text. Also returns what fill_cache did."""
+    from interlink_pipeline.core.urls import stable_ids
+
+    frames = {
+        name: pl.DataFrame({"text": pl.Series(values, dtype=pl.String)}).with_columns(
+            pl.when(pl.col("text").str.strip_chars() != "").then(pl.col("text"))
+        )
+        for name, values in texts.items()
+    }
+    frames = {
+        name: f.with_columns(stable_ids(f["text"].fill_null(""), 32).alias("text_hash"))
+        for name, f in frames.items()
+    }
+    distinct = (
+        pl.concat([f.drop_nulls("text") for f in frames.values()])
+        .unique("text_hash", keep="first")
+        .sort("text_hash")
+    )
+    filled = fill_cache(warehouse, model_id, distinct, load_encoder, progress=progress)
+    found = query(
         warehouse,
-        site,
-        "ml.page_embeddings",
-        [
-            (MARK_FRESH_PAGES, [site, model_id]),
-            (DELETE_STALE_VECTORS, [site]),
-            (INSERT_FRESH_VECTORS, [model_id, site]),
-        ],
-        changed_rows="page_id IN (SELECT page_id FROM fresh_pages)",
-        expected_rows=pages.height,
+        "SELECT c.text_hash, c.dim, c.vector FROM ml.embedding_cache c JOIN wanted w USING (text_hash) "
+        "WHERE c.model = ?",
+        [model_id],
+        {"wanted": distinct.select("text_hash")},
     )
-    return EmbeddingRun(
-        pages=pages.height,
-        distinct_texts=distinct.height,
-        cache_hits=distinct.height - todo.height,
-        embedded=todo.height,
-        embed_seconds=embed_seconds,
-        chunks=chunks,
-        report=report,
-        encoder=encoder,
-        load_seconds=load_seconds,
-    )
+    dim = int(found["dim"].max() or 0)
+    table = found["vector"].list.to_array(dim).to_numpy().astype(np.float32) if dim else np.zeros((0, 0))
+    row_of = dict(zip(found["text_hash"].to_list(), range(found.height), strict=True))
+    vectors = {}
+    for name, frame in frames.items():
+        out = np.zeros((frame.height, dim), dtype=np.float32)
+        rows = [(i, row_of[h]) for i, (t, h) in enumerate(frame.select("text", "text_hash").iter_rows()) if t]
+        if rows:
+            pages, cached = np.array(rows).T
+            out[pages] = table[cached]
+        vectors[name] = out
+    return vectors, filled
 
 
 def read_vectors(

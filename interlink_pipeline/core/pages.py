@@ -43,6 +43,7 @@ _SUFFIX = rf"^.*\S(?:\s+{_SEPARATOR}\s*|\s*{_SEPARATOR}\s+)(.+?)\s*$"
 MAX_BRAND_CHARS = 60
 MAX_BRAND_WORDS = 6
 MAX_TEXT_CHARS = 2000
+MAX_BODY_CHARS = 20_000
 # The raw columns cleaning reads (raw.crawl_pages also keeps h2, extra, load metadata, …).
 CLEANING_INPUTS = [
     "site",
@@ -66,6 +67,7 @@ CLEANING_INPUTS = [
     "word_count",
     "main_query",
     "custom_text",
+    "content_hash",
 ]
 # Brand detection reads a fixed-seed sample: the share of titles ending in the brand is what matters.
 BRAND_SAMPLE = 20_000
@@ -91,8 +93,16 @@ class CleanedPages:
     home_url: str | None
 
 
-def clean_pages(raw: pl.DataFrame, site: str, options: CleaningOptions | None = None) -> CleanedPages:
-    """Split `raw` (a `raw.crawl_pages` frame for one site) into kept pages and excluded rows."""
+def clean_pages(
+    raw: pl.DataFrame,
+    site: str,
+    options: CleaningOptions | None = None,
+    page_text: pl.DataFrame | None = None,
+) -> CleanedPages:
+    """Split `raw` (a `raw.crawl_pages` frame for one site) into kept pages and excluded rows.
+
+    `page_text` (url, text: a `raw.page_text` frame) gives the pages' body text, matched by URL key; a
+    mapped custom_text column fills it for pages it does not cover."""
     options = options or CleaningOptions()
     canonical = url_parts(raw["canonical_url"])
     frame = pl.concat(
@@ -158,7 +168,23 @@ def clean_pages(raw: pl.DataFrame, site: str, options: CleaningOptions | None = 
             ).sum()
         ).item()
     )
-    keepers = keepers.with_columns(_text(options.text_source))
+    keepers = keepers.with_columns(_text(options.text_source)).join(
+        _body_texts(page_text), on="url_key", how="left"
+    )
+    keepers = keepers.with_columns(
+        pl.coalesce("body_text", "custom_text").str.slice(0, MAX_BODY_CHARS).alias("body_text")
+    )
+    # near-duplicates only on strong evidence: the crawler's content hash, or the same H1 and body text
+    same_content = pl.when(pl.col("body_text").is_not_null()).then(
+        pl.concat_str([pl.col("h1").fill_null(""), pl.col("body_text")], separator="\n")
+    )
+    content = keepers.select(same_content.alias("content"))["content"]
+    keepers = keepers.with_columns(
+        pl.coalesce(
+            pl.col("content_hash").str.strip_chars().replace("", None),
+            pl.lit(stable_ids(content, 32)).alias("x"),
+        ).alias("duplicate_key")
+    )
     no_text = keepers.filter(pl.col("text").is_null()).with_columns(
         pl.lit("no_text").alias("reason"), pl.lit("no title, H1 or meta description").alias("detail")
     )
@@ -181,6 +207,8 @@ def clean_pages(raw: pl.DataFrame, site: str, options: CleaningOptions | None = 
         "title_raw",
         "h1",
         "meta_description",
+        "body_text",
+        "duplicate_key",
         "text",
         "text_source",
         "text_hash",
@@ -195,6 +223,18 @@ def clean_pages(raw: pl.DataFrame, site: str, options: CleaningOptions | None = 
     ).sort("row_number")
     home = pages.filter(pl.col("is_home"))["url"]
     return CleanedPages(pages, excluded, brand_label, titles_debranded, home[0] if home.len() else None)
+
+
+def _body_texts(page_text: pl.DataFrame | None) -> pl.DataFrame:
+    empty = pl.DataFrame(schema={"url_key": pl.String, "body_text": pl.String})
+    if page_text is None or page_text.is_empty():
+        return empty
+    texts = page_text["text"].str.replace_all(r"\s+", " ").str.strip_chars().replace("", None)
+    return (
+        pl.DataFrame({"url_key": url_parts(page_text["url"])["url_key"], "body_text": texts})
+        .drop_nulls()
+        .unique("url_key", keep="first")
+    )
 
 
 def _first_reason(site: str, status_known: bool, options: CleaningOptions) -> pl.Expr:

@@ -28,6 +28,7 @@ class ReportData:
     vectors: np.ndarray  # aligned with pages
     site_metrics: pl.DataFrame  # graph.site_metrics rows (scenario before/after)
     plan: pl.DataFrame  # marts.link_opportunities rows
+    backtest: pl.DataFrame  # the latest graph.backtest_runs row (empty: never backtested)
 
 
 def _short(text: str | None, limit: int = 48) -> str:
@@ -129,15 +130,69 @@ def hub_tree(data: ReportData):
     return figure
 
 
+def _table(frame: pl.DataFrame, element_id: str) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+        for row in frame.iter_rows()
+    )
+    return f'<table id="{element_id}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "–"
+    return (
+        f"{value:.3f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
+    )
+
+
+def reasons_table(data: ReportData) -> str:
+    """Links by reason: how many, and how probable the site's ranker finds them."""
+    by_reason = (
+        data.plan.group_by("reason")
+        .agg(pl.len().alias("links"), pl.col("probability").mean().alias("mean probability"))
+        .sort("links", descending=True)
+    )
+    return _table(by_reason, "reasons")
+
+
+def backtest_section(data: ReportData) -> str:
+    """How the plan did on links the pipeline was not shown, next to the plain baseline."""
+    if data.backtest.is_empty():
+        return "<p>Not measured: the site has no in-content links to hide (no All Inlinks export).</p>"
+    row = data.backtest.row(0, named=True)
+    figures = pl.DataFrame(
+        {
+            "": ["plan precision", "plan recall", f"candidate precision@{row['k']}",
+                 f"candidate recall@{row['k']}"],
+            "this plan": [row["plan_precision"], row["plan_recall"], row["candidate_precision_at_k"],
+                          row["candidate_recall_at_k"]],
+            "top pages by title similarity": [row["baseline_precision"], row["baseline_recall"],
+                                              row["baseline_precision_at_k"], row["baseline_recall_at_k"]],
+        }
+    )  # fmt: skip
+    intro = (
+        f"<p>{row['hidden_links']:,} of the site's in-content links ({row['fraction']:.0%}, seed "
+        f"{row['seed']}) were hidden, and the plan rebuilt without them ({row['plan_links']:,} links); the "
+        "baseline is as many links to each page's most similar pages by title.</p>"
+    )
+    return intro + _table(figures, "backtest")
+
+
 def opportunities_table(data: ReportData) -> str:
-    top = data.plan.filter(pl.col("reason") != "hub").sort("score", descending=True).head(TOP_OPPORTUNITIES)
+    top = (
+        data.plan.filter(pl.col("reason") != "hub")
+        .sort(["probability", "score"], descending=True, nulls_last=True)
+        .head(TOP_OPPORTUNITIES)
+    )
     columns = [
         ("source_title", "on page"),
         ("anchor_text", "anchor"),
         ("target_title", "link to"),
         ("reason", "why"),
         ("evidence", "evidence"),
-        ("score", "score"),
+        ("probability", "probability"),
     ]
     head = "".join(f"<th>{label}</th>" for _, label in columns)
     body = []
@@ -149,8 +204,8 @@ def opportunities_table(data: ReportData) -> str:
                 value = f'<a href="{html.escape(row["source_url"])}">{html.escape(_short(value, 70))}</a>'
             elif key == "target_title":
                 value = f'<a href="{html.escape(row["target_url"])}">{html.escape(_short(value, 70))}</a>'
-            elif key == "score":
-                value = f"{value:.3f}"
+            elif key == "probability":
+                value = "–" if value is None else f"{value:.3f}"
             else:
                 value = html.escape(str(value))
             cells.append(f"<td>{value}</td>")
@@ -212,6 +267,10 @@ def render(data: ReportData, path: Path) -> Path:
 <h1>Internal-linking plan for {html.escape(data.site)}</h1>
 <div class="kpis">{"".join(f'<div class="kpi"><b>{v}</b>{k}</div>' for k, v in kpis)}</div>
 {"".join(divs)}
+<h2>Links by reason</h2>
+{reasons_table(data)}
+<h2>Measured on your own links</h2>
+{backtest_section(data)}
 <h2>Top opportunities</h2>
 {opportunities_table(data)}
 </body></html>"""

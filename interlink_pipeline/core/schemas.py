@@ -48,6 +48,9 @@ class RawCrawlPage(pa.DataFrameModel):
     unique_inlinks: pl.Int32 = pa.Field(nullable=True, ge=0, description="Unique Inlinks.")
     main_query: str = pa.Field(nullable=True, description="The page's main search query, when mapped.")
     custom_text: str = pa.Field(nullable=True, description="A user-mapped text column (e.g. an extraction).")
+    content_hash: str = pa.Field(
+        nullable=True, description="The crawler's hash of the page's content (Hash)."
+    )
     extra: str = pa.Field(nullable=True, description="JSON object of the extra_columns kept from the export.")
 
     class Config:
@@ -82,6 +85,22 @@ class RawCrawlLink(pa.DataFrameModel):
         unique = ["site", "row_number"]
 
 
+class RawPageText(pa.DataFrameModel):
+    """raw.page_text: the page-text file as read (optional): each page's body text, by URL."""
+
+    site: str = pa.Field(description=SITE)
+    crawl_id: str = pa.Field(description="Content hash of the page-text file.")
+    loaded_at: pl.Datetime = pa.Field(description="When the file was loaded (UTC).")
+    source_file: str = pa.Field(description="File name of the page-text file.")
+    row_number: pl.Int64 = pa.Field(ge=1, description="1-based data row in the file.")
+    url: str = pa.Field(description="Address as given.")
+    text: str = pa.Field(nullable=True, description="The page's body text.")
+
+    class Config:
+        strict = True
+        unique = ["site", "row_number"]
+
+
 class Page(pa.DataFrameModel):
     """staging.pages: the pages worth linking: indexable HTML 200, de-duplicated, titles de-branded."""
 
@@ -97,6 +116,16 @@ class Page(pa.DataFrameModel):
     title_raw: str = pa.Field(nullable=True, description="Title as crawled.")
     h1: str = pa.Field(nullable=True, description="First H1.")
     meta_description: str = pa.Field(nullable=True, description="Meta description.")
+    body_text: str = pa.Field(
+        nullable=True,
+        description="Body text, from the page-text file or a mapped custom_text column (first "
+        "20,000 characters); null when the site supplies none.",
+    )
+    duplicate_key: str = pa.Field(
+        nullable=True,
+        description="Pages sharing it are near-duplicates: the crawler's content hash, else a hash of H1 + "
+        "body text when there is body text; null when there is no strong evidence.",
+    )
     text: str = pa.Field(str_length={"min_value": 1}, description="Text that represents the page (embedded).")
     text_source: str = pa.Field(description="Which field `text` came from (after fallbacks).")
     text_hash: str = pa.Field(str_length={"min_value": 32, "max_value": 32}, description="MD5 of `text`.")
@@ -204,7 +233,8 @@ class SimilarityPair(pa.DataFrameModel):
     rank: pl.Int32 = pa.Field(ge=1, description="1 = the source's most similar target (within its relation).")
     relation: str = pa.Field(
         isin=["similar", "near_duplicate"],
-        description="similar: a link candidate; near_duplicate: duplicate content (score >= threshold).",
+        description="similar: a link candidate; near_duplicate: duplicate content (the pages share a "
+        "duplicate_key: the crawler's content hash, or the same H1 and body text).",
     )
     reciprocal: bool = pa.Field(description="The target lists the source too (same relation).")
     method: str = pa.Field(description="exact, or ann:<index> (approximate; recall in the run's metadata).")
@@ -292,20 +322,71 @@ class SerpResult(pa.DataFrameModel):
 
 
 class LinkCandidate(pa.DataFrameModel):
-    """ml.link_candidates: SERP targets and similar pages merged per source page, ready for the link plan."""
+    """ml.link_candidates: every pair some signal proposes, with each signal's score and the ranker's
+    probability that the site's editors would link it; existing in-content links are not candidates."""
 
     site: str = pa.Field(description=SITE)
     source_page_id: str = pa.Field(description="The page the link would be placed on.")
     target_page_id: str = pa.Field(description="The page it would link to.")
-    score: pl.Float32 = pa.Field(
-        ge=0, le=1.0001, description="Combined score (weighted semantic and SERP scores)."
+    probability: pl.Float32 = pa.Field(
+        ge=0, le=1, description="The ranker's probability that the site's editors would link the pair."
     )
-    rank: pl.Int32 = pa.Field(ge=1, description="1 = the source's best candidate.")
-    provenance: str = pa.Field(isin=["serp", "semantic", "both"], description="Which evidence proposed it.")
-    semantic_score: pl.Float32 = pa.Field(
-        nullable=True, description="Cosine similarity, when a similar pair."
+    rank: pl.Int32 = pa.Field(ge=1, description="1 = the source's most probable candidate.")
+    origins: str = pa.Field(
+        description="The signals that proposed the pair, '+'-joined: similar, hierarchy, graph, mention, "
+        "serp."
     )
-    serp_rank: pl.Int32 = pa.Field(nullable=True, ge=1, description="Rank in the source's SERP, when there.")
+    cos_title: pl.Float32 = pa.Field(description="Cosine of the two pages' title embeddings.")
+    cos_h1: pl.Float32 = pa.Field(description="Cosine of their H1 embeddings.")
+    cos_meta_description: pl.Float32 = pa.Field(
+        description="Cosine of their meta-description embeddings (0 when either has none)."
+    )
+    cos_body: pl.Float32 = pa.Field(description="Cosine of their body-text embeddings (0 without body text).")
+    cos_body_title: pl.Float32 = pa.Field(
+        description="Cosine of the source's body text and the target's title."
+    )
+    rank_title: pl.Float32 = pa.Field(
+        description="The target's rank among the source's candidates by title cosine (1 = closest)."
+    )
+    rank_body: pl.Float32 = pa.Field(
+        description="The target's rank among the source's candidates by body cosine."
+    )
+    is_parent: pl.Float32 = pa.Field(description="1 when the target is the source's parent in the URL path.")
+    is_child: pl.Float32 = pa.Field(
+        description="1 when the target sits directly below the source in the URL path."
+    )
+    is_sibling: pl.Float32 = pa.Field(description="1 when both have the same parent page.")
+    same_section: pl.Float32 = pa.Field(description="1 when both are in the same first path segment.")
+    tree_distance: pl.Float32 = pa.Field(description="Steps between the two in the URL tree.")
+    source_depth: pl.Float32 = pa.Field(description="Path segments of the source's URL.")
+    target_depth: pl.Float32 = pa.Field(description="Path segments of the target's URL.")
+    two_hop: pl.Float32 = pa.Field(description="In-content paths source -> page -> target.")
+    cocitation: pl.Float32 = pa.Field(description="Pages linking (in content) to both.")
+    coupling: pl.Float32 = pa.Field(description="Pages both link to (in content).")
+    adamic_adar: pl.Float32 = pa.Field(
+        description="Adamic–Adar index of the pair on the undirected in-content link graph."
+    )
+    reverse_link: pl.Float32 = pa.Field(
+        description="1 when the target already links to the source in its content."
+    )
+    navigation_link: pl.Float32 = pa.Field(
+        description="1 when a navigation, header or footer link joins them (either way)."
+    )
+    target_inlinks: pl.Float32 = pa.Field(description="log(1 + the target's in-content in-links).")
+    source_outlinks: pl.Float32 = pa.Field(description="log(1 + the source's in-content out-links).")
+    mention_commonness: pl.Float32 = pa.Field(
+        description="How specific the best phrase of the target found in the source's text is: the "
+        "share of that phrase's links (and titles) that mean this target; 0 when none is found."
+    )
+    mention_words: pl.Float32 = pa.Field(description="Words of that phrase.")
+    mention_title: pl.Float32 = pa.Field(description="1 when the phrase is the target's title or H1.")
+    serp_score: pl.Float32 = pa.Field(
+        description="(depth - rank + 1) / depth of the target in the source's SERP; 0 when absent."
+    )
+    same_cluster: pl.Float32 = pa.Field(description="1 when both are in the same topic cluster.")
+    mention_offset: pl.Int32 = pa.Field(
+        nullable=True, ge=0, description="Character offset of that phrase in the source's text, when found."
+    )
 
     class Config:
         strict = True
@@ -316,6 +397,30 @@ class LinkCandidate(pa.DataFrameModel):
         return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
 
 
+class LinkRankerRun(pa.DataFrameModel):
+    """ml.link_ranker_runs: one row per fitted link ranker: which model, why, and how it validated."""
+
+    site: str = pa.Field(description=SITE)
+    run_id: str = pa.Field(description="Dagster run id.")
+    trained_at: pl.Datetime = pa.Field(description="When it was fitted (UTC).")
+    model: str = pa.Field(
+        isin=["gradient_boosting", "logistic", "default"], description="The model kind chosen."
+    )
+    reason: str = pa.Field(description="Why: the cross-validated figures, or why the default weights.")
+    positive_examples: pl.Int32 = pa.Field(ge=0, description="In-content links found among the candidates.")
+    examples: pl.Int64 = pa.Field(ge=0, description="Training examples (candidate pairs).")
+    validation: str = pa.Field(
+        description="JSON: cross-validated average precision, precision@k and recall@k per model."
+    )
+    feature_weights: str = pa.Field(description="JSON: each feature's share of the model's weight.")
+    settings: str = pa.Field(description="JSON: the ranker settings.")
+    model_path: str = pa.Field(description="The fitted model's file (joblib).")
+
+    class Config:
+        strict = True
+        unique = ["site", "run_id"]
+
+
 class PlannedLink(pa.DataFrameModel):
     """graph.link_plan: the links to add, each with its anchor text, score and reason."""
 
@@ -324,15 +429,37 @@ class PlannedLink(pa.DataFrameModel):
     target_page_id: str = pa.Field(description="The page to link to.")
     source_url: str = pa.Field(description="URL of the page to place the link on.")
     target_url: str = pa.Field(description="URL to link to.")
-    anchor_text: str = pa.Field(str_length={"min_value": 1}, description="Suggested anchor text.")
+    anchor_text: str = pa.Field(
+        str_length={"min_value": 1},
+        description="Suggested anchor text: a phrase the source's text already uses for the target, else a "
+        "whole phrase of the target's H1 or title; no anchor text points at more than anchor_max_targets "
+        "pages.",
+    )
+    anchor_offset: pl.Int32 = pa.Field(
+        nullable=True,
+        ge=0,
+        description="Character offset of the anchor in the source page's body text (its meta description "
+        "when it has none), when the anchor is a phrase already there: the link goes in place.",
+    )
     score: pl.Float32 = pa.Field(
-        description="Evidence strength: candidate score, cosine, or centrality for hubs."
+        description="Evidence strength: the ranker's probability for candidates, the cosine for a similar "
+        "page found by vector search, the centrality for hubs."
+    )
+    probability: pl.Float32 = pa.Field(
+        nullable=True,
+        ge=0,
+        le=1,
+        description="The ranker's probability that the site's editors would link the pair (null for a pair "
+        "no signal proposed: hubs and structural links from the nearest page by vector search).",
     )
     reason: str = pa.Field(
         isin=["hub", "topical", "orphan-rescue", "component-bridge", "depth-shortcut"],
         description="hub, topical, orphan-rescue, component-bridge or depth-shortcut (see the README).",
     )
-    evidence: str = pa.Field(isin=["serp", "semantic", "both", "centrality"], description="What supports it.")
+    evidence: str = pa.Field(
+        description="What proposed it: the candidate's origins ('+'-joined: similar, hierarchy, graph, "
+        "mention, serp), 'semantic' (vector search) or 'centrality' (hubs)."
+    )
     placement: str = pa.Field(
         isin=["home", "contextual"], description="home: on the home page; contextual: in-content."
     )
@@ -405,6 +532,50 @@ class SiteMetrics(pa.DataFrameModel):
         unique = ["site", "scenario"]
 
 
+class BacktestRun(pa.DataFrameModel):
+    """graph.backtest_runs: one row per backtest: a seeded share of the in-content links hidden, the plan
+    rebuilt without them and scored against them, next to a same-budget top-title-cosine baseline."""
+
+    site: str = pa.Field(description=SITE)
+    run_id: str = pa.Field(description="Dagster run id.")
+    ran_at: pl.Datetime = pa.Field(description="When it ran (UTC).")
+    crawl_id: str = pa.Field(description="The crawl it ran on.")
+    seed: pl.Int64 = pa.Field(description="Seed of the hidden sample.")
+    fraction: pl.Float64 = pa.Field(ge=0, le=1, description="Share of in-content link pairs hidden.")
+    hidden_links: pl.Int32 = pa.Field(ge=0, description="In-content link pairs hidden.")
+    settings: str = pa.Field(description="JSON: candidate, ranker and plan settings used.")
+    ranker: str = pa.Field(description="The ranker fitted without the hidden links, and why.")
+    plan_links: pl.Int32 = pa.Field(ge=0, description="Links in the rebuilt plan.")
+    plan_precision: pl.Float64 = pa.Field(
+        ge=0, le=1, description="Share of the plan's links that were hidden."
+    )
+    plan_recall: pl.Float64 = pa.Field(ge=0, le=1, description="Share of the hidden links in the plan.")
+    baseline_precision: pl.Float64 = pa.Field(
+        ge=0, le=1, description="The same for as many top-title-cosine links."
+    )
+    baseline_recall: pl.Float64 = pa.Field(ge=0, le=1, description="Recall of that baseline.")
+    k: pl.Int32 = pa.Field(ge=1, description="The k of the candidate figures.")
+    candidate_precision_at_k: pl.Float64 = pa.Field(
+        ge=0, le=1, description="Precision of each source's top-k candidates (sources with a hidden link)."
+    )
+    candidate_recall_at_k: pl.Float64 = pa.Field(ge=0, le=1, description="Recall of those top-k lists.")
+    baseline_precision_at_k: pl.Float64 = pa.Field(
+        ge=0, le=1, description="Precision of each source's top-k pages by title cosine."
+    )
+    baseline_recall_at_k: pl.Float64 = pa.Field(ge=0, le=1, description="Recall of those lists.")
+    candidate_coverage: pl.Float64 = pa.Field(
+        ge=0, le=1, description="Share of the hidden links among the candidates at all."
+    )
+    precision_by_reason: str = pa.Field(
+        description="JSON: per plan reason, links, hits, precision and mean probability."
+    )
+    seconds: pl.Float64 = pa.Field(ge=0, description="Time the backtest took.")
+
+    class Config:
+        strict = True
+        unique = ["site", "run_id"]
+
+
 # Warehouse table name -> model. Order is creation order and README order.
 class RunFailure(pa.DataFrameModel):
     """ops.run_failures: every failed pipeline run, as the run-failure sensor saw it."""
@@ -424,6 +595,7 @@ class RunFailure(pa.DataFrameModel):
 TABLES: dict[str, type[pa.DataFrameModel]] = {
     "raw.crawl_pages": RawCrawlPage,
     "raw.crawl_links": RawCrawlLink,
+    "raw.page_text": RawPageText,
     "staging.pages": Page,
     "staging.excluded_pages": ExcludedPage,
     "ml.embedding_cache": EmbeddingCacheRow,
@@ -433,9 +605,11 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "ml.clusters": Cluster,
     "serp.cache": SerpCacheRow,
     "serp.results": SerpResult,
+    "ml.link_ranker_runs": LinkRankerRun,
     "ml.link_candidates": LinkCandidate,
     "graph.link_plan": PlannedLink,
     "graph.page_metrics": PageMetrics,
     "graph.site_metrics": SiteMetrics,
+    "graph.backtest_runs": BacktestRun,
     "ops.run_failures": RunFailure,
 }

@@ -5,7 +5,8 @@ block's top candidates: memory is block x n, never n x n. Above `ann_threshold` 
 instead (faiss k-means cells, each searched exactly among its nearest cells), and its recall@k is measured
 against exact search on a sample of pages. Candidates then go through the rules users asked for:
 
-- near-duplicates (score >= duplicate_threshold) are flagged as duplicate content, not link opportunities;
+- near-duplicates (pages sharing a duplicate key: the crawler's content hash, or the same H1 and body text)
+  are flagged as duplicate content, not link opportunities — never on title cosine alone;
 - a target page keeps at most `max_per_target` incoming suggestions (its best ones), so templated pages
   ("[Keyword] in [City]") cannot absorb every slot;
 - each source keeps its best `k` remaining candidates at or above `min_score`;
@@ -27,7 +28,6 @@ from interlink_pipeline.core.errors import InputError
 
 # Chosen on the real crawls and the sample (see the README's similarity section and bench_similarity).
 DEFAULT_MIN_SCORE = 0.5
-DEFAULT_DUPLICATE_THRESHOLD = 0.95
 BLOCK_BYTES = 256 * 1024**2
 RECALL_SAMPLE = 1000
 
@@ -40,7 +40,6 @@ class SimilarityOptions:
 
     k: int = 15
     min_score: float = DEFAULT_MIN_SCORE
-    duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD
     max_per_target: int | None = 50
     candidates_per_page: int = 50  # searched per page before the rules above pick k
     source_paths: tuple[str, ...] = ()  # regexes; a source's path must match one (when any are given)
@@ -189,14 +188,22 @@ def path_mask(paths: pl.Series, include: tuple[str, ...], exclude: tuple[str, ..
 
 
 def similar_pairs(
-    page_ids: pl.Series, paths: pl.Series, vectors: np.ndarray, options: SimilarityOptions | None = None
+    page_ids: pl.Series,
+    paths: pl.Series,
+    vectors: np.ndarray,
+    options: SimilarityOptions | None = None,
+    duplicate_keys: pl.Series | None = None,
 ) -> tuple[pl.DataFrame, SearchStats]:
-    """Pairs (source_page_id, target_page_id, score, rank, relation, reciprocal) for one site."""
+    """Pairs (source_page_id, target_page_id, score, rank, relation, reciprocal) for one site.
+
+    A pair is a near-duplicate only when both pages share a `duplicate_keys` value (strong evidence: the
+    crawler's content hash, or the same H1 and body text); however close their titles, template pages
+    that differ in what they are about ('The Brazos Floor Plan' / 'The Colorado Floor Plan') stay similar."""
     options = options or SimilarityOptions()
     if options.k < 1:
         raise InputError("k must be at least 1.")
-    if not -1 <= options.min_score <= options.duplicate_threshold <= 1:
-        raise InputError("scores must satisfy -1 <= min_score <= duplicate_threshold <= 1.")
+    if not -1 <= options.min_score <= 1:
+        raise InputError("min_score must be between -1 and 1.")
     sources = path_mask(paths, options.source_paths, options.exclude_source_paths)
     targets = path_mask(paths, options.target_paths, options.exclude_target_paths)
     if not sources.any() or not targets.any():
@@ -222,7 +229,7 @@ def similar_pairs(
         )
         idx = target_rows[local]
         stats = SearchStats("exact", time.monotonic() - started)
-    return _apply_rules(page_ids, source_rows, idx, scores, options), stats
+    return _apply_rules(page_ids, source_rows, idx, scores, options, duplicate_keys), stats
 
 
 def _apply_rules(
@@ -231,6 +238,7 @@ def _apply_rules(
     idx: np.ndarray,
     scores: np.ndarray,
     options: SimilarityOptions,
+    duplicate_keys: pl.Series | None,
 ) -> pl.DataFrame:
     width = idx.shape[1]
     candidates = pl.DataFrame(
@@ -241,13 +249,30 @@ def _apply_rules(
         }
     ).filter(pl.col("score") >= options.min_score)
     best_first = pl.col("score").rank("ordinal", descending=True)
-    duplicate = pl.col("score") >= options.duplicate_threshold
+    if duplicate_keys is not None and duplicate_keys.null_count() < len(duplicate_keys):
+        keys = pl.DataFrame({"row": np.arange(len(duplicate_keys), dtype=np.uint32), "key": duplicate_keys})
+        candidates = candidates.join(
+            keys.rename({"row": "source", "key": "source_key"}),
+            on="source",
+            how="left",
+            maintain_order="left",
+        ).join(
+            keys.rename({"row": "target", "key": "target_key"}),
+            on="target",
+            how="left",
+            maintain_order="left",
+        )
+        candidates = candidates.with_columns(
+            (pl.col("source_key") == pl.col("target_key")).fill_null(False).alias("duplicate")
+        ).drop("source_key", "target_key")
+    else:
+        candidates = candidates.with_columns(pl.lit(False).alias("duplicate"))
+    duplicate = pl.col("duplicate")
     similar = candidates.filter(~duplicate)
     if options.max_per_target is not None:
         similar = similar.filter(best_first.over("target") <= options.max_per_target)
     similar = similar.filter(best_first.over("source") <= options.k)
     pairs = pl.concat([similar, candidates.filter(duplicate)]).with_columns(
-        duplicate.alias("duplicate"),
         (pl.col("source").cast(pl.UInt64) * 2**32 + pl.col("target")).alias("key"),
     )
     # cosine is symmetric, so a reversed pair always has the same relation: one u64 key per pair suffices
@@ -264,7 +289,7 @@ def _apply_rules(
     return pairs.select(
         ids.gather(pairs["source"]).alias("source_page_id"),
         ids.gather(pairs["target"]).alias("target_page_id"),
-        pl.col("score").cast(pl.Float32),
+        pl.col("score").clip(-1.0, 1.0).cast(pl.Float32),  # identical texts: 1, not 1 + rounding
         "rank",
         pl.when("duplicate").then(pl.lit("near_duplicate")).otherwise(pl.lit("similar")).alias("relation"),
         "reciprocal",

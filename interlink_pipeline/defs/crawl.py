@@ -1,13 +1,20 @@
-"""Ingest assets: raw_crawl, raw_links and pages (one partition per site)."""
+"""Ingest assets: raw_crawl, raw_links, raw_page_text and pages (one partition per site)."""
 
 import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Literal
 
 import polars as pl
 from dagster import AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.crawl_exports import read_crawl_export, read_links_export
+from interlink_pipeline.core.crawl_exports import (
+    LoadedExport,
+    read_crawl_export,
+    read_links_export,
+    read_page_text,
+)
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.pages import CleaningOptions, clean_pages
 from interlink_pipeline.core.previews import counts_table, markdown_table
@@ -44,6 +51,16 @@ class RawLinksConfig(Config):
         default=None,
         description="All Inlinks export, relative to the site's drop folder; default: the newest '*inlinks*' "
         "file there. Without one, the site's existing links are unknown (raw.crawl_links stays empty).",
+    )
+    column_map: dict[str, str] = Field(default_factory=dict, description="Canonical field -> header.")
+    encoding: str | None = Field(default=None, description="Force a text encoding.")
+
+
+class RawPageTextConfig(Config):
+    text_file: str | None = Field(
+        default=None,
+        description="Page-text file (Address + Text), relative to the site's drop folder; default: the "
+        "newest file with the word 'text' in its name there. Without one, pages have no body text.",
     )
     column_map: dict[str, str] = Field(default_factory=dict, description="Canonical field -> header.")
     encoding: str | None = Field(default=None, description="Force a text encoding.")
@@ -108,41 +125,88 @@ def raw_crawl(
     yield from persist(context, warehouse, site, {"raw.crawl_pages": frame}, metadata, started)
 
 
+def persist_optional_export(
+    context: AssetExecutionContext,
+    warehouse: Warehouse,
+    table: str,
+    find: Callable[[str], Path | None],
+    read: Callable[[Path, str], LoadedExport],
+    describe: Callable[[pl.DataFrame], dict],
+    missing: str,
+) -> Iterator:
+    """Read an optional export into `table` (its rows replace the site's), or empty the table, saying
+    `missing`, when the drop folder has none."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        path = find(site)
+        loaded = read(path, site) if path else None
+    if loaded is None:
+        context.log.info(f"{site}: {missing}")
+        metadata = {"source_file": "none (optional file not provided)"}
+        yield from persist(context, warehouse, site, {table: empty_frame(table)}, metadata, started)
+        return
+    metadata = {
+        "crawl_id": loaded.crawl_id,
+        "source_file": MetadataValue.path(str(path)),
+        **describe(loaded.frame),
+    }
+    yield from persist(context, warehouse, site, {table: loaded.frame}, metadata, started)
+
+
 @site_asset("raw.crawl_links", group=GROUP, deps=[raw_crawl])  # a crawl that fails stops its links
 def raw_links(
     context: AssetExecutionContext, config: RawLinksConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
     """The site's All Inlinks export (optional): the existing link graph, with each link's position."""
-    started = time.monotonic()
-    with user_errors():
-        site = site_key(context)
-        path = inbox.links_export(site, config.links_file)
-        loaded = (
-            read_links_export(path, site, column_map=config.column_map, encoding=config.encoding)
-            if path
-            else None
-        )
-    if loaded is None:
-        context.log.info(f"{site}: no All Inlinks export in the drop folder; existing links are unknown.")
-        empty = empty_frame("raw.crawl_links")
-        metadata = {"source_file": "none (optional export not provided)"}
-        yield from persist(context, warehouse, site, {"raw.crawl_links": empty}, metadata, started)
-        return
-    frame = loaded.frame
-    metadata = {
-        "crawl_id": loaded.crawl_id,
-        "source_file": MetadataValue.path(str(path)),
-        "link_positions": MetadataValue.md(counts_table(frame, "link_position", "links")),
-        "link_types": MetadataValue.md(counts_table(frame, "link_type", "links")),
-        "nofollow_links": int((~frame["follow"]).sum()),
-        "preview": MetadataValue.md(
-            markdown_table(frame.select("source_url", "target_url", "anchor", "link_position"))
+    yield from persist_optional_export(
+        context,
+        warehouse,
+        "raw.crawl_links",
+        lambda site: inbox.links_export(site, config.links_file),
+        lambda path, site: read_links_export(
+            path, site, column_map=config.column_map, encoding=config.encoding
         ),
-    }
-    yield from persist(context, warehouse, site, {"raw.crawl_links": frame}, metadata, started)
+        lambda frame: {
+            "link_positions": MetadataValue.md(counts_table(frame, "link_position", "links")),
+            "link_types": MetadataValue.md(counts_table(frame, "link_type", "links")),
+            "nofollow_links": int((~frame["follow"]).sum()),
+            "preview": MetadataValue.md(
+                markdown_table(frame.select("source_url", "target_url", "anchor", "link_position"))
+            ),
+        },
+        "no All Inlinks export in the drop folder; existing links are unknown.",
+    )
 
 
-@site_asset("staging.pages", "staging.excluded_pages", group=GROUP, deps=[raw_crawl])
+@site_asset("raw.page_text", group=GROUP, deps=[raw_crawl])
+def raw_page_text(
+    context: AssetExecutionContext, config: RawPageTextConfig, warehouse: Warehouse, inbox: CrawlInbox
+):
+    """The site's page-text file (optional): each page's body text, for text features and anchors."""
+
+    def describe(frame: pl.DataFrame) -> dict:
+        lengths = frame["text"].str.len_chars().fill_null(0)
+        return {
+            "pages_with_text": int((lengths > 0).sum()),
+            "median_characters": int(lengths.median() or 0),
+            "preview": MetadataValue.md(
+                markdown_table(frame.select("url", pl.col("text").str.slice(0, 120).alias("text")))
+            ),
+        }
+
+    yield from persist_optional_export(
+        context,
+        warehouse,
+        "raw.page_text",
+        lambda site: inbox.text_file(site, config.text_file),
+        lambda path, site: read_page_text(path, site, column_map=config.column_map, encoding=config.encoding),
+        describe,
+        "no page-text file in the drop folder; pages have no body text.",
+    )
+
+
+@site_asset("staging.pages", "staging.excluded_pages", group=GROUP, deps=[raw_crawl, raw_page_text])
 def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Warehouse):
     """Pages worth linking: indexable HTML 200, de-duplicated, titles de-branded; every drop has a reason."""
     started = time.monotonic()
@@ -158,7 +222,7 @@ def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Wareho
             keep_query_params=tuple(config.keep_query_params),
             min_brand_share=config.min_brand_share,
         )
-        cleaned = clean_pages(raw, site, options)
+        cleaned = clean_pages(raw, site, options, warehouse.read_site("raw.page_text", site, ["url", "text"]))
         kept, excluded = cleaned.pages, cleaned.excluded
         if kept.is_empty():
             reasons = ", ".join(f"{r} {n}" for r, n in excluded["reason"].value_counts(sort=True).rows())
@@ -175,6 +239,7 @@ def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Wareho
         "branding_removed": cleaned.branding or "none detected",
         "titles_debranded": cleaned.titles_debranded,
         "text_sources": MetadataValue.md(counts_table(kept, "text_source", "pages")),
+        "pages_with_body_text": int(kept["body_text"].is_not_null().sum()),
         "home_page": MetadataValue.url(cleaned.home_url) if cleaned.home_url else "none",
         "sections": MetadataValue.md(counts_table(kept, "section", "pages")),
         "preview": MetadataValue.md(markdown_table(kept.select("url", "title_raw", "text", "text_source"))),

@@ -11,21 +11,21 @@ from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
 from pydantic import Field
 
 from interlink_pipeline.core.graph_metrics import GraphSummary, adjacency, out_degree, summarize
+from interlink_pipeline.core.link_candidates import page_links
 from interlink_pipeline.core.link_plan import (
+    PlanInputs,
     PlanOptions,
-    SiteGraph,
-    anchor_variants,
-    assign_anchors,
     existing_links,
-    plan_links,
+    plan_anchors,
+    plan_site,
 )
 from interlink_pipeline.core.page_embeddings import read_vectors
-from interlink_pipeline.core.previews import counts_table, markdown_table
+from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.core.text import detect_language, function_words
 from interlink_pipeline.defs.crawl import raw_links
 from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.relevance import link_candidates, options_from
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.serp import link_candidates
 from interlink_pipeline.defs.similarity import topic_clusters
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
@@ -63,7 +63,19 @@ class LinkPlanConfig(Config):
     centrality_samples: int = Field(
         default=512, ge=8, description="Sampled sources for estimated betweenness."
     )
-    anchor_max_words: int = Field(default=6, ge=1, description="Longest anchor text, in words.")
+    anchor_max_words: int = Field(
+        default=6, ge=1, description="Longest anchor phrase, in words (phrases are never cut)."
+    )
+    anchor_max_targets: int = Field(
+        default=1, ge=1, description="Most pages one anchor text may point at across the site."
+    )
+    min_probability: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Topical links less probable than this (by the site's ranker) are never added to fill "
+        "a budget.",
+    )
 
 
 def _index(frame: pl.DataFrame, index: pl.DataFrame, columns: dict[str, str]) -> pl.DataFrame:
@@ -80,6 +92,33 @@ def _bars(histogram: str, width: int = 24) -> str:
     return "<br>".join(
         f"`{k:>11}` {'█' * max(1, round(width * v / top)) if v else ''} {v:,}" for k, v in counts.items()
     )
+
+
+def plan_inputs(warehouse: Warehouse, site: str) -> PlanInputs:
+    columns = ("page_id", "url", "url_key", "path", "title", "h1", "meta_description", "body_text", "is_home",
+               "crawl_id")  # fmt: skip
+    pages, vectors = read_vectors(warehouse.path, site, columns)
+    index = pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("i"))
+    clusters = warehouse.read_site("ml.page_clusters", site, ["page_id", "cluster_id"])
+    cluster = _index(clusters, index, {"page_id": "i"}).sort("i")
+    cluster_of = np.full(len(pages), -1, dtype=np.int64)
+    cluster_of[cluster["i"].to_numpy()] = cluster["cluster_id"].to_numpy()
+    similar = _index(
+        warehouse.read_site("ml.similarity_pairs", site)
+        .filter(pl.col("relation") == "similar")
+        .select("source_page_id", "target_page_id", "score"),
+        index,
+        {"source_page_id": "a", "target_page_id": "b"},
+    )
+    similar = pl.concat([similar, similar.select(pl.col("b").alias("a"), pl.col("a").alias("b"), "score")])
+    links = warehouse.read_site("raw.crawl_links", site)
+    existing, nodes = existing_links(links, pages["url_key"])
+    anchors = page_links(links, pages["url_key"])
+    taken: dict[str, set[int]] = {}
+    for target, anchor in zip(anchors.target[anchors.content], anchors.anchor[anchors.content], strict=True):
+        if anchor:
+            taken.setdefault(anchor.strip().lower(), set()).add(int(target))
+    return PlanInputs(pages, vectors, index, cluster_of, similar, existing, nodes, taken)
 
 
 @site_asset(
@@ -100,73 +139,47 @@ def _bars(histogram: str, width: int = 24) -> str:
     },
 )
 def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse: Warehouse):
-    """The plan: home -> hubs, every page brought within max_depth level by level, then topical links."""
+    """The plan: home -> hubs, every page brought within max_depth level by level, then the most probable
+    topical links."""
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        pages, vectors = read_vectors(
-            warehouse.path, site, ("page_id", "url", "url_key", "title", "h1", "is_home", "crawl_id")
-        )
-        index = pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("i"))
-        clusters = warehouse.read_site("ml.page_clusters", site, ["page_id", "cluster_id"])
-        cluster = _index(clusters, index, {"page_id": "i"}).sort("i")
-        cluster_of = np.full(len(pages), -1, dtype=np.int64)
-        cluster_of[cluster["i"].to_numpy()] = cluster["cluster_id"].to_numpy()
+        inputs = plan_inputs(warehouse, site)
+        pages, cluster_of, existing = inputs.pages, inputs.cluster_of, inputs.existing
         candidates = _index(
             warehouse.read_site(
-                "ml.link_candidates", site, ["source_page_id", "target_page_id", "score", "provenance"]
+                "ml.link_candidates",
+                site,
+                [
+                    "source_page_id",
+                    "target_page_id",
+                    "probability",
+                    "origins",
+                    "mention_offset",
+                    "mention_words",
+                ],
             ),
-            index,
+            inputs.index,
             {"source_page_id": "source", "target_page_id": "target"},
         )
-        similar = _index(
-            warehouse.read_site("ml.similarity_pairs", site)
-            .filter(pl.col("relation") == "similar")
-            .select("source_page_id", "target_page_id", "score"),
-            index,
-            {"source_page_id": "a", "target_page_id": "b"},
-        )
-        similar = pl.concat(
-            [similar, similar.select(pl.col("b").alias("a"), pl.col("a").alias("b"), "score")]
-        )
-        links = warehouse.read_site("raw.crawl_links", site)
-        existing, nodes = existing_links(links, pages["url_key"])
-        graph = SiteGraph(
-            pages["page_id"].to_numpy(),
-            int(np.flatnonzero(pages["is_home"].to_numpy())[0]),
-            cluster_of,
-            candidates,
-            similar,
-            existing,
-            nodes=nodes,
-            vectors=vectors,
-        )
-        options = PlanOptions(
-            **{
-                f.name: getattr(config, f.name)
-                for f in dataclasses.fields(PlanOptions)
-                if hasattr(config, f.name)
-            }
-        )
-        planned, planner = plan_links(graph, options)
-    terms = dict(warehouse.read_site("ml.clusters", site, ["cluster_id", "top_terms"]).iter_rows())
+        options = options_from(config, PlanOptions)
+        planned, planner, graph = plan_site(inputs, candidates, existing, options)
     glue = function_words(detect_language(pages["title"].drop_nulls().head(2000).to_list()))
-    titles, h1s = pages["title"].to_list(), pages["h1"].to_list()
-    variants = {
-        t: anchor_variants(
-            titles[t], h1s[t], list(terms.get(int(cluster_of[t]), []) or []), options.anchor_max_words, glue
-        )
-        for t in planned["target"].unique().to_list()
-    }
+    anchors, offsets = plan_anchors(inputs, planned, candidates, options, glue)
     ids, urls = pages["page_id"], pages["url"]
-    plan = planned.with_columns(assign_anchors(planned, variants)).select(
+    plan = planned.with_columns(
+        pl.Series("anchor_text", anchors, dtype=pl.String),
+        pl.Series("anchor_offset", offsets, dtype=pl.Int32),
+    ).select(
         pl.lit(site).alias("site"),
         pl.Series("source_page_id", ids.gather(planned["source"]), dtype=pl.String),
         pl.Series("target_page_id", ids.gather(planned["target"]), dtype=pl.String),
         pl.Series("source_url", urls.gather(planned["source"]), dtype=pl.String),
         pl.Series("target_url", urls.gather(planned["target"]), dtype=pl.String),
         "anchor_text",
+        "anchor_offset",
         "score",
+        "probability",
         "reason",
         "evidence",
         "placement",
@@ -246,7 +259,18 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
     names = dict(pages.select("page_id", pl.coalesce("title", "h1", "url")).iter_rows())
     metadata = {
         "planned_links": planned.height,
-        "links_by_reason": MetadataValue.md(counts_table(plan, "reason", "links")),
+        "links_by_reason": MetadataValue.md(
+            markdown_table(
+                plan.group_by("reason")
+                .agg(
+                    pl.len().alias("links"),
+                    pl.col("probability").mean().round(3).alias("mean_probability"),
+                    pl.col("probability").is_null().sum().alias("without_probability"),
+                )
+                .sort("links", descending=True),
+                10,
+            )
+        ),
         "before_after": MetadataValue.md(
             markdown_table(comparison, 20)
             + (

@@ -93,14 +93,15 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
         yield from dbt.cli(["build", "--vars", json.dumps({"site": site})], context=context).stream()
 
 
-def after_marts(group: str, kinds: set[str], description: str):
-    """A per-site asset made from the marts once they are built (in the writer pool: it reads the file)."""
+def after_marts(group: str, kinds: set[str], description: str, deps: tuple = ()):
+    """A per-site asset made from the marts (and `deps`) once they are built (in the writer pool: it reads
+    the file)."""
     return asset(
         partitions_def=site_partitions,
         group_name=group,
         kinds=kinds,
         pool=WRITER_POOL,
-        deps=[marts],
+        deps=[marts, *deps],
         description=description,
     )
 

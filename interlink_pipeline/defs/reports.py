@@ -10,6 +10,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 from interlink_pipeline.core import exports, report
 from interlink_pipeline.core.page_embeddings import read_vectors
 from interlink_pipeline.core.previews import markdown_table
+from interlink_pipeline.defs.backtest import link_backtest
 from interlink_pipeline.defs.marts import after_marts
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
@@ -20,7 +21,8 @@ EXPORTS_ENV = "INTERLINK_EXPORTS_DIR"
 
 PLAN_SQL = """
 SELECT source_url, source_title, target_url, target_title, anchor_text, reason, evidence, placement,
-       round(score, 4) AS score, round(similarity, 4) AS similarity, target_cluster, priority
+       round(probability, 4) AS probability, round(score, 4) AS score, round(similarity, 4) AS similarity,
+       target_cluster, priority
 FROM marts.link_opportunities WHERE site = ? ORDER BY source_url, priority
 """
 PAIRS_SQL = """
@@ -81,7 +83,9 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
     GROUP,
     {"html", "plotly"},
     "An interactive HTML report per site (opens from the file, no network): topic map, depth "
-    "and orphans before/after, hubs → pages, top opportunities.",
+    "and orphans before/after, hubs → pages, links by reason with their probability, the backtest "
+    "against the same-budget baseline, top opportunities.",
+    deps=(link_backtest,),
 )
 def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()
@@ -101,6 +105,11 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
             plan=warehouse.query(
                 "SELECT * FROM marts.link_opportunities WHERE site = ? ORDER BY link_key", [site]
             ),
+            backtest=warehouse.query(
+                "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1", [site]
+            )
+            if "graph.backtest_runs" in warehouse.tables()
+            else pl.DataFrame(),
         )
     path = report.render(data, site_folder(warehouse, site) / "report.html")
     return MaterializeResult(

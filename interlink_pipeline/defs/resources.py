@@ -34,6 +34,11 @@ class Warehouse(ConfigurableResource):
     def read_site(self, table: str, site: str, columns: list[str] | None = None) -> pl.DataFrame:
         return warehouse.read_site(self.path, table, site, columns, lock_timeout_s=self.lock_timeout_s)
 
+    def tables(self) -> set[str]:
+        """The tables the file holds now (schema.table)."""
+        found = self.query("SELECT schema_name || '.' || table_name AS t FROM duckdb_tables()")
+        return set(found["t"].to_list())
+
     def query(self, sql: str, params: list[object] | None = None) -> pl.DataFrame:
         return warehouse.query(self.path, sql, params or [], lock_timeout_s=self.lock_timeout_s)
 
@@ -60,6 +65,12 @@ class CrawlInbox(ConfigurableResource):
         if name:
             return inbox.resolve_export(self.root, site, name)
         return inbox.latest_exports(inbox.site_folder(self.root, site)).get("links")
+
+    def text_file(self, site: str, name: str | None) -> Path | None:
+        """The page-text file named in config, else the newest '*text*' file there (optional)."""
+        if name:
+            return inbox.resolve_export(self.root, site, name)
+        return inbox.latest_exports(inbox.site_folder(self.root, site)).get("text")
 
     def queries_file(self, site: str, name: str | None) -> Path | None:
         """The queries file named in config, else the newest '*quer*'/'*keyword*' file there (optional)."""

@@ -29,9 +29,19 @@ def _digest(path: Path, known: dict[str, list]) -> tuple[str, list]:
     return digest, [stat.st_mtime_ns, stat.st_size, digest]
 
 
-def run_key(site: str, crawl_digest: str, links_digest: str | None, queries_digest: str | None = None) -> str:
+def run_key(
+    site: str,
+    crawl_digest: str,
+    links_digest: str | None,
+    queries_digest: str | None = None,
+    text_digest: str | None = None,
+) -> str:
     key = f"{site}:{crawl_digest}:{links_digest or 'no-links'}"
-    return key + (f":{queries_digest}" if queries_digest else "")
+    return (
+        key
+        + (f":{queries_digest}" if queries_digest else "")
+        + (f":text-{text_digest}" if text_digest else "")
+    )
 
 
 @sensor(
@@ -53,12 +63,14 @@ def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
     new_sites: list[str] = []
     for drop in scan.drops:
         crawl_digest, next_files[str(drop.crawl_file)] = _digest(drop.crawl_file, files)
-        links_digest = queries_digest = None
+        links_digest = queries_digest = text_digest = None
         if drop.links_file is not None:
             links_digest, next_files[str(drop.links_file)] = _digest(drop.links_file, files)
         if drop.queries_file is not None:
             queries_digest, next_files[str(drop.queries_file)] = _digest(drop.queries_file, files)
-        key = run_key(drop.site, crawl_digest, links_digest, queries_digest)
+        if drop.text_file is not None:
+            text_digest, next_files[str(drop.text_file)] = _digest(drop.text_file, files)
+        key = run_key(drop.site, crawl_digest, links_digest, queries_digest, text_digest)
         if requested.get(drop.site) == key:
             continue
         requested[drop.site] = key
@@ -66,6 +78,7 @@ def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
             new_sites.append(drop.site)
         ops = {"raw_crawl": {"config": {"crawl_file": drop.crawl_file.name}}}
         ops["raw_links"] = {"config": {"links_file": drop.links_file.name if drop.links_file else None}}
+        ops["raw_page_text"] = {"config": {"text_file": drop.text_file.name if drop.text_file else None}}
         ops["serp_results"] = {
             "config": {"queries_file": drop.queries_file.name if drop.queries_file else None}
         }

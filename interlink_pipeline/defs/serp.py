@@ -1,4 +1,4 @@
-"""serp_results and link_candidates: search-engine evidence, merged with similar pages."""
+"""serp_results: search-engine evidence: the pages a search engine ranks for each page's main query."""
 
 import dataclasses
 import os
@@ -11,13 +11,11 @@ from pydantic import Field
 
 from interlink_pipeline.core.crawl_exports import read_queries_export
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.link_candidates import CandidateOptions, merge_candidates
-from interlink_pipeline.core.previews import counts_table, markdown_table
+from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.core.serp import SERPER_ENDPOINT, SerpOptions, serp_evidence, top_queries
 from interlink_pipeline.defs.crawl import pages
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
-from interlink_pipeline.defs.similarity import similarity_pairs
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 KEY_ENV = "SERPER_API_KEY"
@@ -77,15 +75,6 @@ class SerpResultsConfig(Config):
     queries_column_map: dict[str, str] = Field(
         default_factory=dict, description="Field -> header for that file."
     )
-
-
-class LinkCandidatesConfig(Config):
-    semantic_weight: float = Field(default=0.6, ge=0, description="Weight of the cosine similarity.")
-    serp_weight: float = Field(
-        default=0.4, ge=0, description="Weight of the SERP score, (depth - rank + 1)/depth."
-    )
-    serp_depth: int = Field(default=10, ge=1, description="SERP positions that count as evidence.")
-    max_candidates: int = Field(default=20, ge=1, description="Candidates kept per page.")
 
 
 @site_asset("serp.results", group=GROUP, deps=[pages], kinds={"duckdb", "httpx"})
@@ -148,33 +137,3 @@ def serp_results(
         ),
     }
     yield from persist(context, warehouse, site, {"serp.results": results}, metadata, started)
-
-
-@site_asset("ml.link_candidates", group=GROUP, deps=[serp_results, similarity_pairs])
-def link_candidates(context: AssetExecutionContext, config: LinkCandidatesConfig, warehouse: Warehouse):
-    """SERP targets and similar pages merged per page, with a combined score and where each came from."""
-    started = time.monotonic()
-    with user_errors():
-        site = site_key(context)
-        pairs = warehouse.read_site("ml.similarity_pairs", site)
-        serp = warehouse.read_site("serp.results", site)
-        options = CandidateOptions(
-            config.semantic_weight, config.serp_weight, config.serp_depth, config.max_candidates
-        )
-        candidates = merge_candidates(pairs, serp, options).with_columns(pl.lit(site).alias("site"))
-    site_pages = warehouse.read_site("staging.pages", site, ["page_id", "title", "text"])
-    titles = site_pages.select("page_id", pl.coalesce("title", "text").alias("title"))
-    preview = (
-        candidates.join(titles.rename({"page_id": "source_page_id", "title": "on_page"}), on="source_page_id")
-        .join(titles.rename({"page_id": "target_page_id", "title": "link_to"}), on="target_page_id")
-        .sort("score", descending=True)
-        .select("on_page", "link_to", pl.col("score").round(3), "provenance")
-    )
-    metadata = {
-        "candidates": candidates.height,
-        "by_provenance": MetadataValue.md(counts_table(candidates, "provenance", "candidates")),
-        "pages_with_candidates": candidates["source_page_id"].n_unique(),
-        "pages_without_candidates": site_pages.height - candidates["source_page_id"].n_unique(),
-        "preview": MetadataValue.md(markdown_table(preview, 15)),
-    }
-    yield from persist(context, warehouse, site, {"ml.link_candidates": candidates}, metadata, started)

@@ -13,7 +13,6 @@ from interlink_pipeline.core.encoders import resolve_device
 from interlink_pipeline.core.page_embeddings import read_vectors
 from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.core.similarity import (
-    DEFAULT_DUPLICATE_THRESHOLD,
     DEFAULT_MIN_SCORE,
     SimilarityOptions,
     similar_pairs,
@@ -30,12 +29,6 @@ class SimilarityConfig(Config):
     k: int = Field(default=15, ge=1, le=500, description="Similar pages kept per page.")
     min_score: float = Field(
         default=DEFAULT_MIN_SCORE, ge=-1, le=1, description="Lowest cosine kept (0.5: see the README)."
-    )
-    duplicate_threshold: float = Field(
-        default=DEFAULT_DUPLICATE_THRESHOLD,
-        ge=-1,
-        le=1,
-        description="At or above this cosine a pair is near-duplicate content, not a link candidate.",
     )
     max_per_target: int = Field(
         default=50,
@@ -96,11 +89,12 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        pages, vectors = read_vectors(warehouse.path, site, ("page_id", "path", "url", "title", "text"))
+        pages, vectors = read_vectors(
+            warehouse.path, site, ("page_id", "path", "url", "title", "text", "duplicate_key")
+        )
         options = SimilarityOptions(
             k=config.k,
             min_score=config.min_score,
-            duplicate_threshold=config.duplicate_threshold,
             max_per_target=config.max_per_target or None,
             candidates_per_page=config.candidates_per_page,
             source_paths=tuple(config.source_paths),
@@ -112,7 +106,9 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
             ann_cells_probed=config.ann_cells_probed,
             device=resolve_device(config.device),
         )
-        pairs, stats = similar_pairs(pages["page_id"], pages["path"], vectors, options)
+        pairs, stats = similar_pairs(
+            pages["page_id"], pages["path"], vectors, options, pages["duplicate_key"]
+        )
     pairs = pairs.with_columns(pl.lit(site).alias("site"), pl.lit(stats.method).alias("method"))
     similar = pairs.filter(pl.col("relation") == "similar")
     per_source = similar.group_by("source_page_id").len()["len"].max() or 0

@@ -22,7 +22,14 @@ from dagster import (
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.previews import markdown_table
-from interlink_pipeline.core.warehouse import ContractError, ValidationReport, duckdb_type, table_columns
+from interlink_pipeline.core.warehouse import (
+    NO_FAILURES,
+    ContractError,
+    ValidationReport,
+    duckdb_type,
+    merge_rows,
+    table_columns,
+)
 from interlink_pipeline.defs.partitions import site_partitions
 
 WRITER_POOL = "duckdb_writer"
@@ -124,6 +131,26 @@ def persist(
     except ContractError as exc:
         yield from failed_checks(site, exc)
     yield materialized(context, site, reports, metadata, started, invariants)
+
+
+def record_run(
+    context: AssetExecutionContext,
+    warehouse: Any,
+    site: str,
+    table: str,
+    row: pl.DataFrame,
+    metadata: dict[str, Any],
+    started: float,
+) -> Iterator[AssetCheckResult | MaterializeResult]:
+    """Append this run's row to a run-history table (keyed by site and run id; earlier runs stay)."""
+    try:
+        with user_errors():
+            merge_rows(warehouse.path, table, row, key=["site", "run_id"], replace=True)
+    except ContractError as exc:
+        yield from failed_checks(site, exc)
+    stored = warehouse.query(f"SELECT count(*) AS n FROM {table} WHERE site = ?", [site])["n"][0]
+    report = ValidationReport(table, row.height, NO_FAILURES, int(stored))
+    yield materialized(context, site, {table: report}, metadata, started)
 
 
 def failed_checks(site: str, exc: ContractError) -> Iterator[AssetCheckResult]:

@@ -15,6 +15,7 @@ select
     l.evidence,
     l.placement,
     l.score,
+    l.probability,
     sim.score as similarity,
     tc.cluster_id as target_cluster_id,
     c.label as target_cluster,

@@ -1,0 +1,169 @@
+"""Backtest: hide a seeded share of the site's in-content links, rebuild candidates, ranker and plan without
+them, and score what comes back against them, next to a same-budget baseline computed in the same run.
+
+The baseline is what a plain "most similar pages" list gives: each page's top pages by title cosine
+(without its existing in-content links), round by round (every page's best, then every page's second…)
+until it holds as many links as the plan; for the candidate figures, each page's top k.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from interlink_pipeline.core.link_candidates import CandidateBuilder, CandidateOptions, LinkGraph, SiteSignals
+from interlink_pipeline.core.link_ranker import Ranker, RankerOptions, fit_ranker, training_examples
+from interlink_pipeline.core.similarity import exact_top
+
+PAIR = ["source", "target"]
+
+
+@dataclass(frozen=True)
+class BacktestOptions:
+    """Every field is a `link_backtest` config setting of the same name."""
+
+    fraction: float = 0.2  # share of the in-content link pairs hidden
+    seed: int = 0
+    k: int = 10  # candidate precision@k and recall@k
+
+
+@dataclass
+class BacktestResult:
+    hidden_links: int
+    figures: dict[str, float]
+    by_reason: pl.DataFrame  # reason, links, hits, precision, mean_probability
+    ranker: Ranker
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def hide_links(links: LinkGraph, fraction: float, seed: int) -> tuple[LinkGraph, pl.DataFrame]:
+    """(the links left visible, the hidden (source, target) pairs): a seeded share of the distinct
+    in-content pairs; navigation, header and footer links are never hidden."""
+    pairs = links.content_pairs()
+    chosen = np.random.default_rng(seed).random(pairs.height) < fraction
+    hidden = pairs.filter(pl.Series(chosen))
+    return hide_pairs(links, hidden), hidden
+
+
+def hide_pairs(links: LinkGraph, hidden: pl.DataFrame) -> LinkGraph:
+    """The links without the in-content instances of `hidden` (source, target) pairs."""
+    flagged = (
+        pl.DataFrame({"source": links.source, "target": links.target})
+        .join(
+            hidden.select(PAIR).unique().with_columns(pl.lit(True).alias("hidden")),
+            on=PAIR,
+            how="left",
+            maintain_order="left",
+        )["hidden"]
+        .fill_null(False)
+        .to_numpy()
+    )
+    return links.subset(~(flagged & links.content))
+
+
+def baseline_lists(title_vectors: np.ndarray, visible: LinkGraph, depth: int) -> pl.DataFrame:
+    """source, target, cosine, position: each page's `depth` most similar pages by title, without itself
+    and its visible in-content links."""
+    n = len(title_vectors)
+    extra = int(np.bincount(visible.source[visible.content], minlength=n).max(initial=0))
+    idx, scores = exact_top(title_vectors, title_vectors, min(n, depth + extra + 1), query_ids=np.arange(n))
+    return (
+        pl.DataFrame(
+            {"source": np.repeat(np.arange(n), idx.shape[1]), "target": idx.ravel(), "cosine": scores.ravel()}
+        )
+        .filter(pl.col("source") != pl.col("target"))
+        .join(visible.content_pairs(), on=PAIR, how="anti")
+        .with_columns(pl.int_range(pl.len()).over("source").add(1).alias("position"))
+        .filter(pl.col("position") <= depth)
+    )
+
+
+def same_budget_baseline(lists: pl.DataFrame, size: int) -> pl.DataFrame:
+    """`size` links from the baseline lists, every page's best first, then every page's second, …"""
+    return lists.sort(["position", "cosine", "source"], descending=[False, True, False]).head(size)
+
+
+def precision_recall(links: pl.DataFrame, hidden: pl.DataFrame) -> tuple[int, float, float]:
+    hits = links.select(PAIR).unique().join(hidden.select(PAIR), on=PAIR).height
+    return hits, hits / links.height if links.height else 0.0, hits / hidden.height if hidden.height else 0.0
+
+
+def at_k(ranked: pl.DataFrame, score: str, hidden: pl.DataFrame, k: int) -> tuple[float, float]:
+    """Precision and recall of each source's top-k by `score`, over the sources with a hidden link."""
+    sources = hidden["source"].unique()
+    top = (
+        ranked.filter(pl.col("source").is_in(sources.implode()))
+        .sort(["source", score, "target"], descending=[False, True, False])
+        .group_by("source", maintain_order=True)
+        .head(k)
+    )
+    hits = top.join(hidden.select(PAIR), on=PAIR).height
+    return hits / (k * len(sources)) if len(sources) else 0.0, hits / hidden.height if hidden.height else 0.0
+
+
+def run_backtest(
+    signals: SiteSignals,
+    links: LinkGraph,
+    hidden: pl.DataFrame,
+    plan: Callable[[LinkGraph, pl.DataFrame], pl.DataFrame],
+    candidate_options: CandidateOptions,
+    ranker_options: RankerOptions,
+    k: int = 10,
+) -> BacktestResult:
+    """Rebuild candidates, ranker and plan from `links` without `hidden`, and score them against it.
+
+    `plan(visible links, scored candidates)` returns the plan's links (source, target, reason,
+    probability); it is the same planning the site's own run uses.
+    """
+    seconds: dict[str, float] = {}
+    started = time.monotonic()
+    visible = hide_pairs(links, hidden)
+    builder = CandidateBuilder(signals, candidate_options)
+    examples = training_examples(builder, visible, ranker_options)
+    ranker = fit_ranker(examples, ranker_options)
+    seconds["ranker"] = time.monotonic() - started
+    started = time.monotonic()
+    candidates = builder.build(visible)
+    candidates = candidates.with_columns(pl.Series("probability", ranker.probability(candidates)))
+    seconds["candidates"] = time.monotonic() - started
+    started = time.monotonic()
+    planned = plan(visible, candidates)
+    seconds["plan"] = time.monotonic() - started
+    lists = baseline_lists(signals.vectors["title"], visible, max(k, 50))
+    baseline = same_budget_baseline(lists, planned.height)
+    plan_hits, plan_precision, plan_recall = precision_recall(planned, hidden)
+    base_hits, base_precision, base_recall = precision_recall(baseline, hidden)
+    cand_p, cand_r = at_k(candidates, "probability", hidden, k)
+    base_p, base_r = at_k(lists, "cosine", hidden, k)
+    covered = candidates.select(PAIR).join(hidden.select(PAIR), on=PAIR).height
+    figures = {
+        "plan_links": planned.height,
+        "plan_hits": plan_hits,
+        "plan_precision": plan_precision,
+        "plan_recall": plan_recall,
+        "baseline_hits": base_hits,
+        "baseline_precision": base_precision,
+        "baseline_recall": base_recall,
+        "candidate_precision_at_k": cand_p,
+        "candidate_recall_at_k": cand_r,
+        "baseline_precision_at_k": base_p,
+        "baseline_recall_at_k": base_r,
+        "candidates": candidates.height,
+        "candidate_coverage": covered / hidden.height if hidden.height else 0.0,
+    }
+    by_reason = (
+        planned.join(hidden.select(PAIR).with_columns(pl.lit(1).alias("hit")), on=PAIR, how="left")
+        .group_by("reason")
+        .agg(
+            pl.len().alias("links"),
+            pl.col("hit").fill_null(0).sum().alias("hits"),
+            pl.col("probability").mean().alias("mean_probability"),
+        )
+        .with_columns((pl.col("hits") / pl.col("links")).alias("precision"))
+        .sort("links", descending=True)
+    )
+    return BacktestResult(hidden.height, figures, by_reason, ranker, seconds)

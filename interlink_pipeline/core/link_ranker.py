@@ -1,0 +1,212 @@
+"""The link ranker: how likely the site's editors are to link a candidate pair, learned from the site's
+own links.
+
+Training examples are made the way the ranker is used: the site's in-content links are split into
+`simulation_folds` parts, and for each part the candidates are rebuilt from the other links only; the
+candidates that part links are the positives, the others the negatives. So a positive never lends its own
+link to its features (its anchor, its target's in-degree), exactly as a link still to be written cannot.
+
+The model (gradient boosting or logistic regression, `auto` picks the better by cross-validated average
+precision) is validated with folds grouped by source page. A site with fewer than `min_positives` examples
+gets the default model: logistic-regression weights fitted on the development crawls (DEFAULT_WEIGHTS).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from interlink_pipeline.core.link_candidates import FEATURES, CandidateBuilder, LinkGraph
+
+ModelKind = Literal["auto", "gradient_boosting", "logistic"]
+DEFAULT_WEIGHTS = Path(__file__).with_name("default_ranker.json")
+
+
+@dataclass(frozen=True)
+class RankerOptions:
+    """Every field is a `link_ranker` config setting of the same name."""
+
+    model: ModelKind = "auto"
+    simulation_folds: int = 4  # the links are hidden a part at a time to make training examples
+    min_positives: int = 40  # fewer positive examples: the default model
+    max_training_rows: int = 600_000  # sources are sampled beyond this
+    cv_folds: int = 3  # validation folds, grouped by source page
+    seed: int = 0
+
+
+@dataclass
+class Ranker:
+    """A fitted model and how it was chosen and validated."""
+
+    kind: str  # gradient_boosting, logistic, or default
+    model: object
+    reason: str  # why this model: the measurement, or why the default
+    positives: int = 0
+    examples: int = 0
+    validation: dict[str, float] = field(default_factory=dict)  # per candidate model: average precision…
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def probability(self, candidates: pl.DataFrame) -> np.ndarray:
+        if candidates.is_empty():
+            return np.empty(0, dtype=np.float32)
+        return self.model.predict_proba(_matrix(candidates))[:, 1].astype(np.float32)
+
+
+def _matrix(frame: pl.DataFrame) -> np.ndarray:
+    return frame.select(FEATURES).to_numpy().astype(np.float32)
+
+
+def training_examples(builder: CandidateBuilder, links: LinkGraph, options: RankerOptions) -> pl.DataFrame:
+    """Candidates labelled by simulation: each fold of in-content link pairs hidden in turn."""
+    pairs = links.content_pairs()
+    if pairs.height < 2:
+        return pl.DataFrame()
+    rng = np.random.default_rng(options.seed)
+    fold_of_pair = rng.permutation(pairs.height) % max(2, options.simulation_folds)
+    pairs = pairs.with_columns(pl.Series("fold", fold_of_pair, dtype=pl.Int32))
+    instances = pl.DataFrame({"source": links.source, "target": links.target, "content": links.content})
+    instance_fold = instances.join(pairs, on=["source", "target"], how="left", maintain_order="left")["fold"]
+    frames = []
+    for fold in range(max(2, options.simulation_folds)):
+        hidden = (instance_fold == fold).fill_null(False).to_numpy() & links.content
+        built = builder.build(links.subset(~hidden))
+        positives = pairs.filter(pl.col("fold") == fold).select("source", "target", pl.lit(1).alias("label"))
+        frames.append(
+            built.join(positives, on=["source", "target"], how="left").with_columns(
+                pl.col("label").fill_null(0).cast(pl.Int8), pl.lit(fold, dtype=pl.Int32).alias("fold")
+            )
+        )
+    examples = pl.concat(frames)
+    if examples.height > options.max_training_rows:
+        sources = examples["source"].unique().sort()
+        keep = int(len(sources) * options.max_training_rows / examples.height)
+        chosen = sources.sample(max(1, keep), seed=options.seed)
+        examples = examples.filter(pl.col("source").is_in(chosen.implode()))
+    return examples
+
+
+def _models(kind: ModelKind, seed: int) -> dict[str, object]:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    models = {
+        "gradient_boosting": HistGradientBoostingClassifier(
+            max_iter=200,
+            learning_rate=0.1,
+            max_leaf_nodes=31,
+            l2_regularization=1.0,
+            early_stopping=False,  # the same fit every run, and no rows held out of it
+            random_state=seed,
+        ),
+        "logistic": make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000)),
+    }
+    return models if kind == "auto" else {kind: models[kind]}
+
+
+def fit_ranker(examples: pl.DataFrame, options: RankerOptions) -> Ranker:
+    """Fit the site's ranker, or return the default one when the site has too few links."""
+    positives = int(examples["label"].sum()) if not examples.is_empty() else 0
+    if positives < options.min_positives or positives == examples.height:
+        fallback = default_ranker(
+            f"{positives} positive examples (in-content links found among the candidates), fewer than "
+            f"min_positives ({options.min_positives}): default weights fitted on the development crawls"
+        )
+        fallback.positives, fallback.examples = positives, examples.height
+        return fallback
+    from sklearn.base import clone
+    from sklearn.metrics import average_precision_score
+    from sklearn.model_selection import GroupKFold
+
+    x, y = _matrix(examples), examples["label"].to_numpy()
+    groups = examples["source"].to_numpy()
+    folds = min(options.cv_folds, len(np.unique(groups)))
+    validation: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    candidates = _models(options.model, options.seed)
+    for name, model in candidates.items():
+        started = time.monotonic()
+        scores = np.zeros(len(y), dtype=np.float64)
+        for train, test in GroupKFold(n_splits=folds).split(x, y, groups):
+            if y[train].min() == y[train].max():
+                scores[test] = y[train].mean()
+                continue
+            scores[test] = clone(model).fit(x[train], y[train]).predict_proba(x[test])[:, 1]
+        validation[f"{name}_average_precision"] = float(average_precision_score(y, scores))
+        validation.update(
+            {f"{name}_{k}": v for k, v in _precision_recall_at(examples, scores, (1, 5, 10)).items()}
+        )
+        seconds[f"validate_{name}"] = time.monotonic() - started
+    best = max(candidates, key=lambda name: validation[f"{name}_average_precision"])
+    started = time.monotonic()
+    model = clone(candidates[best]).fit(x, y)
+    seconds["fit"] = time.monotonic() - started
+    others = ", ".join(
+        f"{name} {validation[f'{name}_average_precision']:.3f}" for name in candidates if name != best
+    )
+    reason = f"{best}: cross-validated average precision {validation[f'{best}_average_precision']:.3f}" + (
+        f" (against {others})" if others else ""
+    )
+    return Ranker(best, model, reason, positives, len(y), validation, seconds)
+
+
+def _precision_recall_at(examples: pl.DataFrame, scores: np.ndarray, ks: tuple[int, ...]) -> dict[str, float]:
+    """Per source page with a positive: precision and recall of its top-k candidates by score."""
+    ranked = (
+        examples.select("fold", "source", "label")
+        .with_columns(pl.Series("score", scores))
+        .with_columns(
+            pl.col("score").rank("ordinal", descending=True).over("fold", "source").alias("position"),
+            pl.col("label").sum().over("fold", "source").alias("positives"),
+        )
+        .filter(pl.col("positives") > 0)
+    )
+    lists = ranked.select(pl.struct("fold", "source").n_unique()).item()
+    total = int(ranked["label"].sum())
+    out = {}
+    for k in ks:
+        hits = int(ranked.filter(pl.col("position") <= k)["label"].sum())
+        out[f"precision_at_{k}"] = hits / (k * lists) if lists else 0.0
+        out[f"recall_at_{k}"] = hits / total if total else 0.0
+    return out
+
+
+class _DefaultModel:
+    """Logistic-regression weights over standardised FEATURES, read from DEFAULT_WEIGHTS."""
+
+    def __init__(self, weights: dict):
+        self.mean = np.array([weights["mean"][f] for f in FEATURES], dtype=np.float64)
+        self.scale = np.array([weights["scale"][f] for f in FEATURES], dtype=np.float64)
+        self.coef = np.array([weights["coef"][f] for f in FEATURES], dtype=np.float64)
+        self.intercept = float(weights["intercept"])
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        z = ((x - self.mean) / self.scale) @ self.coef + self.intercept
+        p = 1.0 / (1.0 + np.exp(-z))
+        return np.column_stack([1 - p, p])
+
+
+def default_ranker(reason: str) -> Ranker:
+    weights = json.loads(DEFAULT_WEIGHTS.read_text())
+    return Ranker("default", _DefaultModel(weights), f"{reason} ({weights['fitted_on']})")
+
+
+def export_weights(ranker: Ranker, fitted_on: str) -> dict:
+    """A fitted logistic ranker as DEFAULT_WEIGHTS' JSON."""
+    scaler, logistic = ranker.model.steps[0][1], ranker.model.steps[1][1]
+    return {
+        "fitted_on": fitted_on,
+        "mean": dict(zip(FEATURES, scaler.mean_.round(6).tolist(), strict=True)),
+        "scale": dict(
+            zip(FEATURES, np.where(scaler.scale_ > 0, scaler.scale_, 1).round(6).tolist(), strict=True)
+        ),
+        "coef": dict(zip(FEATURES, logistic.coef_[0].round(6).tolist(), strict=True)),
+        "intercept": round(float(logistic.intercept_[0]), 6),
+    }  # fmt: skip

@@ -1,0 +1,154 @@
+"""link_backtest: the site's plan rebuilt with a seeded share of its in-content links hidden, scored
+against them next to a same-budget baseline — every run shows how good its links are."""
+
+import dataclasses
+import json
+import time
+from datetime import UTC, datetime
+
+import polars as pl
+from dagster import AssetExecutionContext, MetadataValue
+
+from interlink_pipeline.core.link_backtest import hide_links, run_backtest
+from interlink_pipeline.core.link_plan import PlanOptions, planner_without
+from interlink_pipeline.core.link_ranker import RankerOptions
+from interlink_pipeline.core.previews import markdown_table
+from interlink_pipeline.core.warehouse import NO_FAILURES, ValidationReport
+from interlink_pipeline.defs.embeddings import Embedder
+from interlink_pipeline.defs.link_plan import link_plan, plan_inputs
+from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.relevance import (
+    GROUP,
+    CandidateSettings,
+    LinkBacktestConfig,
+    relevance_inputs,
+)
+from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.tables import materialized, record_run, site_asset, user_errors
+
+
+def _bar(value: float, top: float, width: int = 30) -> str:
+    return "█" * max(1, round(width * value / top)) if value > 0 and top > 0 else ""
+
+
+@site_asset("graph.backtest_runs", group=GROUP, deps=[link_plan], kinds={"duckdb", "scikitlearn"})
+def link_backtest(
+    context: AssetExecutionContext,
+    config: LinkBacktestConfig,
+    warehouse: Warehouse,
+    embedder: Embedder,
+    candidate_settings: CandidateSettings,
+):
+    """Hide `fraction` of the in-content links (seeded), rebuild candidates, ranker and plan without them,
+    and score the plan and the candidates against them, next to a same-budget title-cosine baseline."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        inputs = relevance_inputs(warehouse, embedder, site)
+        base = plan_inputs(warehouse, site)
+    if not inputs.links.content.any():
+        context.log.warning(
+            f"{site}: backtest skipped: no in-content links to hide (register an All Inlinks export with "
+            "link positions to measure the plan on the site's own links)"
+        )
+        yield from _skipped(context, site, base.pages["crawl_id"][0], started)
+        return
+    _, hidden = hide_links(inputs.links, config.fraction, config.seed)
+    ranker_options = RankerOptions(seed=config.seed)
+    plan_options = PlanOptions()
+
+    plan = planner_without(base, hidden, plan_options)
+    result = run_backtest(
+        inputs.signals, inputs.links, hidden, plan, candidate_settings.options(), ranker_options, config.k
+    )
+    f = result.figures
+    settings = {
+        "candidates": dataclasses.asdict(candidate_settings.options()),
+        "ranker": dataclasses.asdict(ranker_options),
+        "plan": dataclasses.asdict(plan_options),
+    }
+    row = pl.DataFrame(
+        {
+            "site": [site],
+            "run_id": [context.run.run_id],
+            "ran_at": [datetime.now(UTC).replace(tzinfo=None)],
+            "crawl_id": [base.pages["crawl_id"][0]],
+            "seed": [config.seed],
+            "fraction": [config.fraction],
+            "hidden_links": [result.hidden_links],
+            "settings": [json.dumps(settings)],
+            "ranker": [result.ranker.reason],
+            "plan_links": [int(f["plan_links"])],
+            "plan_precision": [f["plan_precision"]],
+            "plan_recall": [f["plan_recall"]],
+            "baseline_precision": [f["baseline_precision"]],
+            "baseline_recall": [f["baseline_recall"]],
+            "k": [config.k],
+            "candidate_precision_at_k": [f["candidate_precision_at_k"]],
+            "candidate_recall_at_k": [f["candidate_recall_at_k"]],
+            "baseline_precision_at_k": [f["baseline_precision_at_k"]],
+            "baseline_recall_at_k": [f["baseline_recall_at_k"]],
+            "candidate_coverage": [f["candidate_coverage"]],
+            "precision_by_reason": [json.dumps(result.by_reason.to_dicts())],
+            "seconds": [time.monotonic() - started],
+        },
+        schema_overrides={
+            "ran_at": pl.Datetime("us"),
+            "seed": pl.Int64,
+            "hidden_links": pl.Int32,
+            "plan_links": pl.Int32,
+            "k": pl.Int32,
+        },
+    )
+    comparison = pl.DataFrame(
+        {
+            "figure": ["plan precision", "plan recall", f"candidate precision@{config.k}",
+                       f"candidate recall@{config.k}"],
+            "ours": [f["plan_precision"], f["plan_recall"], f["candidate_precision_at_k"],
+                     f["candidate_recall_at_k"]],
+            "baseline": [f["baseline_precision"], f["baseline_recall"], f["baseline_precision_at_k"],
+                         f["baseline_recall_at_k"]],
+        }
+    ).with_columns(
+        (pl.col("ours") / pl.col("baseline")).round(2).alias("ratio"), pl.col("ours", "baseline").round(4)
+    )  # fmt: skip
+    top = max(comparison["ours"].max(), comparison["baseline"].max())
+    chart = "<br>".join(
+        f"`{name:<24}` ours {_bar(ours, top)} {ours:.3f}<br>`{'':<24}` base {_bar(base, top)} {base:.3f}"
+        for name, ours, base in comparison.select("figure", "ours", "baseline").iter_rows()
+    )
+    context.log.info(
+        f"{site}: {result.hidden_links} links hidden; plan precision {f['plan_precision']:.3f} vs baseline "
+        f"{f['baseline_precision']:.3f}"
+    )
+    metadata = {
+        "hidden_links": result.hidden_links,
+        "plan_links": int(f["plan_links"]),
+        "plan_precision": MetadataValue.float(round(f["plan_precision"], 4)),
+        "plan_recall": MetadataValue.float(round(f["plan_recall"], 4)),
+        "baseline_precision": MetadataValue.float(round(f["baseline_precision"], 4)),
+        "candidate_precision_at_k": MetadataValue.float(round(f["candidate_precision_at_k"], 4)),
+        "baseline_precision_at_k": MetadataValue.float(round(f["baseline_precision_at_k"], 4)),
+        "candidate_coverage": MetadataValue.float(round(f["candidate_coverage"], 4)),
+        "ours_vs_baseline": MetadataValue.md(markdown_table(comparison, 10)),
+        "chart": MetadataValue.md(chart),
+        "precision_by_reason": MetadataValue.md(
+            markdown_table(
+                result.by_reason.with_columns(pl.col("precision", "mean_probability").round(3)), 10
+            )
+        ),
+        "ranker": result.ranker.reason,
+        "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in result.seconds.items()}),
+    }
+    yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
+
+
+def _skipped(context, site, crawl_id, started):
+    """Nothing to measure: the run history says so (no row is added) and the plan stands."""
+    report = ValidationReport("graph.backtest_runs", 0, NO_FAILURES)
+    metadata = {
+        "skipped": "no in-content links to hide: the site has no All Inlinks export (or none of its links "
+        "are in the body), so there is nothing to measure the plan against",
+        "crawl_id": crawl_id,
+    }
+    yield materialized(context, site, {"graph.backtest_runs": report}, metadata, started)

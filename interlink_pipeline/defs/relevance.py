@@ -1,0 +1,313 @@
+"""link_ranker, link_candidates and link_backtest: which links the site's editors would write, learned from
+the site's own links and measured on links the pipeline was not shown."""
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import polars as pl
+from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
+from pydantic import Field
+
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import replaced_atomically
+from interlink_pipeline.core.link_candidates import (
+    FEATURES,
+    CandidateBuilder,
+    CandidateOptions,
+    LinkGraph,
+    SiteSignals,
+    build_candidates,
+    page_links,
+)
+from interlink_pipeline.core.link_ranker import Ranker, RankerOptions, fit_ranker, training_examples
+from interlink_pipeline.core.page_embeddings import field_vectors
+from interlink_pipeline.core.previews import counts_table, markdown_table
+from interlink_pipeline.defs.crawl import pages, raw_links
+from interlink_pipeline.defs.embeddings import Embedder
+from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.serp import serp_results
+from interlink_pipeline.defs.similarity import topic_clusters
+from interlink_pipeline.defs.tables import persist, record_run, site_asset, user_errors
+
+GROUP = "relevance"
+PAGE_COLUMNS = [
+    "page_id",
+    "url",
+    "url_key",
+    "path",
+    "title",
+    "h1",
+    "meta_description",
+    "body_text",
+    "duplicate_key",
+    "is_home",
+]
+# the stored text column each text field reads
+FIELD_COLUMNS = {"title": "title", "h1": "h1", "meta_description": "meta_description", "body": "body_text"}
+
+
+class CandidateSettings(ConfigurableResource):
+    """How many pairs each signal proposes per page: shared by link_ranker (its training examples),
+    link_candidates and link_backtest, so all three build candidates the same way."""
+
+    neighbours_per_field: int = Field(default=20, ge=1, description="Nearest pages per text field.")
+    children_per_page: int = Field(
+        default=50, ge=0, description="Pages below in the URL path, most similar first."
+    )
+    siblings_per_page: int = Field(
+        default=20, ge=0, description="Pages under the same parent, most similar first."
+    )
+    graph_per_page: int = Field(
+        default=20, ge=0, description="Best pages by Adamic–Adar on the existing links."
+    )
+    mentions_per_page: int = Field(
+        default=30, ge=0, description="Targets whose phrases the source's text holds."
+    )
+    serp_depth: int = Field(default=10, ge=1, description="SERP positions that count as evidence.")
+    max_phrase_words: int = Field(default=8, ge=1, description="Longest phrase looked for in texts.")
+
+    def options(self) -> CandidateOptions:
+        return options_from(self, CandidateOptions)
+
+
+class LinkRankerConfig(Config):
+    model: Literal["auto", "gradient_boosting", "logistic"] = Field(
+        default="auto", description="auto: the better of the two by cross-validated average precision."
+    )
+    simulation_folds: int = Field(default=4, ge=2, description="Parts the links are hidden in to train.")
+    min_positives: int = Field(default=40, ge=1, description="Fewer examples: the default weights.")
+    max_training_rows: int = Field(default=600_000, ge=1000, description="Sources are sampled beyond this.")
+    cv_folds: int = Field(default=3, ge=2, description="Validation folds, grouped by source page.")
+    seed: int = Field(default=0, description="Seed for the folds and the models.")
+
+
+class LinkBacktestConfig(Config):
+    fraction: float = Field(default=0.2, gt=0, lt=1, description="Share of in-content link pairs hidden.")
+    seed: int = Field(default=0, description="Which links are hidden (the same seed hides the same ones).")
+    k: int = Field(default=10, ge=1, description="Candidate precision@k and recall@k.")
+
+
+def options_from(config: Config, kind: type) -> object:
+    """The core options dataclass filled from the Dagster config of the same field names."""
+    return kind(
+        **{f.name: getattr(config, f.name) for f in dataclasses.fields(kind) if hasattr(config, f.name)}
+    )
+
+
+@dataclass
+class RelevanceInputs:
+    pages: pl.DataFrame  # PAGE_COLUMNS, by page_id: row i is page i everywhere
+    signals: SiteSignals
+    links: LinkGraph
+    embedded: int  # texts the model embedded (the rest came from the cache)
+
+
+def relevance_inputs(warehouse: Warehouse, embedder: Embedder, site: str) -> RelevanceInputs:
+    """Everything the candidates are built from: pages, text vectors per field, SERP, clusters, links."""
+    site_pages = warehouse.read_site("staging.pages", site, PAGE_COLUMNS).sort("page_id")
+    if site_pages.is_empty():
+        raise InputError(f"staging.pages has no rows for {site}: materialise pages first.")
+    index = site_pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
+    texts = {name: site_pages[column].to_list() for name, column in FIELD_COLUMNS.items()}
+    vectors, filled = field_vectors(warehouse.path, embedder.identity().model_id, texts, embedder.encoder)
+    clusters = warehouse.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]).join(
+        index, on="page_id"
+    )
+    cluster = np.full(site_pages.height, -1, dtype=np.int64)
+    cluster[clusters["row"].to_numpy()] = clusters["cluster_id"].to_numpy()
+    serp = (
+        warehouse.read_site("serp.results", site, ["page_id", "matched_page_id", "rank"])
+        .drop_nulls("matched_page_id")
+        .join(index.rename({"row": "source"}), on="page_id")
+        .join(index.rename({"page_id": "matched_page_id", "row": "target"}), on="matched_page_id")
+        .select("source", "target", pl.col("rank").cast(pl.Int64))
+    )
+    signals = SiteSignals(
+        site_pages["path"].to_list(), texts, vectors, cluster, serp, site_pages["duplicate_key"].to_list()
+    )
+    links = page_links(warehouse.read_site("raw.crawl_links", site), site_pages["url_key"])
+    return RelevanceInputs(site_pages, signals, links, filled["embedded"])
+
+
+def ranker_path(warehouse: Warehouse, site: str) -> Path:
+    """Where the site's fitted ranker is kept, beside the warehouse."""
+    return Path(warehouse.path).resolve().parent / "models" / site / "link_ranker.joblib"
+
+
+def save_ranker(ranker: Ranker, path: Path) -> None:
+    import joblib
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with replaced_atomically(path) as tmp:
+        joblib.dump({"features": FEATURES, "ranker": ranker}, tmp)
+
+
+def load_ranker(path: Path, site: str) -> Ranker:
+    import joblib
+
+    if not path.is_file():
+        raise InputError(f"no link ranker for {site} at {path}: materialise link_ranker first.")
+    stored = joblib.load(path)
+    if tuple(stored["features"]) != FEATURES:
+        raise InputError(
+            f"the link ranker at {path} was fitted on other features: materialise link_ranker again."
+        )
+    return stored["ranker"]
+
+
+def _figure(value: float) -> float:
+    return round(float(value), 4)
+
+
+def _ranker_metadata(ranker: Ranker) -> dict:
+    importance = _importance(ranker)
+    return {
+        "model": ranker.kind,
+        "why": ranker.reason,
+        "positive_examples": ranker.positives,
+        "examples": ranker.examples,
+        "validation": MetadataValue.md(
+            markdown_table(
+                pl.DataFrame(
+                    {
+                        "figure": list(ranker.validation),
+                        "value": [_figure(v) for v in ranker.validation.values()],
+                    }
+                ),
+                40,
+            )
+        )
+        if ranker.validation
+        else "none: default weights",
+        "feature_weights": MetadataValue.md(markdown_table(importance, 30)),
+        "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in ranker.seconds.items()}),
+    }
+
+
+def _importance(ranker: Ranker) -> pl.DataFrame:
+    """Each feature's weight: |coefficient| of a linear model on standardised features, or the mean
+    gain-free proxy of a tree model (the share of splits on it)."""
+    model = ranker.model
+    if hasattr(model, "coef"):
+        weights = np.abs(model.coef)
+    elif hasattr(model, "steps"):
+        weights = np.abs(model.steps[-1][1].coef_[0])
+    else:
+        counts = np.zeros(len(FEATURES))
+        for predictors in model._predictors:
+            for tree in predictors:
+                nodes = tree.nodes[~tree.nodes["is_leaf"].astype(bool)]
+                counts += np.bincount(nodes["feature_idx"], minlength=len(FEATURES))
+        weights = counts
+    share = weights / weights.sum() if weights.sum() else weights
+    return pl.DataFrame({"feature": list(FEATURES), "weight": np.round(share, 4)}).sort(
+        "weight", descending=True
+    )
+
+
+@site_asset(
+    "ml.link_ranker_runs",
+    group=GROUP,
+    deps=[pages, raw_links, serp_results, topic_clusters],
+    kinds={"duckdb", "scikitlearn"},
+)
+def link_ranker(
+    context: AssetExecutionContext,
+    config: LinkRankerConfig,
+    warehouse: Warehouse,
+    embedder: Embedder,
+    candidate_settings: CandidateSettings,
+):
+    """A model of which candidate pairs the site's editors link, fitted on the site's own in-content links
+    (cross-validated, grouped by source page); default weights when the site has too few links."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        inputs = relevance_inputs(warehouse, embedder, site)
+        options = options_from(config, RankerOptions)
+        builder = CandidateBuilder(inputs.signals, candidate_settings.options())
+        examples = training_examples(builder, inputs.links, options)
+        ranker = fit_ranker(examples, options)
+    path = ranker_path(warehouse, site)
+    save_ranker(ranker, path)
+    row = pl.DataFrame(
+        {
+            "site": [site],
+            "run_id": [context.run.run_id],
+            "trained_at": [datetime.now(UTC).replace(tzinfo=None)],
+            "model": [ranker.kind],
+            "reason": [ranker.reason],
+            "positive_examples": [ranker.positives],
+            "examples": [ranker.examples],
+            "validation": [json.dumps({k: _figure(v) for k, v in ranker.validation.items()})],
+            "feature_weights": [json.dumps(dict(_importance(ranker).iter_rows()))],
+            "settings": [json.dumps(dataclasses.asdict(options))],
+            "model_path": [str(path)],
+        },
+        schema_overrides={
+            "positive_examples": pl.Int32,
+            "examples": pl.Int64,
+            "trained_at": pl.Datetime("us"),
+        },
+    )
+    context.log.info(f"{site}: {ranker.reason}")
+    metadata = {**_ranker_metadata(ranker), "model_file": MetadataValue.path(str(path))}
+    yield from record_run(context, warehouse, site, "ml.link_ranker_runs", row, metadata, started)
+
+
+@site_asset("ml.link_candidates", group=GROUP, deps=[link_ranker])
+def link_candidates(
+    context: AssetExecutionContext,
+    warehouse: Warehouse,
+    embedder: Embedder,
+    candidate_settings: CandidateSettings,
+):
+    """Every pair some signal proposes (text fields, URL hierarchy, link graph, phrases, SERP), each
+    signal's score kept, and the ranker's probability that the site's editors would link it."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        ranker = load_ranker(ranker_path(warehouse, site), site)
+        inputs = relevance_inputs(warehouse, embedder, site)
+        built = build_candidates(inputs.signals, inputs.links, candidate_settings.options())
+        scored = built.with_columns(pl.Series("probability", ranker.probability(built)))
+    ids = inputs.pages["page_id"]
+    candidates = scored.with_columns(
+        pl.col("probability").rank("ordinal", descending=True).over("source").cast(pl.Int32).alias("rank")
+    ).select(
+        pl.lit(site).alias("site"),
+        pl.Series("source_page_id", ids.gather(scored["source"]), dtype=pl.String),
+        pl.Series("target_page_id", ids.gather(scored["target"]), dtype=pl.String),
+        "probability",
+        "rank",
+        "origins",
+        *FEATURES,
+        pl.col("mention_offset").cast(pl.Int32),
+    )
+    names = inputs.pages.select("page_id", pl.coalesce("title", "h1", "url").alias("name"))
+    preview = (
+        candidates.sort("probability", descending=True)
+        .head(15)
+        .join(names.rename({"page_id": "source_page_id", "name": "on_page"}), on="source_page_id")
+        .join(names.rename({"page_id": "target_page_id", "name": "link_to"}), on="target_page_id")
+        .select("on_page", "link_to", pl.col("probability").round(3), "origins")
+    )
+    origins = candidates.select(pl.col("origins").str.split("+")).explode("origins")
+    metadata = {
+        "candidates": candidates.height,
+        "ranker": ranker.reason,
+        "by_origin": MetadataValue.md(counts_table(origins, "origins", "candidates")),
+        "pages_with_candidates": candidates["source_page_id"].n_unique(),
+        "pages_with_body_text": int(inputs.pages["body_text"].is_not_null().sum()),
+        "texts_embedded": inputs.embedded,
+        "likely_links": int((candidates["probability"] >= 0.5).sum()),
+        "preview": MetadataValue.md(markdown_table(preview, 15)),
+    }
+    yield from persist(context, warehouse, site, {"ml.link_candidates": candidates}, metadata, started)

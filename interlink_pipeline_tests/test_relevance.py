@@ -1,0 +1,304 @@
+"""Relevance: candidates from every signal, the ranker learned per site, the backtest and its honesty
+(hidden links reach no feature), page text in, and the fallbacks a user meets."""
+
+import dagster as dg
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+from interlink_pipeline.core.crawl_exports import read_page_text
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.inbox import export_kind, register_crawl
+from interlink_pipeline.core.link_backtest import hide_links, hide_pairs, run_backtest
+from interlink_pipeline.core.link_candidates import (
+    FEATURES,
+    CandidateBuilder,
+    CandidateOptions,
+    LinkGraph,
+    SiteSignals,
+    build_candidates,
+    page_links,
+)
+from interlink_pipeline.core.link_plan import PlanOptions, planner_without
+from interlink_pipeline.core.link_ranker import RankerOptions, fit_ranker, training_examples
+from interlink_pipeline.defs.embeddings import default_embedder
+from interlink_pipeline.defs.link_plan import plan_inputs
+from interlink_pipeline.defs.relevance import CandidateSettings, relevance_inputs
+from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline_tests.conftest import LIGHT, register_lightchiropractic, write_export
+from interlink_pipeline_tests.run_results import failure_message, materialization_metadata
+
+UPSTREAM = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "serp_results",
+            "similarity_pairs", "topic_clusters"]  # fmt: skip
+
+
+def _materialize(warehouse_path, inbox, instance, site, assets, run_config=None):
+    from interlink_pipeline.definitions import build_defs
+
+    defs = build_defs(str(warehouse_path), str(inbox))
+    if not instance.has_dynamic_partition("sites", site):
+        instance.add_dynamic_partitions("sites", [site])
+    return defs.resolve_job_def("site_pipeline").execute_in_process(
+        partition_key=site,
+        instance=instance,
+        raise_on_error=False,
+        asset_selection=[dg.AssetKey(a) for a in assets],
+        run_config=run_config,
+    )
+
+
+# --- candidates on a site small enough to reason about --------------------------------------------------
+
+
+def _toy_site():
+    """/ (home), /boots/ with two boots below it, /guides/ with a guide whose text names a boot."""
+    paths = ["/", "/boots/", "/boots/alpine-boot/", "/boots/trail-runner/", "/guides/", "/guides/fit/"]
+    titles = ["Alpine Gear", "Boots", "Alpine Boot", "Trail Runner", "Guides", "How to Fit Boots"]
+    body = [
+        None,
+        None,
+        None,
+        None,
+        None,
+        "Before a long hike, lace the Alpine Boot snugly and try trail shoes.",
+    ]
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(6, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    zeros = np.zeros_like(vectors)
+    signals = SiteSignals(
+        paths,
+        {"title": titles, "h1": titles, "meta_description": [None] * 6, "body": body},
+        {"title": vectors, "h1": vectors, "meta_description": zeros, "body": zeros},
+        np.array([0, 1, 1, 1, 2, 2]),
+        pl.DataFrame({"source": [4], "target": [5], "rank": [1]}),
+    )
+    # home links both sections in its content; /boots/ links the alpine boot in content and the trail
+    # runner only in its sidebar; the guide's page and the home page are linked with "trail shoes"
+    links = LinkGraph(
+        source=np.array([0, 0, 1, 1, 0]),
+        target=np.array([1, 4, 2, 3, 3]),
+        content=np.array([True, True, True, False, True]),
+        anchor=np.array(["Boots", "Guides", "Alpine Boot", "Trail Runner", "trail shoes"], dtype=object),
+    )
+    return signals, links
+
+
+def test_candidates_come_from_every_signal_with_every_score():
+    signals, links = _toy_site()
+    candidates = build_candidates(signals, links, CandidateOptions(neighbours_per_field=2))
+    pairs = {(row["source"], row["target"]): row for row in candidates.iter_rows(named=True)}
+    assert list(candidates.columns) == ["source", "target", "origins", *FEATURES, "mention_offset"]
+    # existing in-content links are not candidates; a sidebar-only link may become one in the content
+    assert (0, 1) not in pairs and (1, 2) not in pairs
+    assert (1, 3) in pairs and pairs[(1, 3)]["navigation_link"] == 1 and pairs[(1, 3)]["is_child"] == 1
+    # the URL hierarchy: parent and siblings
+    assert pairs[(2, 1)]["is_parent"] == 1 and "hierarchy" in pairs[(2, 1)]["origins"]
+    assert pairs[(2, 3)]["is_sibling"] == 1
+    # the guide's text names the Alpine Boot (its title), and "trail shoes", an anchor others use for the
+    # trail runner: both are mentions, with the phrase's place in the text
+    text = signals.texts["body"][5]
+    alpine = pairs[(5, 2)]
+    assert "mention" in alpine["origins"] and alpine["mention_title"] == 1
+    assert alpine["mention_offset"] == text.lower().index("alpine boot")
+    runner = pairs[(5, 3)]
+    assert runner["mention_commonness"] == 1.0 and runner["mention_title"] == 0
+    assert runner["mention_offset"] == text.index("trail shoes")
+    # SERP and the link graph: the guides page's SERP returned the guide; co-citation counts shared sources
+    assert pairs[(4, 5)]["serp_score"] == 1.0 and "serp" in pairs[(4, 5)]["origins"]
+    assert pairs[(1, 4)]["cocitation"] == 1  # the home page links both /boots/ and /guides/
+    assert not candidates.filter(pl.col("source") == pl.col("target")).height
+
+
+def test_page_links_keep_anchors_and_split_content_from_navigation(crawls):
+    from interlink_pipeline.core.crawl_exports import read_crawl_export, read_links_export
+    from interlink_pipeline.core.pages import clean_pages
+
+    pages = clean_pages(read_crawl_export(crawls / "lightchiropractic/internal_all.csv", LIGHT).frame, LIGHT)
+    raw = read_links_export(crawls / "lightchiropractic/all_inlinks.csv", LIGHT).frame
+    links = page_links(raw, pages.pages["url_key"])
+    positions = raw["link_position"].str.to_lowercase().value_counts()
+    assert 0 < links.content.sum() < len(links.source)  # both kinds, only between kept pages
+    assert "content" in positions["link_position"].to_list()
+    assert links.content_pairs().height == 96
+    assert all(a is None or isinstance(a, str) for a in links.anchor)
+
+
+# --- a real site through the assets, then the core's honesty ---------------------------------------------
+
+
+@pytest.fixture()
+def light_inputs(warehouse_path, inbox_root, instance, crawls, encoder):
+    register_lightchiropractic(inbox_root, crawls)
+    assert _materialize(warehouse_path, inbox_root, instance, LIGHT, UPSTREAM).success
+    warehouse = Warehouse(path=str(warehouse_path))
+    return warehouse, relevance_inputs(warehouse, default_embedder(), LIGHT), plan_inputs(warehouse, LIGHT)
+
+
+def _planner(base, hidden):
+    """The site's planning, asserting on the way that the hidden links were never shown to it."""
+    plan = planner_without(base, hidden, PlanOptions())
+
+    def checked(visible, candidates):
+        assert not visible.content_pairs().join(hidden, on=["source", "target"]).height
+        return plan(visible, candidates)
+
+    return checked
+
+
+def test_hidden_links_reach_no_feature(light_inputs):
+    """What a backtest builds from a site with hidden links equals what it builds from an export that never
+    had them: the hidden links enter the scoring and nothing else."""
+    warehouse, inputs, base = light_inputs
+    _, hidden = hide_links(inputs.links, 0.3, seed=3)
+    assert hidden.height > 20
+    # the same site exported without the hidden in-content links, read through the same reader
+    from interlink_pipeline.core.urls import url_parts
+
+    keys = inputs.pages["url_key"]
+    hidden_keys = hidden.select(
+        pl.Series("source_key", keys.gather(hidden["source"])),
+        pl.Series("target_key", keys.gather(hidden["target"])),
+    ).with_columns(pl.lit(True).alias("hidden"))
+    raw = warehouse.read_site("raw.crawl_links", LIGHT)
+    flagged = raw.with_columns(
+        url_parts(raw["source_url"])["url_key"].alias("source_key"),
+        url_parts(raw["target_url"])["url_key"].alias("target_key"),
+    ).join(hidden_keys, on=["source_key", "target_key"], how="left", maintain_order="left")
+    in_content = ~pl.col("link_position").str.to_lowercase().is_in(
+        ["header", "footer", "navigation", "sidebar"]
+    )
+    export_without = flagged.filter(~(pl.col("hidden").fill_null(False) & in_content)).drop(
+        "source_key", "target_key", "hidden"
+    )
+    assert export_without.height < raw.height
+    never_had = page_links(export_without, keys)
+    options = CandidateSettings().options()
+    assert build_candidates(inputs.signals, hide_pairs(inputs.links, hidden), options).equals(
+        build_candidates(inputs.signals, never_had, options)
+    )
+    ranker_options = RankerOptions(min_positives=10)
+    shown = run_backtest(
+        inputs.signals, inputs.links, hidden, _planner(base, hidden), options, ranker_options
+    )
+    unshown = run_backtest(inputs.signals, never_had, hidden, _planner(base, hidden), options, ranker_options)
+    assert shown.figures == unshown.figures
+    assert shown.figures["plan_links"] > 0
+
+
+def test_the_backtest_repeats_under_a_seed(light_inputs):
+    _, inputs, base = light_inputs
+    options = CandidateSettings().options()
+    first = hide_links(inputs.links, 0.2, seed=7)[1]
+    assert first.equals(hide_links(inputs.links, 0.2, seed=7)[1])
+    assert not first.equals(hide_links(inputs.links, 0.2, seed=8)[1])
+    runs = [
+        run_backtest(inputs.signals, inputs.links, first, _planner(base, first), options, RankerOptions())
+        for _ in range(2)
+    ]
+    assert runs[0].figures == runs[1].figures
+    assert runs[0].by_reason.equals(runs[1].by_reason)
+
+
+def test_too_few_links_fall_back_to_the_default_weights(light_inputs):
+    _, inputs, _ = light_inputs
+    options = CandidateSettings().options()
+    examples = training_examples(CandidateBuilder(inputs.signals, options), inputs.links, RankerOptions())
+    positives = int(examples["label"].sum())
+    fallback = fit_ranker(examples, RankerOptions(min_positives=positives + 1))
+    assert fallback.kind == "default" and fallback.validation == {}
+    assert f"{positives} positive examples" in fallback.reason
+    assert "default weights fitted on the development crawls" in fallback.reason
+    assert "fitted on hugodocs and sample" in fallback.reason
+    own = fit_ranker(examples, RankerOptions(min_positives=1, model="logistic"))
+    assert own.kind == "logistic" and 0 < own.validation["logistic_average_precision"] <= 1
+    scored = build_candidates(inputs.signals, inputs.links, options)
+    probability = fallback.probability(scored)
+    assert probability.min() >= 0 and probability.max() <= 1
+
+
+def test_ranker_and_candidates_assets_say_what_they_did(
+    warehouse_path, inbox_root, instance, crawls, encoder
+):
+    register_lightchiropractic(inbox_root, crawls)
+    config = {"ops": {"link_ranker": {"config": {"min_positives": 5}}}}
+    result = _materialize(
+        warehouse_path, inbox_root, instance, LIGHT, [*UPSTREAM, "link_ranker", "link_candidates"], config
+    )
+    assert result.success
+    ranker = materialization_metadata(result, "link_ranker")
+    assert ranker["model"] in {"gradient_boosting", "logistic"}
+    assert "cross-validated average precision" in ranker["why"]
+    assert "| feature | weight |" in ranker["feature_weights"]
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        runs = con.execute("SELECT model, positive_examples, model_path FROM ml.link_ranker_runs").fetchall()
+        candidates = con.execute("SELECT * FROM ml.link_candidates").pl()
+    assert len(runs) == 1 and runs[0][1] >= 5
+    assert candidates["probability"].is_between(0, 1).all()
+    assert (candidates.group_by("source_page_id").agg(pl.col("rank").min())["rank"] == 1).all()
+    meta = materialization_metadata(result, "link_candidates")
+    assert meta["candidates"] == candidates.height and "| hierarchy |" in meta["by_origin"]
+
+
+# --- page text -----------------------------------------------------------------------------------------
+
+
+def test_page_text_reaches_the_pages_and_the_candidates(
+    warehouse_path, inbox_root, instance, crawls, encoder
+):
+    text = crawls / "hugodocs" / "page_text.csv"
+    assert export_kind(text) == "text"
+    register_crawl(
+        inbox_root,
+        "gohugo.io",
+        crawls / "hugodocs/internal_html.csv",
+        crawls / "hugodocs/all_inlinks.csv",
+        text_src=text,
+    )
+    result = _materialize(warehouse_path, inbox_root, instance, "gohugo.io", [*UPSTREAM[:4]])
+    assert result.success
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        with_text = con.execute("SELECT count(*) FROM staging.pages WHERE body_text IS NOT NULL").fetchone()[
+            0
+        ]
+        features = con.execute(
+            "SELECT p.body_text FROM staging.pages p WHERE p.url = 'https://gohugo.io/about/features/'"
+        ).fetchone()[0]
+    assert with_text == 625  # the pages whose text is not empty
+    assert features.startswith("Framework Multiplatform")
+    assert materialization_metadata(result, "raw_page_text")["pages_with_text"] == 625
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([["https://www.lightchiropractic.sg/", "Home"], ["not a url", "text"]],
+         "page_text.csv: row 2: 'not a url' is not a page URL"),
+        ([["https://www.lightchiropractic.sg/a/", "one"], ["https://www.lightchiropractic.sg/a", "two"]],
+         "page_text.csv: rows 1 and 2 both give the text of https://www.lightchiropractic.sg/a/"),
+    ],
+)  # fmt: skip
+def test_a_bad_page_text_file_is_refused_and_nothing_is_lost(
+    warehouse_path, inbox_root, instance, crawls, rows, message
+):
+    folder = inbox_root / LIGHT
+    register_crawl(inbox_root, LIGHT, crawls / "lightchiropractic/internal_all.csv")
+    good = [["https://www.lightchiropractic.sg/", "Welcome to the clinic."]]
+    write_export(folder / "page_text.csv", ["Address", "Text"], good)
+    assert _materialize(warehouse_path, inbox_root, instance, LIGHT, ["raw_crawl", "raw_page_text"]).success
+    write_export(folder / "page_text.csv", ["Address", "Text"], rows)
+    with pytest.raises(InputError, match=r"page_text\.csv"):
+        read_page_text(folder / "page_text.csv", LIGHT)
+    failed = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["raw_page_text"])
+    assert not failed.success and message in failure_message(failed)
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        kept = con.execute("SELECT url, text FROM raw.page_text").fetchall()
+    assert kept == [("https://www.lightchiropractic.sg/", "Welcome to the clinic.")]
+
+
+def test_a_page_text_file_without_a_text_column_names_what_it_needs(inbox_root, crawls):
+    path = write_export(inbox_root / "page_text.csv", ["Address", "Words"], [["https://x.example/", "a"]])
+    with pytest.raises(InputError, match=r"page_text\.csv") as error:
+        read_page_text(path, "x.example")
+    assert "Text" in str(error.value)
