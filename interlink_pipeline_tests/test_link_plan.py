@@ -11,10 +11,12 @@ import pytest
 from interlink_pipeline.core.graph_metrics import adjacency, click_depth, gini, pagerank, summarize
 from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.link_plan import (
+    PLAN_INVARIANTS,
     PlanOptions,
     SiteGraph,
     anchor_phrases,
     betweenness,
+    check_plan,
     choose_anchors,
     existing_links,
     mention_span,
@@ -133,6 +135,33 @@ def test_impossible_constraints_are_reported_not_hidden():
     assert planned.is_empty()
 
 
+def test_plan_invariants_catch_a_broken_plan():
+    existing = [(0, 1, True), (0, 2, True), (1, 3, True)]
+    site = _site(5, existing=existing, similar=[(4, 3, 0.9), (4, 2, 0.8)])
+    options = PlanOptions(out_link_budget=3, hub_links=0, max_inlinks=1)
+    planned, planner = plan_links(site, options)
+    anchors = [f"anchor {i}" for i in range(planned.height)]
+    checks = {c.name: c for c in check_plan(planned, anchors, site.existing, planner, 0, options)}
+    assert list(checks) == list(PLAN_INVARIANTS) and all(c.passed for c in checks.values())
+    # an anchor the site's own links already give another page counts against the cap
+    taken = {"anchor 0": {1}}
+    assert not check_plan(planned, anchors, site.existing, planner, 0, options, taken)[2].passed
+    # the same link twice under two anchors; one anchor text on two pages; page 0 over its budget (2 + 2 > 3)
+    rows = [(2, 4, "anchor 0"), (2, 4, "another anchor"), (3, 1, "anchor 0"), (0, 3, None), (0, 4, None)]
+    broken = pl.DataFrame(
+        [(s, t, "topical", 0.5, "semantic", "contextual") for s, t, _ in rows],
+        schema=planned.schema,
+        orient="row",
+    )
+    found = check_plan(broken, [a for _, _, a in rows], site.existing, planner, 1, options)
+    checks = {c.name: c for c in found}
+    assert not checks["link_plan_anchors"].passed and checks["link_plan_anchors"].blocking
+    assert checks["link_plan_anchors"].figures["pairs_with_two_links"] == 1
+    assert checks["link_plan_anchors"].figures["examples"] == ["anchor 0"]
+    assert not checks["link_plan_within_budget"].passed and checks["link_plan_within_budget"].blocking
+    assert not checks["link_plan_no_orphans"].passed and not checks["link_plan_no_orphans"].blocking
+
+
 def test_bad_plan_settings():
     with pytest.raises(Exception, match="out_link_budget and max_depth must be at least 1"):
         plan_links(_site(2), PlanOptions(out_link_budget=0))
@@ -174,6 +203,9 @@ def test_anchors_are_whole_phrases_unique_per_target_and_found_in_place():
     # points at page 3 on the site; the phrase the source already uses is kept, with its place
     assert anchors == ["Sleeping Bag", "Down Bag", "Alpine Boot", "Contact Us", "/x/"]
     assert offsets == [None, None, 29, None, None]
+    # an anchor the site already uses for two pages is not used again, not even for one of them
+    anchors, offsets = choose_anchors(links, phrases, fallback, 1, taken={"alpine boot": {7, 2}})
+    assert anchors[2] == "Sleeping Bag" and offsets[2] is None  # its phrase, as the first link to it
 
 
 def test_existing_links_split_navigation_from_content_and_keep_pass_through_pages():
@@ -259,6 +291,7 @@ def test_plan_on_the_sample(warehouse_path, sample_inbox, instance, encoder):
         "graph_site_metrics_schema",
         "link_plan_targets_are_pages",
         "link_plan_within_budget",
+        "link_plan_anchors",
         "link_plan_no_orphans",
         "link_plan_depth_target",
     }

@@ -1,6 +1,8 @@
 """Relevance: candidates from every signal, the ranker learned per site, the backtest and its honesty
 (hidden links reach no feature), page text in, and the fallbacks a user meets."""
 
+from pathlib import Path
+
 import dagster as dg
 import duckdb
 import numpy as np
@@ -239,6 +241,32 @@ def test_ranker_and_candidates_assets_say_what_they_did(
     assert (candidates.group_by("source_page_id").agg(pl.col("rank").min())["rank"] == 1).all()
     meta = materialization_metadata(result, "link_candidates")
     assert meta["candidates"] == candidates.height and "| hierarchy |" in meta["by_origin"]
+    assert ranker["reused"] is False and ranker["fitted_in_run"] == result.run_id
+
+    # unchanged inputs: the kept model is reused; retrain fits again; an unreadable file is replaced
+    again = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], config)
+    reused = materialization_metadata(again, "link_ranker")
+    assert reused["reused"] is True and reused["fitted_in_run"] == result.run_id
+    retrain = {"ops": {"link_ranker": {"config": {"min_positives": 5, "retrain": True}}}}
+    refit = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], retrain)
+    assert materialization_metadata(refit, "link_ranker")["reused"] is False
+    model_file = Path(runs[0][2])
+    model_file.write_bytes(b"not a model")
+    broken = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_candidates"])
+    assert not broken.success
+    assert "cannot be read" in failure_message(broken) and str(model_file) in failure_message(broken)
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:  # the candidates are still there
+        assert con.execute("SELECT count(*) FROM ml.link_candidates").fetchone()[0] == candidates.height
+    repaired = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], config)
+    assert materialization_metadata(repaired, "link_ranker")["reused"] is False
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        fitted_in = dict(con.execute("SELECT run_id, fitted_in_run FROM ml.link_ranker_runs").fetchall())
+    assert fitted_in == {
+        result.run_id: result.run_id,
+        again.run_id: result.run_id,
+        refit.run_id: refit.run_id,
+        repaired.run_id: repaired.run_id,
+    }
 
 
 # --- page text -----------------------------------------------------------------------------------------

@@ -573,6 +573,115 @@ def planner_without(
     return plan
 
 
+# --- invariants ------------------------------------------------------------------------------------
+
+PLAN_INVARIANTS = {
+    "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",
+    "link_plan_within_budget": "No page exceeds its out-link budget (existing in-content links counted); "
+    "the home page stays within hub_links.",
+    "link_plan_anchors": "One anchor per (source, target) pair, and no anchor text points at more than "
+    "anchor_max_targets pages.",
+    "link_plan_no_orphans": "Every page has an in-link after the plan; when the settings make that "
+    "impossible, a warning names the pages and why.",
+    "link_plan_depth_target": "Every page is within max_depth clicks of the home page after the plan "
+    "(a warning when the settings make that impossible).",
+}
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """One of PLAN_INVARIANTS evaluated on a plan; `blocking` failures mean the plan is wrong, the others
+    that the settings cannot be met on this site."""
+
+    name: str
+    passed: bool
+    blocking: bool
+    figures: dict[str, object]
+
+
+def check_plan(
+    planned: pl.DataFrame,
+    anchors: list[str | None],
+    existing: pl.DataFrame,
+    planner: Planner,
+    orphans_after: int,
+    options: PlanOptions,
+    taken: Mapping[str, set[int]] | None = None,
+) -> list[PlanCheck]:
+    """PLAN_INVARIANTS on a plan (source, target rows, placement) and its anchors, in that order; an
+    anchor's targets include those the site's in-content links already give it (`taken`)."""
+    n, home = len(planner.g.page_ids), planner.g.home
+    targets_ok = bool(((planned["source"] < n) & (planned["target"] < n)).all()) if planned.height else True
+    contextual = planned.filter(pl.col("placement") == "contextual")
+    content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
+    planned_out = np.bincount(contextual["source"].to_numpy(), minlength=n)
+    over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > options.out_link_budget))
+    home_planned = int((planned["placement"] == "home").sum())
+    home_ok = home_planned <= max(0, options.hub_links - int(content_out[home]))
+    anchored = planned.select("source", "target").with_columns(
+        pl.Series("anchor", anchors, dtype=pl.String).str.to_lowercase()
+    )
+    repeated_pairs = anchored.height - anchored.select("source", "target").n_unique()
+    targets_by_anchor: dict[str, set[int]] = {}
+    for anchor, target in anchored.drop_nulls("anchor").select("anchor", "target").iter_rows():
+        targets_by_anchor.setdefault(anchor, set((taken or {}).get(anchor, ()))).add(target)
+    shared = pl.DataFrame(
+        [(a, len(t)) for a, t in targets_by_anchor.items() if len(t) > options.anchor_max_targets],
+        schema={"anchor": pl.String, "targets": pl.Int64},
+        orient="row",
+    )
+    why = "; ".join(planner.stats.notes) or (
+        "no similar page with spare out-link budget: raise out_link_budget"
+        if planner.stats.unresolved_orphans
+        else ""
+    )
+    return [
+        PlanCheck("link_plan_targets_are_pages", targets_ok, True, {"links": planned.height}),
+        PlanCheck(
+            "link_plan_within_budget",
+            not len(over) and home_ok,
+            True,
+            {
+                "pages_over_budget": len(over),
+                "home_links_planned": home_planned,
+                "out_link_budget": options.out_link_budget,
+            },
+        ),
+        PlanCheck(
+            "link_plan_anchors",
+            repeated_pairs == 0 and shared.is_empty(),
+            True,
+            {
+                "pairs_with_two_links": repeated_pairs,
+                "anchors_over_cap": shared.height,
+                "anchor_max_targets": options.anchor_max_targets,
+                "examples": shared.sort("targets", descending=True).head(10)["anchor"].to_list(),
+            },
+        ),
+        PlanCheck(
+            "link_plan_no_orphans",
+            orphans_after == 0,
+            False,
+            {
+                "orphans_after": orphans_after,
+                "why": why or "none left",
+                "unresolved": planner.stats.unresolved_orphans[:20],
+            },
+        ),
+        PlanCheck(
+            "link_plan_depth_target",
+            planner.stats.too_deep_after == 0 and planner.stats.unreachable_after == 0,
+            False,
+            {
+                "max_depth": options.max_depth,
+                "deeper_pages": planner.stats.too_deep_after,
+                "unreachable_pages": planner.stats.unreachable_after,
+                "why": why or "target met",
+            },
+        ),
+    ]
+
+
 # --- anchors ---------------------------------------------------------------------------------------
 
 _CUT = re.compile(r"\s+[|:–—-]\s+|[:,;(]\s*")
@@ -645,9 +754,8 @@ def choose_anchors(
     probable first."""
     used: dict[str, set[int]] = {k: set(v) for k, v in (taken or {}).items()}
 
-    def free(anchor: str, target: int) -> bool:
-        holders = used.get(anchor.lower(), set())
-        return target in holders or len(holders) < max_targets
+    def free(anchor: str, target: int) -> bool:  # an anchor the site already spreads too wide stays unused
+        return len(used.get(anchor.lower(), set()) | {target}) <= max_targets
 
     order = links.with_row_index("row").sort(["score", "row"], descending=[True, False], nulls_last=True)
     has_mention = "mention_text" in links.columns

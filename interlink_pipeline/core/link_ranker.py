@@ -9,20 +9,29 @@ link to its features (its anchor, its target's in-degree), exactly as a link sti
 The model (gradient boosting or logistic regression, `auto` picks the better by cross-validated average
 precision) is validated with folds grouped by source page. A site with fewer than `min_positives` examples
 gets the default model: logistic-regression weights fitted on the development crawls (DEFAULT_WEIGHTS).
+A fitted model is kept with the fingerprint of what it was fitted on, so a run whose inputs are unchanged
+reuses it instead of fitting again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.link_candidates import FEATURES, CandidateBuilder, LinkGraph
+from interlink_pipeline.core.link_candidates import (
+    FEATURES,
+    CandidateBuilder,
+    CandidateOptions,
+    LinkGraph,
+    SiteSignals,
+)
 
 ModelKind = Literal["auto", "gradient_boosting", "logistic"]
 DEFAULT_WEIGHTS = Path(__file__).with_name("default_ranker.json")
@@ -89,6 +98,33 @@ def training_examples(builder: CandidateBuilder, links: LinkGraph, options: Rank
         chosen = sources.sample(max(1, keep), seed=options.seed)
         examples = examples.filter(pl.col("source").is_in(chosen.implode()))
     return examples
+
+
+def training_fingerprint(
+    signals: SiteSignals,
+    links: LinkGraph,
+    candidate_options: CandidateOptions,
+    options: RankerOptions,
+    model_id: str,
+) -> str:
+    """A digest of everything a fitted ranker depends on: pages, texts (and the model that embeds them),
+    topics, SERP, links, settings and the feature list. Equal digests: the same training examples."""
+    digest = hashlib.sha256()
+    described = {
+        "features": FEATURES,
+        "candidates": asdict(candidate_options),
+        "ranker": asdict(options),
+        "embedding_model": model_id,
+        "paths": signals.paths,
+        "texts": signals.texts,
+        "duplicate_key": signals.duplicate_key,
+        "anchors": links.anchor.tolist(),
+    }
+    digest.update(json.dumps(described, sort_keys=True, default=str).encode())
+    for array in (signals.cluster, links.source, links.target, links.content):
+        digest.update(np.ascontiguousarray(array).astype(np.int64).tobytes())
+    digest.update(signals.serp.sort(signals.serp.columns).write_csv().encode())
+    return digest.hexdigest()
 
 
 def _models(kind: ModelKind, seed: int) -> dict[str, object]:

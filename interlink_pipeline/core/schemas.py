@@ -415,6 +415,12 @@ class LinkRankerRun(pa.DataFrameModel):
     feature_weights: str = pa.Field(description="JSON: each feature's share of the model's weight.")
     settings: str = pa.Field(description="JSON: the ranker settings.")
     model_path: str = pa.Field(description="The fitted model's file (joblib).")
+    fitted_in_run: str = pa.Field(
+        description="The run that fitted the model: this run, or an earlier one whose model was reused."
+    )
+    inputs_fingerprint: str = pa.Field(
+        description="SHA-256 of the pages, texts, links, SERP, topics and settings it was fitted on."
+    )
 
     class Config:
         strict = True

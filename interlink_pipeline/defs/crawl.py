@@ -46,24 +46,27 @@ class RawCrawlConfig(Config):
     )
 
 
-class RawLinksConfig(Config):
+class OptionalExportConfig(Config):
+    """How an optional export (links, page text) is read."""
+
+    column_map: dict[str, str] = Field(default_factory=dict, description="Canonical field -> header.")
+    encoding: str | None = Field(default=None, description="Force a text encoding.")
+
+
+class RawLinksConfig(OptionalExportConfig):
     links_file: str | None = Field(
         default=None,
         description="All Inlinks export, relative to the site's drop folder; default: the newest '*inlinks*' "
         "file there. Without one, the site's existing links are unknown (raw.crawl_links stays empty).",
     )
-    column_map: dict[str, str] = Field(default_factory=dict, description="Canonical field -> header.")
-    encoding: str | None = Field(default=None, description="Force a text encoding.")
 
 
-class RawPageTextConfig(Config):
+class RawPageTextConfig(OptionalExportConfig):
     text_file: str | None = Field(
         default=None,
         description="Page-text file (Address + Text), relative to the site's drop folder; default: the "
         "newest file with the word 'text' in its name there. Without one, pages have no body text.",
     )
-    column_map: dict[str, str] = Field(default_factory=dict, description="Canonical field -> header.")
-    encoding: str | None = Field(default=None, description="Force a text encoding.")
 
 
 class PagesConfig(Config):

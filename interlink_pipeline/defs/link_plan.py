@@ -13,8 +13,11 @@ from pydantic import Field
 from interlink_pipeline.core.graph_metrics import GraphSummary, adjacency, out_degree, summarize
 from interlink_pipeline.core.link_candidates import page_links
 from interlink_pipeline.core.link_plan import (
+    PLAN_INVARIANTS,
+    PlanCheck,
     PlanInputs,
     PlanOptions,
+    check_plan,
     existing_links,
     plan_anchors,
     plan_site,
@@ -128,15 +131,7 @@ def plan_inputs(warehouse: Warehouse, site: str) -> PlanInputs:
     group=GROUP,
     deps=[link_candidates, topic_clusters, raw_links],
     kinds={"duckdb", "networkit"},
-    invariants={
-        "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",
-        "link_plan_within_budget": "No page exceeds its out-link budget (existing in-content links "
-        "counted); the home page stays within hub_links.",
-        "link_plan_no_orphans": "Every page has an in-link after the plan; when the settings make that "
-        "impossible, a warning names the pages and why.",
-        "link_plan_depth_target": "Every page is within max_depth clicks of the home page after the plan "
-        "(a warning when the settings make that impossible).",
-    },
+    invariants=PLAN_INVARIANTS,
 )
 def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse: Warehouse):
     """The plan: home -> hubs, every page brought within max_depth level by level, then the most probable
@@ -248,7 +243,9 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
         (pl.Series(rank_before) if known else pl.lit(None, dtype=pl.Float64)).alias("pagerank_before"),
     )
 
-    checks = _invariants(plan, pages, existing, planned, planner, after, options, graph.home)
+    checks = _check_results(
+        check_plan(planned, anchors, existing, planner, after.orphan_pages, options, inputs.taken)
+    )
     comparison = pl.DataFrame(
         {
             "metric": [label for _, label in SUMMARY_ROWS],
@@ -305,53 +302,16 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
     yield from persist(context, warehouse, site, frames, metadata, started, checks)
 
 
-def _invariants(plan, pages, existing, planned, planner, after, options, home) -> list[AssetCheckResult]:
-    n = len(pages)
-    targets_ok = plan["target_page_id"].is_in(pages["page_id"].implode()).all()
-    contextual = planned.filter(pl.col("placement") == "contextual")
-    content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
-    planned_out = np.bincount(contextual["source"].to_numpy(), minlength=n)
-    over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > options.out_link_budget))
-    home_existing = int(content_out[home])  # in-content links already on the home page
-    home_planned = int((planned["placement"] == "home").sum())
-    home_ok = home_planned <= max(0, options.hub_links - home_existing)
-    why = "; ".join(planner.stats.notes) or (
-        "no similar page with spare out-link budget: raise out_link_budget"
-        if planner.stats.unresolved_orphans
-        else ""
-    )
+def _check_results(checks: list[PlanCheck]) -> list[AssetCheckResult]:
     return [
         AssetCheckResult(
-            check_name="link_plan_targets_are_pages", passed=bool(targets_ok), metadata={"links": plan.height}
-        ),
-        AssetCheckResult(
-            check_name="link_plan_within_budget",
-            passed=not len(over) and home_ok,
+            check_name=check.name,
+            passed=check.passed,
+            severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
             metadata={
-                "pages_over_budget": len(over),
-                "home_links_planned": home_planned,
-                "out_link_budget": options.out_link_budget,
+                key: MetadataValue.json(value) if isinstance(value, list) else value
+                for key, value in check.figures.items()
             },
-        ),
-        AssetCheckResult(
-            check_name="link_plan_no_orphans",
-            passed=after.orphan_pages == 0,
-            severity=AssetCheckSeverity.WARN,
-            metadata={
-                "orphans_after": after.orphan_pages,
-                "why": why or "none left",
-                "unresolved": MetadataValue.json(planner.stats.unresolved_orphans[:20]),
-            },
-        ),
-        AssetCheckResult(
-            check_name="link_plan_depth_target",
-            passed=planner.stats.too_deep_after == 0 and planner.stats.unreachable_after == 0,
-            severity=AssetCheckSeverity.WARN,
-            metadata={
-                "max_depth": options.max_depth,
-                "deeper_pages": planner.stats.too_deep_after,
-                "unreachable_pages": planner.stats.unreachable_after,
-                "why": why or "target met",
-            },
-        ),
+        )
+        for check in checks
     ]

@@ -25,7 +25,13 @@ from interlink_pipeline.core.link_candidates import (
     build_candidates,
     page_links,
 )
-from interlink_pipeline.core.link_ranker import Ranker, RankerOptions, fit_ranker, training_examples
+from interlink_pipeline.core.link_ranker import (
+    Ranker,
+    RankerOptions,
+    fit_ranker,
+    training_examples,
+    training_fingerprint,
+)
 from interlink_pipeline.core.page_embeddings import field_vectors
 from interlink_pipeline.core.previews import counts_table, markdown_table
 from interlink_pipeline.defs.crawl import pages, raw_links
@@ -86,6 +92,9 @@ class LinkRankerConfig(Config):
     max_training_rows: int = Field(default=600_000, ge=1000, description="Sources are sampled beyond this.")
     cv_folds: int = Field(default=3, ge=2, description="Validation folds, grouped by source page.")
     seed: int = Field(default=0, description="Seed for the folds and the models.")
+    retrain: bool = Field(
+        default=False, description="Fit again even when the kept model was fitted on the same inputs."
+    )
 
 
 class LinkBacktestConfig(Config):
@@ -141,25 +150,53 @@ def ranker_path(warehouse: Warehouse, site: str) -> Path:
     return Path(warehouse.path).resolve().parent / "models" / site / "link_ranker.joblib"
 
 
-def save_ranker(ranker: Ranker, path: Path) -> None:
+@dataclass
+class KeptRanker:
+    """A fitted ranker as kept on disk: the model, what it was fitted on and in which run."""
+
+    ranker: Ranker
+    fingerprint: str  # training_fingerprint of its inputs
+    run_id: str  # the run that fitted it
+    fitted_at: datetime  # UTC, naive
+    features: tuple[str, ...] = FEATURES
+
+
+def save_ranker(kept: KeptRanker, path: Path) -> None:
     import joblib
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with replaced_atomically(path) as tmp:
-        joblib.dump({"features": FEATURES, "ranker": ranker}, tmp)
+        joblib.dump(kept, tmp)
 
 
-def load_ranker(path: Path, site: str) -> Ranker:
+def load_ranker(path: Path, site: str) -> KeptRanker:
     import joblib
 
     if not path.is_file():
         raise InputError(f"no link ranker for {site} at {path}: materialise link_ranker first.")
-    stored = joblib.load(path)
-    if tuple(stored["features"]) != FEATURES:
+    try:
+        kept = joblib.load(path)
+    except Exception as error:  # a truncated or foreign file: say which and what to do
+        raise InputError(
+            f"the link ranker at {path} cannot be read ({error}): materialise link_ranker again."
+        ) from error
+    if not isinstance(kept, KeptRanker) or tuple(kept.features) != FEATURES:
         raise InputError(
             f"the link ranker at {path} was fitted on other features: materialise link_ranker again."
         )
-    return stored["ranker"]
+    return kept
+
+
+def reusable_ranker(path: Path, site: str, fingerprint: str) -> KeptRanker | None:
+    """The kept ranker if it was fitted on exactly these inputs; None when there is none, it is
+    unreadable or its inputs differ (then the ranker is fitted again and the file replaced)."""
+    if not path.is_file():
+        return None
+    try:
+        kept = load_ranker(path, site)
+    except InputError:
+        return None
+    return kept if kept.fingerprint == fingerprint else None
 
 
 def _figure(value: float) -> float:
@@ -226,22 +263,33 @@ def link_ranker(
     candidate_settings: CandidateSettings,
 ):
     """A model of which candidate pairs the site's editors link, fitted on the site's own in-content links
-    (cross-validated, grouped by source page); default weights when the site has too few links."""
+    (cross-validated, grouped by source page); default weights when the site has too few links. The kept
+    model is reused while its inputs are unchanged (`retrain` fits again regardless)."""
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
+        path = ranker_path(warehouse, site)
         inputs = relevance_inputs(warehouse, embedder, site)
         options = options_from(config, RankerOptions)
-        builder = CandidateBuilder(inputs.signals, candidate_settings.options())
-        examples = training_examples(builder, inputs.links, options)
-        ranker = fit_ranker(examples, options)
-    path = ranker_path(warehouse, site)
-    save_ranker(ranker, path)
+        fingerprint = training_fingerprint(
+            inputs.signals, inputs.links, candidate_settings.options(), options, embedder.identity().model_id
+        )
+        kept = None if config.retrain else reusable_ranker(path, site, fingerprint)
+        if kept is None:
+            builder = CandidateBuilder(inputs.signals, candidate_settings.options())
+            examples = training_examples(builder, inputs.links, options)
+            fitted = fit_ranker(examples, options)
+            kept = KeptRanker(fitted, fingerprint, context.run.run_id, datetime.now(UTC).replace(tzinfo=None))
+            save_ranker(kept, path)
+            context.log.info(f"{site}: {kept.ranker.reason}")
+        else:
+            context.log.info(f"{site}: inputs unchanged since run {kept.run_id}: its model is reused")
+    ranker = kept.ranker
     row = pl.DataFrame(
         {
             "site": [site],
             "run_id": [context.run.run_id],
-            "trained_at": [datetime.now(UTC).replace(tzinfo=None)],
+            "trained_at": [kept.fitted_at],
             "model": [ranker.kind],
             "reason": [ranker.reason],
             "positive_examples": [ranker.positives],
@@ -250,6 +298,8 @@ def link_ranker(
             "feature_weights": [json.dumps(dict(_importance(ranker).iter_rows()))],
             "settings": [json.dumps(dataclasses.asdict(options))],
             "model_path": [str(path)],
+            "fitted_in_run": [kept.run_id],
+            "inputs_fingerprint": [fingerprint],
         },
         schema_overrides={
             "positive_examples": pl.Int32,
@@ -257,8 +307,12 @@ def link_ranker(
             "trained_at": pl.Datetime("us"),
         },
     )
-    context.log.info(f"{site}: {ranker.reason}")
-    metadata = {**_ranker_metadata(ranker), "model_file": MetadataValue.path(str(path))}
+    metadata = {
+        **_ranker_metadata(ranker),
+        "reused": kept.run_id != context.run.run_id,
+        "fitted_in_run": kept.run_id,
+        "model_file": MetadataValue.path(str(path)),
+    }
     yield from record_run(context, warehouse, site, "ml.link_ranker_runs", row, metadata, started)
 
 
@@ -274,7 +328,7 @@ def link_candidates(
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        ranker = load_ranker(ranker_path(warehouse, site), site)
+        ranker = load_ranker(ranker_path(warehouse, site), site).ranker
         inputs = relevance_inputs(warehouse, embedder, site)
         built = build_candidates(inputs.signals, inputs.links, candidate_settings.options())
         scored = built.with_columns(pl.Series("probability", ranker.probability(built)))
