@@ -13,6 +13,9 @@ benchmarks/.data/quality/<set>/; the shared crawls are read in place (gzipped pa
 that folder). Nothing reads the hidden links before the plan is built.
 
     python -m benchmarks.bench_link_quality [--sets lightchiropractic hugodocs cppdocs sample] [--seeds 0 1 2]
+
+`--ranker-reuse cppdocs` then times `link_ranker` fitted again against its kept model reused (inputs
+unchanged), on the warehouse that run left.
 """
 
 from __future__ import annotations
@@ -140,14 +143,13 @@ def editorial_recovery() -> dict:
     from interlink_pipeline.core.link_backtest import baseline_lists, same_budget_baseline
     from interlink_pipeline.core.link_candidates import page_links
     from interlink_pipeline.core.page_embeddings import read_vectors
+    from interlink_pipeline.core.urls import url_parts
     from interlink_pipeline.core.warehouse import read_site
 
     site, warehouse, inbox = _prepare("lightchiropractic")
     seconds = _materialize(warehouse, inbox, site, THROUGH_PLAN, {})
     pages, vectors = read_vectors(warehouse, site, ("page_id", "url", "url_key"))
     index = pages.select("url", pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
-    from interlink_pipeline.core.urls import url_parts
-
     editorial = _editorial_links()
     keys = pages.select("url_key", pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
     hidden = (
@@ -188,12 +190,46 @@ def editorial_recovery() -> dict:
     }
 
 
+def ranker_reuse(name: str, repeats: int) -> dict:
+    """link_ranker on the warehouse an earlier run of this benchmark left for `name`: fitted again
+    (retrain), then with unchanged inputs (the kept model reused), `repeats` times each."""
+    site, work = SETS[name][0], DATA / "quality" / name
+    if not (work / "warehouse.duckdb").is_file():
+        raise SystemExit(f"no warehouse for {name} under {work}: run --sets {name} first")
+    timings = {}
+    for retrain in (True, False):
+        config = {"ops": {"link_ranker": {"config": {"retrain": retrain}}}}
+        timings["fit" if retrain else "reuse"] = [
+            _materialize(work / "warehouse.duckdb", work / "inbox", site, ["link_ranker"], config)
+            for _ in range(repeats)
+        ]
+    return timings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--fraction", type=float, default=0.2)
+    parser.add_argument(
+        "--ranker-reuse", nargs="+", default=[], choices=list(SETS), metavar="SET",
+        help="only time link_ranker fitted vs reused, on the warehouses an earlier run left",
+    )  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=3, help="runs per timing for --ranker-reuse")
     args = parser.parse_args()
+    if args.ranker_reuse:
+        reuse = {name: ranker_reuse(name, args.repeats) for name in args.ranker_reuse}
+        print_table(
+            f"link_ranker fitted again vs its kept model reused (median of {args.repeats} runs, seconds)",
+            [
+                [name, f"{statistics.median(t['fit']):.1f}", f"{statistics.median(t['reuse']):.1f}",
+                 f"{statistics.median(t['fit']) / statistics.median(t['reuse']):.1f}×"]
+                for name, t in reuse.items()
+            ],
+            ["set", "fitted", "reused", "ratio"],
+        )  # fmt: skip
+        print(f"results: {save('link_ranker_reuse', reuse)}")
+        return
     results: dict = {"backtests": {}, "editorial": None}
     rows = []
     for name in args.sets:
