@@ -12,7 +12,7 @@ import pytest
 from interlink_pipeline.core.crawl_exports import read_page_text
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.inbox import export_kind, register_crawl
-from interlink_pipeline.core.link_backtest import hide_links, hide_pairs, run_backtest
+from interlink_pipeline.core.link_backtest import hide_pairs, pairs_to_hide, run_backtest
 from interlink_pipeline.core.link_candidates import (
     FEATURES,
     CandidateBuilder,
@@ -153,7 +153,7 @@ def test_hidden_links_reach_no_feature(light_inputs):
     """What a backtest builds from a site with hidden links equals what it builds from an export that never
     had them: the hidden links enter the scoring and nothing else."""
     warehouse, inputs, base = light_inputs
-    _, hidden = hide_links(inputs.links, 0.3, seed=3)
+    hidden = pairs_to_hide(inputs.links, 0.3, seed=3)
     assert hidden.height > 20
     # the same site exported without the hidden in-content links, read through the same reader
     from interlink_pipeline.core.urls import url_parts
@@ -192,9 +192,9 @@ def test_hidden_links_reach_no_feature(light_inputs):
 def test_the_backtest_repeats_under_a_seed(light_inputs):
     _, inputs, base = light_inputs
     options = CandidateSettings().options()
-    first = hide_links(inputs.links, 0.2, seed=7)[1]
-    assert first.equals(hide_links(inputs.links, 0.2, seed=7)[1])
-    assert not first.equals(hide_links(inputs.links, 0.2, seed=8)[1])
+    first = pairs_to_hide(inputs.links, 0.2, seed=7)
+    assert first.equals(pairs_to_hide(inputs.links, 0.2, seed=7))
+    assert not first.equals(pairs_to_hide(inputs.links, 0.2, seed=8))
     runs = [
         run_backtest(inputs.signals, inputs.links, first, _planner(base, first), options, RankerOptions())
         for _ in range(2)

@@ -22,15 +22,6 @@ from interlink_pipeline.core.similarity import exact_top
 PAIR = ["source", "target"]
 
 
-@dataclass(frozen=True)
-class BacktestOptions:
-    """Every field is a `link_backtest` config setting of the same name."""
-
-    fraction: float = 0.2  # share of the in-content link pairs hidden
-    seed: int = 0
-    k: int = 10  # candidate precision@k and recall@k
-
-
 @dataclass
 class BacktestResult:
     hidden_links: int
@@ -40,13 +31,12 @@ class BacktestResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def hide_links(links: LinkGraph, fraction: float, seed: int) -> tuple[LinkGraph, pl.DataFrame]:
-    """(the links left visible, the hidden (source, target) pairs): a seeded share of the distinct
-    in-content pairs; navigation, header and footer links are never hidden."""
+def pairs_to_hide(links: LinkGraph, fraction: float, seed: int) -> pl.DataFrame:
+    """A seeded share of the distinct in-content (source, target) pairs; navigation, header and footer
+    links are never hidden."""
     pairs = links.content_pairs()
     chosen = np.random.default_rng(seed).random(pairs.height) < fraction
-    hidden = pairs.filter(pl.Series(chosen))
-    return hide_pairs(links, hidden), hidden
+    return pairs.filter(pl.Series(chosen))
 
 
 def hide_pairs(links: LinkGraph, hidden: pl.DataFrame) -> LinkGraph:

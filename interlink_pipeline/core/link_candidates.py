@@ -208,10 +208,11 @@ class CandidateBuilder:
         and `origins` (the signals that proposed it, '+'-joined)."""
         signals, options = self.signals, self.options
         content = links.adjacency(signals.n, content=True)
+        adamic_adar = _adamic_adar(content)
         mentions = PhraseIndex(signals, links, options).find()
         proposals = [
             self.fixed,
-            _graph_pairs(content, options).with_columns(pl.lit("graph").alias("origin")),
+            _graph_pairs(adamic_adar, options.graph_per_page).with_columns(pl.lit("graph").alias("origin")),
             mentions.select("source", "target", pl.lit("mention").alias("origin")),
         ]
         pairs = (
@@ -226,7 +227,9 @@ class CandidateBuilder:
             keys = pl.Series(signals.duplicate_key, dtype=pl.String)
             same = keys.gather(pairs["source"]) == keys.gather(pairs["target"])
             pairs = pairs.filter(~same.fill_null(False))
-        return _features(pairs, signals, links, content, self.hierarchy, mentions, self.serp, options)
+        return _features(
+            pairs, signals, links, content, adamic_adar, self.hierarchy, mentions, self.serp, options
+        )
 
 
 def build_candidates(
@@ -363,17 +366,16 @@ def _adamic_adar(content: sparse.csr_matrix) -> sparse.csr_matrix:
     return sparse.csr_matrix(both @ sparse.diags(weight.astype(np.float32)) @ both)
 
 
-def _graph_pairs(content: sparse.csr_matrix, options: CandidateOptions) -> pl.DataFrame:
-    scores = _adamic_adar(content)
-    scores.setdiag(0)
-    scores.eliminate_zeros()
+def _graph_pairs(scores: sparse.csr_matrix, k: int) -> pl.DataFrame:
+    """Each page's k best other pages by Adamic–Adar score."""
     sources, targets = [], []
-    k = options.graph_per_page
     for row in range(scores.shape[0]):
         start, end = scores.indptr[row], scores.indptr[row + 1]
-        if start == end:
-            continue
         cols, vals = scores.indices[start:end], scores.data[start:end]
+        other = (cols != row) & (vals != 0)
+        cols, vals = cols[other], vals[other]
+        if not len(cols):
+            continue
         if len(cols) > k:
             best = np.lexsort((cols, -vals))[:k]
             cols = cols[best]
@@ -502,6 +504,7 @@ def _features(
     signals: SiteSignals,
     links: LinkGraph,
     content: sparse.csr_matrix,
+    adamic_adar: sparse.csr_matrix,
     hierarchy: UrlTree,
     mentions: pl.DataFrame,
     serp: pl.DataFrame,
@@ -523,7 +526,7 @@ def _features(
         "two_hop": _lookup(sparse.csr_matrix(content @ content), s, t),
         "cocitation": _lookup(sparse.csr_matrix(content.T @ content), s, t),
         "coupling": _lookup(sparse.csr_matrix(content @ content.T), s, t),
-        "adamic_adar": _lookup(_adamic_adar(content), s, t),
+        "adamic_adar": _lookup(adamic_adar, s, t),
         "reverse_link": _lookup(content, t, s),
         "navigation_link": np.maximum(_lookup(navigation, s, t), _lookup(navigation, t, s)),
         "target_inlinks": np.log1p(inlinks[t]).astype(np.float32),

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
-from interlink_pipeline.core.link_backtest import hide_links, run_backtest
+from interlink_pipeline.core.link_backtest import pairs_to_hide, run_backtest
 from interlink_pipeline.core.link_plan import PlanOptions, planner_without
 from interlink_pipeline.core.link_ranker import RankerOptions
 from interlink_pipeline.core.previews import markdown_table
@@ -53,7 +53,7 @@ def link_backtest(
         )
         yield from _skipped(context, site, base.pages["crawl_id"][0], started)
         return
-    _, hidden = hide_links(inputs.links, config.fraction, config.seed)
+    hidden = pairs_to_hide(inputs.links, config.fraction, config.seed)
     ranker_options = RankerOptions(seed=config.seed)
     plan_options = PlanOptions()
 
