@@ -23,6 +23,7 @@ from interlink_pipeline.core.link_plan import (
     plan_links,
 )
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.core.site_sections import SiteSections
 from interlink_pipeline.core.text import function_words
 from interlink_pipeline_tests.conftest import LIGHT, NUTRI, register_lightchiropractic, run_site
 from interlink_pipeline_tests.run_results import materialization_metadata
@@ -34,7 +35,7 @@ EMPTY_CANDIDATES = pl.DataFrame(
 )
 
 
-def _site(n, similar=(), existing=(), candidates=(), vectors=None, clusters=None):
+def _site(n, similar=(), existing=(), candidates=(), vectors=None, clusters=None, sections=None):
     pairs = pl.DataFrame(
         [(a, b, s) for a, b, s in similar] + [(b, a, s) for a, b, s in similar],
         schema={"a": pl.Int64, "b": pl.Int64, "score": pl.Float32},
@@ -62,6 +63,7 @@ def _site(n, similar=(), existing=(), candidates=(), vectors=None, clusters=None
         pairs if similar else EMPTY_PAIRS,
         edges,
         vectors=vectors,
+        sections=sections or SiteSections.empty(),
     )
 
 
@@ -101,6 +103,27 @@ def test_hubs_are_placed_on_the_home_page_within_hub_links():
     assert hubs["source"].to_list() == [0] and set(hubs["placement"]) == {"home"}  # 1 slot: 2 minus existing
     assert hubs["target"][0] == 1  # the most central page
     assert planner.hubs[0] == 1
+
+
+def test_a_section_index_links_its_menu_members_and_main_sections_are_hubs_first():
+    # the menu: 1 and 2 at its top level, 3..14 under 1; 15 the first page of a paginated listing
+    members = list(range(3, 15))
+    sections = SiteSections(
+        parent=np.full(len(members), 1), child=np.array(members), main_sections=np.array([1, 2]),
+        listings=np.array([15]),
+    )  # fmt: skip
+    candidates = [(1, t, 0.01 * t, "menu") for t in members] + [(3, 4, 0.9, "similar")]
+    site = _site(16, candidates=candidates, existing=[(0, 3, True)], sections=sections)
+    options = PlanOptions(out_link_budget=4, section_links=10, hub_links=3)
+    planned, planner = plan_links(site, options)
+    section = planned.filter(pl.col("reason") == "section")
+    # up to section_links, the most probable members first, whatever the out-link budget
+    assert section["source"].unique().to_list() == [1]
+    assert section["target"].to_list() == list(range(14, 4, -1))
+    assert planner.budget[1] == 0 and planner.budget[15] > options.out_link_budget - 1
+    assert planner.hubs[:2] == [1, 2]  # the menu's top level before the most central pages
+    checks = check_plan(planned, [str(i) for i in range(planned.height)], site.existing, planner, 0, options)
+    assert next(c for c in checks if c.name == "link_plan_within_budget").passed
 
 
 def test_depth_shortcuts_bring_a_chain_within_the_limit():
@@ -371,3 +394,15 @@ def test_constraints_that_cannot_be_met_give_warnings_with_the_reason(
     assert not depth.passed and depth.severity == dg.AssetCheckSeverity.WARN
     assert "within 1 clicks has out-link budget left" in depth.metadata["why"].value
     assert checks["link_plan_within_budget"].passed
+
+
+def test_the_marts_accept_every_reason_the_plan_gives():
+    import yaml
+
+    from interlink_pipeline.core.link_plan import REASONS
+
+    marts = yaml.safe_load(open("dbt/models/marts/marts.yml"))
+    model = next(m for m in marts["models"] if m["name"] == "link_opportunities")
+    reason = next(c for c in model["columns"] if c["name"] == "reason")
+    accepted = next(t["accepted_values"] for t in reason["data_tests"] if "accepted_values" in t)
+    assert accepted["arguments"]["values"] == list(REASONS)

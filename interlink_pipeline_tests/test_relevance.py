@@ -123,8 +123,61 @@ def test_page_links_keep_anchors_and_split_content_from_navigation(crawls):
     positions = raw["link_position"].str.to_lowercase().value_counts()
     assert 0 < links.content.sum() < len(links.source)  # both kinds, only between kept pages
     assert "content" in positions["link_position"].to_list()
-    assert links.content_pairs().height == 96
+    # 96 in-content pairs between kept pages, and 47 the blog index lists on its later pages (excluded)
+    assert links.content_pairs().height == 96 + 47
     assert all(a is None or isinstance(a, str) for a in links.anchor)
+
+
+def test_menus_and_paginated_listings_declare_the_sections(crawls):
+    from interlink_pipeline.core.crawl_exports import read_crawl_export, read_links_export
+    from interlink_pipeline.core.pages import clean_pages
+
+    pages = clean_pages(read_crawl_export(crawls / "lightchiropractic/internal_all.csv", LIGHT).frame, LIGHT)
+    raw = read_links_export(crawls / "lightchiropractic/all_inlinks.csv", LIGHT).frame
+    paths = pages.pages["path"].to_list()
+    row = {p: i for i, p in enumerate(paths)}
+    links = page_links(raw, pages.pages["url_key"])
+    sections = links.sections
+    menu = {(paths[p], paths[c]) for p, c in zip(sections.parent, sections.child, strict=True)}
+    # the header menu nests the conditions under "Conditions Treated" (/treatment/), whatever their URLs
+    assert {("/treatment/", "/conditions-pregnancy/"), ("/treatment/", "/treatment/neck-pain/"),
+            ("/about/", "/faq/")} <= menu  # fmt: skip
+    assert {p for p, _ in menu} == {"/treatment/", "/about/"}
+    assert {"/treatment/", "/about/", "/chiropractor-prices-singapore/"} <= {
+        paths[p] for p in sections.main_sections
+    }
+    # /blog/page/2/ .. /6/ are excluded pages; what they list, the blog index lists
+    assert [paths[p] for p in sections.listings] == ["/blog/"]
+    listed = set(links.target[links.content & (links.source == row["/blog/"])].tolist())
+    page_two = raw.filter(
+        pl.col("source_url").str.ends_with("/blog/page/2/") & (pl.col("link_position") == "Content")
+    )["target_url"]
+    older = {row[p] for p in page_two.str.replace("https://www.lightchiropractic.sg", "") if p in row} - {
+        row["/blog/"]
+    }
+    assert len(older) > 5 and older <= listed
+
+
+def test_a_nested_list_in_the_body_is_not_a_menu():
+    from interlink_pipeline.core.site_sections import site_sections
+
+    item = "//body/main/article/ul/li[2]"
+    links = pl.DataFrame(
+        {
+            "source_url_key": ["h/a", "h/a", "h/b", "h/b"],
+            "source_key": ["h/a", "h/a", "h/b", "h/b"],
+            "target_key": ["h/x", "h/y", "h/x", "h/y"],
+            "content": [True, True, False, False],
+            "link_path": [f"{item}/a", f"{item}/ul/li[1]/a", "//body/nav/ul/li[1]/a",
+                          "//body/nav/ul/li[1]/ul/li[3]/a"],
+        }
+    )  # fmt: skip
+    rows = {"h/a": 0, "h/b": 1, "h/x": 2, "h/y": 3}
+    sections = site_sections(links.filter(pl.col("content")), rows)
+    assert not len(sections.parent) and not len(sections.main_sections)
+    sections = site_sections(links, rows)  # the same nesting in navigation is the site's structure
+    assert sections.parent.tolist() == [2] and sections.child.tolist() == [3]
+    assert sections.main_sections.tolist() == [2] and not len(sections.listings)
 
 
 # --- a real site through the assets, then the core's honesty ---------------------------------------------
@@ -164,8 +217,12 @@ def test_hidden_links_reach_no_feature(light_inputs):
         pl.Series("target_key", keys.gather(hidden["target"])),
     ).with_columns(pl.lit(True).alias("hidden"))
     raw = warehouse.read_site("raw.crawl_links", LIGHT)
+    source = url_parts(raw["source_url"])
     flagged = raw.with_columns(
-        url_parts(raw["source_url"])["url_key"].alias("source_key"),
+        # a link on a listing's page 2+ is a link of its first page (/blog/page/2/ -> /blog/)
+        source.select(
+            pl.when(pl.col("url_key").is_in(keys.implode())).then("url_key").otherwise("series_key")
+        )["url_key"].alias("source_key"),
         url_parts(raw["target_url"])["url_key"].alias("target_key"),
     ).join(hidden_keys, on=["source_key", "target_key"], how="left", maintain_order="left")
     in_content = ~pl.col("link_position").str.to_lowercase().is_in(

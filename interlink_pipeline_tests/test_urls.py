@@ -61,6 +61,10 @@ def test_url_normalisation_parts():
     assert rows[3]["url"] == "https://www.example.com/"
     assert rows[4]["is_paginated_url"] and rows[5]["is_paginated_url"]
     assert not rows[2]["is_paginated_url"]
+    # page 2+ of a series knows its first page; any other URL is its own
+    assert rows[4]["series_key"] == "www.example.com/blog"
+    assert rows[5]["series_key"] == "www.example.com/c/boots"
+    assert rows[6]["series_key"] == rows[6]["url_key"]
     assert rows[6]["url_key"] == "www.example.com/c/boots?a=1&b=2"  # sorted params in the key only
     assert rows[6]["url"] == "https://www.example.com/c/boots?b=2&a=1"
     assert rows[7]["url_valid"] is False

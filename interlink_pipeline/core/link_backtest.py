@@ -154,6 +154,6 @@ def run_backtest(
             pl.col("probability").mean().alias("mean_probability"),
         )
         .with_columns((pl.col("hits") / pl.col("links")).alias("precision"))
-        .sort("links", descending=True)
+        .sort(["links", "reason"], descending=[True, False])  # group_by's order is not stable
     )
     return BacktestResult(hidden.height, figures, by_reason, ranker, seconds)

@@ -3,7 +3,8 @@
 Signals: the nearest pages by each text field's embedding (title, H1, meta description, body text); the URL
 hierarchy (parent, children, siblings); the existing link graph (two-hop paths, co-citation, coupling,
 Adamic–Adar); the target's phrases (its title, H1 and the anchors other pages use for it) found in the
-source's text; SERP results; topic clusters. Whichever signal proposed a pair, the pair gets every
+source's text; SERP results; topic clusters; listings (sources whose links go to pages like the target); the
+site's menus (site_sections). Whichever signal proposed a pair, the pair gets every
 signal's score as a feature, so the ranker learns how much each one is worth on this site.
 
 Existing in-content links are never candidates (they exist), nor are near-duplicates (duplicate
@@ -13,6 +14,7 @@ are given: a backtest passes the visible links, so hidden links reach no feature
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import Counter, defaultdict
@@ -23,6 +25,7 @@ import polars as pl
 from scipy import sparse
 
 from interlink_pipeline.core.similarity import exact_top
+from interlink_pipeline.core.site_sections import SiteSections, site_sections
 
 TEXT_FIELDS = ("title", "h1", "meta_description", "body")
 # Anchors that say nothing about the target: never phrases of it.
@@ -61,8 +64,10 @@ FEATURES = (
     "mention_title",
     "serp_score",
     "same_cluster",
+    "listing_similarity",
+    "menu_parent",
 )
-ORIGINS = ("similar", "hierarchy", "graph", "mention", "serp")
+ORIGINS = ("similar", "hierarchy", "graph", "mention", "serp", "listing", "menu")
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class CandidateOptions:
     siblings_per_page: int = 20  # pages under the same parent (the most similar first)
     graph_per_page: int = 20  # best by Adamic–Adar on the existing links
     mentions_per_page: int = 30  # targets whose phrases occur in the source's text
+    listings_per_page: int = 20  # sources whose in-content links go to the pages most like the target
     serp_depth: int = 10  # SERP positions that count as evidence
     max_phrase_words: int = 8
 
@@ -102,6 +108,8 @@ class LinkGraph:
     target: np.ndarray
     content: np.ndarray  # bool: in the body (not header, footer, navigation or sidebar)
     anchor: np.ndarray  # object array of anchor texts (None when unknown)
+    # from navigation links, which a backtest never hides
+    sections: SiteSections = dataclasses.field(default_factory=SiteSections.empty)
 
     @classmethod
     def empty(cls) -> LinkGraph:
@@ -160,19 +168,33 @@ def followed_hyperlinks(links: pl.DataFrame) -> pl.DataFrame:
 
 def page_links(links: pl.DataFrame, url_keys: pl.Series) -> LinkGraph:
     """The followed hyperlinks of a raw.crawl_links frame between the kept pages (`url_keys`, in page-row
-    order), one row per link, with anchors."""
+    order), one row per link, with anchors, and the sections the site declares.
+
+    A paginated series is one list: the links on its page 2+ count as links of its first page when that
+    page is kept (a blog index lists every post, not only the newest)."""
     from interlink_pipeline.core.urls import url_parts
 
     if links.is_empty():
         return LinkGraph.empty()
     followed = followed_hyperlinks(links)
     rows = pl.DataFrame({"key": url_keys, "row": np.arange(len(url_keys), dtype=np.int64)})
+    if "link_path" not in followed.columns:
+        followed = followed.with_columns(pl.lit(None, dtype=pl.String).alias("link_path"))
+    source = url_parts(followed["source_url"]).select(
+        pl.col("url_key").alias("source_url_key"),
+        pl.when(pl.col("url_key").is_in(url_keys.implode()))
+        .then("url_key")
+        .otherwise("series_key")
+        .alias("source_key"),
+    )
     keyed = pl.DataFrame(
         {
-            "source_key": url_parts(followed["source_url"])["url_key"],
+            "source_url_key": source["source_url_key"],
+            "source_key": source["source_key"],
             "target_key": url_parts(followed["target_url"])["url_key"],
             "content": followed["content"],
             "anchor": followed["anchor"],
+            "link_path": followed["link_path"],
         }
     )
     edges = (
@@ -180,7 +202,8 @@ def page_links(links: pl.DataFrame, url_keys: pl.Series) -> LinkGraph:
         .join(rows.rename({"key": "target_key", "row": "target"}), on="target_key")
         .filter(pl.col("source") != pl.col("target"))
     )
-    return LinkGraph.from_frame(edges)
+    sections = site_sections(keyed, dict(zip(url_keys.to_list(), range(len(url_keys)), strict=True)))
+    return replace(LinkGraph.from_frame(edges), sections=sections)
 
 
 class CandidateBuilder:
@@ -192,10 +215,15 @@ class CandidateBuilder:
         self.signals = signals
         self.options = options or CandidateOptions()
         self.hierarchy = UrlTree(signals.paths)
+        self.neighbours = {
+            name: _neighbour_matrix(signals.vectors[name], self.options.neighbours_per_field)
+            for name in TEXT_FIELDS
+            if name in signals.vectors
+        }
         self.serp = signals.serp.filter(pl.col("rank") <= self.options.serp_depth)
         self.fixed = pl.concat(
             [
-                _similar_pairs(signals, self.options).with_columns(pl.lit("similar").alias("origin")),
+                _similar_pairs(self.neighbours).with_columns(pl.lit("similar").alias("origin")),
                 self.hierarchy.pairs(signals.vectors["title"], self.options).with_columns(
                     pl.lit("hierarchy").alias("origin")
                 ),
@@ -214,6 +242,10 @@ class CandidateBuilder:
             self.fixed,
             _graph_pairs(adamic_adar, options.graph_per_page).with_columns(pl.lit("graph").alias("origin")),
             mentions.select("source", "target", pl.lit("mention").alias("origin")),
+            _listing_pairs(content, self.neighbours["title"], options.listings_per_page).with_columns(
+                pl.lit("listing").alias("origin")
+            ),
+            links.sections.pairs().with_columns(pl.lit("menu").alias("origin")),
         ]
         pairs = (
             pl.concat([p.select(pl.col("source", "target").cast(pl.Int64), "origin") for p in proposals])
@@ -239,27 +271,12 @@ def build_candidates(
     return CandidateBuilder(signals, options).build(links)
 
 
-def _similar_pairs(signals: SiteSignals, options: CandidateOptions) -> pl.DataFrame:
+def _similar_pairs(neighbours: dict[str, sparse.csr_matrix]) -> pl.DataFrame:
+    """Every page's nearest pages by each text field."""
     frames = []
-    for name in TEXT_FIELDS:
-        vectors = signals.vectors.get(name)
-        if vectors is None:
-            continue
-        present = np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)
-        if len(present) < 2:
-            continue
-        idx, _ = exact_top(
-            vectors[present], vectors[present], options.neighbours_per_field + 1,
-            query_ids=np.arange(len(present)),
-        )  # fmt: skip
-        frames.append(
-            pl.DataFrame(
-                {
-                    "source": np.repeat(present, idx.shape[1]),
-                    "target": present[idx.ravel()],
-                }
-            )
-        )
+    for matrix in neighbours.values():
+        coo = matrix.tocoo()
+        frames.append(pl.DataFrame({"source": coo.row.astype(np.int64), "target": coo.col.astype(np.int64)}))
     return pl.concat(frames) if frames else pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64})
 
 
@@ -367,7 +384,7 @@ def _adamic_adar(content: sparse.csr_matrix) -> sparse.csr_matrix:
 
 
 def _graph_pairs(scores: sparse.csr_matrix, k: int) -> pl.DataFrame:
-    """Each page's k best other pages by Adamic–Adar score."""
+    """Each row's k best other columns by score (pairs: source = row, target = column)."""
     sources, targets = [], []
     for row in range(scores.shape[0]):
         start, end = scores.indptr[row], scores.indptr[row + 1]
@@ -384,6 +401,48 @@ def _graph_pairs(scores: sparse.csr_matrix, k: int) -> pl.DataFrame:
     if not sources:
         return pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64})
     return pl.DataFrame({"source": np.concatenate(sources), "target": np.concatenate(targets)})
+
+
+def _neighbour_matrix(vectors: np.ndarray, k: int) -> sparse.csr_matrix:
+    """Each page's k nearest other pages by cosine (row: page; pages without the field have none)."""
+    n = len(vectors)
+    present = np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)
+    if len(present) < 2:
+        return sparse.csr_matrix((n, n), dtype=np.float32)
+    idx, scores = exact_top(vectors[present], vectors[present], k + 1, query_ids=np.arange(len(present)))
+    rows = np.repeat(np.arange(len(present)), idx.shape[1])
+    keep = idx.ravel() != rows  # the page itself
+    return sparse.csr_matrix(
+        (scores.ravel()[keep], (present[rows[keep]], present[idx.ravel()[keep]])), shape=(n, n)
+    )
+
+
+def _listing_pairs(content: sparse.csr_matrix, neighbours: sparse.csr_matrix, k: int) -> pl.DataFrame:
+    """For each target, the k sources whose in-content links go most to the target's nearest pages: a
+    page that lists pages like this one (a blog index, a category) is where it belongs."""
+    by_target = sparse.csr_matrix(neighbours @ content.T)  # [target, source]: similarity to what it lists
+    pairs = _graph_pairs(by_target, k)
+    return pairs.select(pl.col("target").alias("source"), pl.col("source").alias("target"))
+
+
+def _listing_similarity(
+    content: sparse.csr_matrix, vectors: np.ndarray, source: np.ndarray, target: np.ndarray, top: int = 3
+) -> np.ndarray:
+    """Mean cosine between each target and the `top` pages most like it among those its source links
+    to in the body (0 when the source links to none)."""
+    out = np.zeros(len(source), dtype=np.float32)
+    order = np.argsort(source, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(source[order]) != 0])
+    for begin, end in zip(starts, np.r_[starts[1:], len(order)], strict=True):
+        rows = order[begin:end]
+        src = int(source[rows[0]])
+        listed = content.indices[content.indptr[src] : content.indptr[src + 1]]
+        if not len(listed):
+            continue
+        sims = vectors[target[rows]] @ vectors[listed].T
+        best = min(top, sims.shape[1])
+        out[rows] = np.partition(sims, sims.shape[1] - best, axis=1)[:, -best:].mean(axis=1)
+    return out
 
 
 class PhraseIndex:
@@ -534,6 +593,10 @@ def _features(
         "same_cluster": ((signals.cluster[s] == signals.cluster[t]) & (signals.cluster[s] >= 0)).astype(
             np.float32
         ),
+        "listing_similarity": _listing_similarity(content, v["title"], s, t),
+        "menu_parent": np.isin(
+            s * signals.n + t, links.sections.parent * signals.n + links.sections.child
+        ).astype(np.float32),
     }
     frame = pairs.with_columns(
         pl.Series(name, values, dtype=pl.Float32) for name, values in columns.items()

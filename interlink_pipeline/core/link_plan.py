@@ -4,8 +4,11 @@ Steps, each adding links only where the source page has spare out-link budget an
 
 1. **Centrality.** Betweenness on the relatedness graph (link candidates and similar pairs, undirected):
    pages that sit between topics. Exact below `exact_centrality_below` pages, sampled above.
-2. **Hubs** (`hub`, placed on the home page): the most central page of each of the largest topic clusters,
-   then the most central pages overall, up to `hub_links`.
+2. **Hubs** (`hub`, placed on the home page): the site's main sections (the top level of its menu), then
+   the most central page of each of the largest topic clusters, then the most central pages overall, up
+   to `hub_links`.
+   **Sections** (`section`): each section index links the pages its menu lists under it, up to
+   `section_links` (the site's own menu declares the section; editors link an index to its members).
 3. **Structure** (`orphan-rescue`, `component-bridge`, `depth-shortcut`): level by level, the shallowest
    pages with budget link the too-deep or unreachable pages (most out-links first, one per cut-off group),
    each from its most related page at that level, until every page is within `max_depth` clicks or no
@@ -35,8 +38,9 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.graph_metrics import UNREACHABLE, adjacency, click_depth, out_degree
 from interlink_pipeline.core.link_candidates import LinkGraph, followed_hyperlinks
 from interlink_pipeline.core.similarity import exact_top
+from interlink_pipeline.core.site_sections import SiteSections
 
-REASONS = ("hub", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
+REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class PlanOptions:
 
     out_link_budget: int = 10  # contextual (in-content) links per page, existing ones included
     hub_links: int = 20  # links from the home page to hubs, existing ones included
+    section_links: int = 20  # in-content links of a section index (a menu parent), existing ones included
     min_inlinks: int = 1
     max_inlinks: int = 20
     max_depth: int = 4
@@ -79,6 +84,7 @@ class SiteGraph:
     existing: pl.DataFrame  # source, target (node indices), content (bool)
     nodes: int = 0  # pages + pass-through nodes (0: pages only)
     vectors: np.ndarray | None = None
+    sections: SiteSections = field(default_factory=SiteSections.empty)
 
     def __post_init__(self) -> None:
         self.nodes = max(self.nodes, len(self.page_ids))
@@ -167,8 +173,10 @@ class Planner:
         content_out = np.bincount(
             existing.filter(pl.col("content"))["source"].to_numpy(), minlength=self.nodes
         )
-        self.budget = np.maximum(0, options.out_link_budget - content_out).astype(np.int64)
-        self.budget[self.n :] = 0  # pass-through nodes are never linked from
+        self.budget = np.zeros(self.nodes, dtype=np.int64)  # pass-through nodes are never linked from
+        self.budget[: self.n] = np.maximum(
+            0, out_link_budgets(self.n, site.sections, options) - content_out[: self.n]
+        )
         self.hub_budget = max(0, options.hub_links - int(content_out[site.home]))
         self.inbound = np.bincount(existing["target"].to_numpy(), minlength=self.nodes).astype(np.int64)
         # quotas count in-content links only: a sitewide menu link does not make a page well linked
@@ -298,6 +306,7 @@ class Planner:
         # the budgets left.
         timed = [
             ("hubs", self._link_hubs),
+            ("sections", self._link_sections),
             ("depth", self._shorten_depth),
             ("orphans", self._rescue_orphans),
             ("bridges", self._bridge_components),
@@ -319,7 +328,8 @@ class Planner:
             if cluster >= 0 and cluster not in best_per_cluster:
                 best_per_cluster[cluster] = page
         by_size = sorted(best_per_cluster, key=lambda c: -sizes[c])
-        hubs = [best_per_cluster[c] for c in by_size]
+        main = [int(p) for p in self.g.sections.main_sections if p != self.g.home]
+        hubs = list(dict.fromkeys([*main, *(best_per_cluster[c] for c in by_size)]))
         chosen = set(hubs)
         hubs += [p for p in order if p not in chosen]
         return hubs[: self.o.hub_links]
@@ -328,6 +338,19 @@ class Planner:
         home = self.g.home
         for hub in self.hubs:
             self.add(home, hub, "hub", float(self.centrality[hub]), "centrality", home=True)
+
+    def _link_sections(self) -> None:
+        """Each menu parent links the pages listed under it, the most probable first."""
+        probability = {
+            (s, t): p for s, t, p in self.g.candidates.select("source", "target", "score").iter_rows()
+        }
+        sections = self.g.sections
+        pairs = sorted(
+            zip(sections.parent.tolist(), sections.child.tolist(), strict=True),
+            key=lambda pair: (pair[0], -(probability.get(pair) or 0.0), pair[1]),
+        )
+        for index, member in pairs:
+            self.add(index, member, "section", probability.get((index, member)) or 0.0, "menu")
 
     def _rescue_orphans(self) -> None:
         order = np.argsort(-self.centrality, kind="stable")
@@ -448,11 +471,22 @@ def without_hidden(existing: pl.DataFrame, hidden: pl.DataFrame, navigation: pl.
     )
 
 
+def out_link_budgets(n: int, sections: SiteSections, options: PlanOptions) -> np.ndarray:
+    """Each page's in-content out-links allowed, existing ones included: `out_link_budget`, and
+    `section_links` for a section index (a menu parent or the first page of a paginated listing)."""
+    budget = np.full(n, options.out_link_budget, dtype=np.int64)
+    budget[sections.indexes] = max(options.out_link_budget, options.section_links)
+    return budget
+
+
 def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.DataFrame, Planner]:
     """The planned links (source, target indices, reason, score, evidence, placement) and the planner."""
     options = options or PlanOptions()
-    if options.out_link_budget < 1 or options.hub_links < 0 or options.max_depth < 1:
-        raise InputError("out_link_budget and max_depth must be at least 1, hub_links at least 0.")
+    o = options
+    if min(o.out_link_budget, o.max_depth) < 1 or min(o.hub_links, o.section_links) < 0:
+        raise InputError(
+            "out_link_budget and max_depth must be at least 1, hub_links and section_links at least 0."
+        )
     if not 0 <= options.min_inlinks <= options.max_inlinks:
         raise InputError("min_inlinks must be between 0 and max_inlinks.")
     if not 0 <= options.min_probability <= 1:
@@ -493,6 +527,7 @@ class PlanInputs:
     existing: pl.DataFrame
     nodes: int
     taken: dict[str, set[int]]  # existing in-content anchor (lower case) -> the pages it points at
+    sections: SiteSections = field(default_factory=SiteSections.empty)
 
 
 def plan_anchors(
@@ -547,6 +582,7 @@ def plan_site(
         existing,
         nodes=inputs.nodes,
         vectors=inputs.vectors,
+        sections=inputs.sections,
     )
     planned, planner = plan_links(graph, options)
     planned = planned.join(
@@ -577,8 +613,8 @@ def planner_without(
 
 PLAN_INVARIANTS = {
     "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",
-    "link_plan_within_budget": "No page exceeds its out-link budget (existing in-content links counted); "
-    "the home page stays within hub_links.",
+    "link_plan_within_budget": "No page exceeds its out-link budget (existing in-content links counted; "
+    "section_links for a section index); the home page stays within hub_links.",
     "link_plan_anchors": "One anchor per (source, target) pair, and no anchor text points at more than "
     "anchor_max_targets pages.",
     "link_plan_no_orphans": "Every page has an in-link after the plan; when the settings make that "
@@ -615,7 +651,8 @@ def check_plan(
     contextual = planned.filter(pl.col("placement") == "contextual")
     content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
     planned_out = np.bincount(contextual["source"].to_numpy(), minlength=n)
-    over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > options.out_link_budget))
+    budget = out_link_budgets(n, planner.g.sections, options)
+    over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > budget))
     home_planned = int((planned["placement"] == "home").sum())
     home_ok = home_planned <= max(0, options.hub_links - int(content_out[home]))
     anchored = planned.select("source", "target").with_columns(

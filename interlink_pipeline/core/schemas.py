@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
+from interlink_pipeline.core.link_plan import REASONS
 from interlink_pipeline.core.pages import EXCLUSION_REASONS
 
 SITE = "Site key: the crawl's normalised host, e.g. www.example.com (the Dagster partition)."
@@ -334,7 +335,7 @@ class LinkCandidate(pa.DataFrameModel):
     rank: pl.Int32 = pa.Field(ge=1, description="1 = the source's most probable candidate.")
     origins: str = pa.Field(
         description="The signals that proposed the pair, '+'-joined: similar, hierarchy, graph, mention, "
-        "serp."
+        "serp, listing, menu."
     )
     cos_title: pl.Float32 = pa.Field(description="Cosine of the two pages' title embeddings.")
     cos_h1: pl.Float32 = pa.Field(description="Cosine of their H1 embeddings.")
@@ -384,6 +385,14 @@ class LinkCandidate(pa.DataFrameModel):
         description="(depth - rank + 1) / depth of the target in the source's SERP; 0 when absent."
     )
     same_cluster: pl.Float32 = pa.Field(description="1 when both are in the same topic cluster.")
+    listing_similarity: pl.Float32 = pa.Field(
+        description="Mean title cosine between the target and the 3 pages most like it that the source "
+        "links to in its body (a paginated listing's later pages count as its first): a page that lists "
+        "pages like this one."
+    )
+    menu_parent: pl.Float32 = pa.Field(
+        description="1 when the site's menu lists the target under the source (from the links' Link Path)."
+    )
     mention_offset: pl.Int32 = pa.Field(
         nullable=True, ge=0, description="Character offset of that phrase in the source's text, when found."
     )
@@ -459,12 +468,14 @@ class PlannedLink(pa.DataFrameModel):
         "no signal proposed: hubs and structural links from the nearest page by vector search).",
     )
     reason: str = pa.Field(
-        isin=["hub", "topical", "orphan-rescue", "component-bridge", "depth-shortcut"],
-        description="hub, topical, orphan-rescue, component-bridge or depth-shortcut (see the README).",
+        isin=list(REASONS),
+        description="hub, section, topical, orphan-rescue, component-bridge or depth-shortcut (see the "
+        "README).",
     )
     evidence: str = pa.Field(
         description="What proposed it: the candidate's origins ('+'-joined: similar, hierarchy, graph, "
-        "mention, serp), 'semantic' (vector search) or 'centrality' (hubs)."
+        "mention, serp, listing, menu), 'semantic' (vector search), 'centrality' (hubs) or 'menu' "
+        "(sections)."
     )
     placement: str = pa.Field(
         isin=["home", "contextual"], description="home: on the home page; contextual: in-content."

@@ -61,7 +61,8 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
     """Normalised parts of each URL (one row per input, same order).
 
     Columns: url_valid, scheme, host, path, query (tracking parameters removed, order kept),
-    had_tracking_params, url (live form), url_key (identity), is_paginated_url.
+    had_tracking_params, url (live form), url_key (identity), is_paginated_url, series_key (the key of
+    the first page of the paginated series the URL belongs to: its own key when it is not paginated).
     One regex pass over all rows; query parameters are only split for the rows that have a query.
     """
     groups = (
@@ -104,6 +105,7 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
         .agg(
             pl.col("param").str.join("&").alias("query"),
             pl.col("param").sort().str.join("&").alias("key_query"),
+            pl.col("param").filter(~pl.col("paging")).sort().str.join("&").alias("series_query"),
         )
     )
     flags = params.group_by("row").agg(
@@ -115,11 +117,17 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
         .with_columns(
             pl.col("query").fill_null(""),
             pl.col("key_query").fill_null(""),
+            pl.col("series_query").fill_null(""),
             pl.col("had_tracking_params").fill_null(False),
         )
     )
     key_path = (
         pl.when(pl.col("path") == "/").then(pl.col("path")).otherwise(pl.col("path").str.strip_chars_end("/"))
+    )
+    series_path = key_path.str.replace(PAGINATION_PATH_PATTERN, "")
+    series_path = pl.when(series_path == "").then(pl.lit("/")).otherwise(series_path)
+    with_series_query = (
+        pl.when(pl.col("series_query") != "").then(pl.lit("?") + pl.col("series_query")).otherwise(pl.lit(""))
     )
     with_query = pl.when(pl.col("query") != "").then(pl.lit("?") + pl.col("query")).otherwise(pl.lit(""))
     with_key_query = (
@@ -140,6 +148,7 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
         (pl.col("path").str.contains(PAGINATION_PATH_PATTERN) | pl.col("paging").fill_null(False))
         .fill_null(False)
         .alias("is_paginated_url"),
+        pl.concat_str([pl.col("host"), series_path, with_series_query]).alias("series_key"),
     )
 
 

@@ -53,6 +53,12 @@ class LinkPlanConfig(Config):
     hub_links: int = Field(
         default=20, ge=0, description="Links on the home page to hubs, existing ones included."
     )
+    section_links: int = Field(
+        default=20,
+        ge=0,
+        description="In-content links of a section index (a page the site's menu lists others under), "
+        "existing ones included.",
+    )
     min_inlinks: int = Field(
         default=1, ge=0, description="In-content in-link quota of the least central pages."
     )
@@ -121,7 +127,7 @@ def plan_inputs(warehouse: Warehouse, site: str) -> PlanInputs:
     for target, anchor in zip(anchors.target[anchors.content], anchors.anchor[anchors.content], strict=True):
         if anchor:
             taken.setdefault(anchor.strip().lower(), set()).add(int(target))
-    return PlanInputs(pages, vectors, index, cluster_of, similar, existing, nodes, taken)
+    return PlanInputs(pages, vectors, index, cluster_of, similar, existing, nodes, taken, anchors.sections)
 
 
 @site_asset(

@@ -76,6 +76,9 @@ class CandidateSettings(ConfigurableResource):
     mentions_per_page: int = Field(
         default=30, ge=0, description="Targets whose phrases the source's text holds."
     )
+    listings_per_page: int = Field(
+        default=20, ge=0, description="Sources whose in-content links go to the pages most like the target."
+    )
     serp_depth: int = Field(default=10, ge=1, description="SERP positions that count as evidence.")
     max_phrase_words: int = Field(default=8, ge=1, description="Longest phrase looked for in texts.")
 
