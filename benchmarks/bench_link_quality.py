@@ -6,7 +6,8 @@ finds again — against a plain "most similar pages by title" list of the same s
   baseline's (graph.backtest_runs).
 - lightchiropractic: its 52 editorial links (`content_links.csv`, not navigational) are removed from the
   All Inlinks export before it is registered, the pipeline runs with defaults, and the plan is searched for
-  them; the baseline is as many top-title-cosine links (each page's best first).
+  them; the baseline is as many top-title-cosine links (each page's best first). It runs twice: with the
+  ranker the site's own links teach, and with the default weights (which were not fitted on it).
 
 Every set goes through the real assets (register, then materialise) in a warehouse under
 benchmarks/.data/quality/<set>/; the shared crawls are read in place (gzipped page text is unpacked into
@@ -138,7 +139,12 @@ def backtests(name: str, seeds: list[int], fraction: float) -> list[dict]:
     return rows
 
 
-def editorial_recovery() -> dict:
+# the ranker a site gets when it has too few links of its own: the default weights, checked on a set
+# they were not fitted on
+DEFAULT_WEIGHTS_CONFIG = {"ops": {"link_ranker": {"config": {"min_positives": 10**9}}}}
+
+
+def editorial_recovery(run_config: dict) -> dict:
     """lightchiropractic: the plan built without the 52 editorial links, searched for them."""
     from interlink_pipeline.core.link_backtest import baseline_lists, same_budget_baseline
     from interlink_pipeline.core.link_candidates import page_links
@@ -147,7 +153,7 @@ def editorial_recovery() -> dict:
     from interlink_pipeline.core.warehouse import read_site
 
     site, warehouse, inbox = _prepare("lightchiropractic")
-    seconds = _materialize(warehouse, inbox, site, THROUGH_PLAN, {})
+    seconds = _materialize(warehouse, inbox, site, THROUGH_PLAN, run_config)
     pages, vectors = read_vectors(warehouse, site, ("page_id", "url", "url_key"))
     index = pages.select("url", pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
     editorial = _editorial_links()
@@ -171,7 +177,8 @@ def editorial_recovery() -> dict:
     )
     visible = page_links(read_site(warehouse, "raw.crawl_links", site), pages["url_key"])
     baseline = same_budget_baseline(baseline_lists(vectors, visible, 50), plan.height)
-    found = plan.join(hidden, on=["source", "target"]).height
+    found_plan = plan.join(hidden, on=["source", "target"])
+    found = found_plan.height
     base_found = baseline.join(hidden, on=["source", "target"]).height
     with duckdb.connect(str(warehouse), read_only=True) as con:
         after = con.execute(
@@ -182,6 +189,7 @@ def editorial_recovery() -> dict:
         "editorial_links": hidden.height,
         "plan_links": plan.height,
         "found": found,
+        "found_by_reason": dict(found_plan.group_by("reason").len().sort("reason").iter_rows()),
         "baseline_found": base_found,
         "orphans_after": after[0],
         "max_depth_after": after[1],
@@ -230,11 +238,11 @@ def main() -> None:
         )  # fmt: skip
         print(f"results: {save('link_ranker_reuse', reuse)}")
         return
-    results: dict = {"backtests": {}, "editorial": None}
+    results: dict = {"backtests": {}, "editorial": []}
     rows = []
     for name in args.sets:
         if name == "lightchiropractic":
-            results["editorial"] = editorial_recovery()
+            results["editorial"] = [editorial_recovery({}), editorial_recovery(DEFAULT_WEIGHTS_CONFIG)]
             continue
         runs = backtests(name, args.seeds, args.fraction)
         results["backtests"][name] = runs
@@ -265,13 +273,15 @@ def main() -> None:
              "R@10", "coverage", "orphans / max depth after", "backtest s"],
         )  # fmt: skip
     if results["editorial"]:
-        e = results["editorial"]
         print_table(
-            "lightchiropractic: the plan built without its 52 editorial links",
+            "lightchiropractic: the plan built without its 52 editorial links (its own ranker, then the "
+            "default weights)",
             [[str(e["editorial_links"]), str(e["plan_links"]), str(e["found"]), str(e["baseline_found"]),
-              f"{e['orphans_after']} / {e['max_depth_after']}", e["ranker"]]],
+              f"{e['orphans_after']} / {e['max_depth_after']}",
+              ", ".join(f"{r} {n}" for r, n in e["found_by_reason"].items()), e["ranker"]]
+             for e in results["editorial"]],
             ["editorial links", "plan links", "found by the plan", "found by the baseline",
-             "orphans / max depth after", "ranker"],
+             "orphans / max depth after", "found by reason", "ranker"],
         )  # fmt: skip
     print(f"results: {save('link_quality', results)}")
 

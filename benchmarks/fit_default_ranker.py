@@ -2,8 +2,8 @@
 weights a site with too few in-content links of its own is ranked with.
 
 Fitted on the development crawls whose warehouses `bench_link_quality` left under benchmarks/.data/quality/
-(default: hugodocs and the bundled sample); checked on the others by the same benchmark (lightchiropractic
-falls back to these weights; `--check cppdocs` backtests cppdocs with them).
+(default: hugodocs and the bundled sample); checked on a set they were not fitted on by the same benchmark
+(`--sets lightchiropractic` plans that site a second time with these weights).
 
     python -m benchmarks.fit_default_ranker [--sets hugodocs sample]
 """
