@@ -431,6 +431,8 @@ def _listing_similarity(
     """Mean cosine between each target and the `top` pages most like it among those its source links
     to in the body (0 when the source links to none)."""
     out = np.zeros(len(source), dtype=np.float32)
+    if not len(source):
+        return out
     order = np.argsort(source, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(source[order]) != 0])
     for begin, end in zip(starts, np.r_[starts[1:], len(order)], strict=True):
