@@ -7,13 +7,17 @@ they show up in `dagster dev` next to sensor-triggered runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import socket
 import sys
 import time
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = PROJECT_ROOT / "data" / "sample"
+# a CLI run's process, so the next one can tell a run still working from one that was killed
+PID_TAG, HOST_TAG = "interlink/pid", "interlink/host"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,6 +95,24 @@ def _add_site(site: str) -> None:
         instance.add_dynamic_partitions(site_partitions.name, [site])
 
 
+def _registered(name: str) -> str:
+    """The site `name` names, which `register` must have added: a misspelt name is refused with the
+    registered ones, never made a new, empty site."""
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.urls import normalize_host
+    from interlink_pipeline.defs.partitions import site_partitions
+
+    site = normalize_host(name)
+    known = _instance().get_dynamic_partitions(site_partitions.name)
+    if site not in known:
+        listed = ", ".join(sorted(known)) or "none yet"
+        raise InputError(
+            f"'{site}' is not a registered site (registered: {listed}). Register its crawl first: "
+            f"interlink register CRAWL --site {site}"
+        )
+    return site
+
+
 def _run_site(site: str, assets: list[str] | None = None, run_config: dict | None = None) -> int:
     """Materialise the site's pipeline (or just `assets`) in process and print what was written."""
     from dagster import AssetKey
@@ -98,25 +120,29 @@ def _run_site(site: str, assets: list[str] | None = None, run_config: dict | Non
     from interlink_pipeline.definitions import defs
 
     instance = _instance()
+    _release_dead_runs(instance)
     started = time.monotonic()
     result = defs.resolve_job_def("site_pipeline").execute_in_process(
         partition_key=site,
         instance=instance,
         raise_on_error=False,
-        tags={"interlink/trigger": "cli"},
+        tags={"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()},
         asset_selection=[AssetKey(a) for a in assets] if assets else None,
-        run_config=run_config,
+        # the console gets one line per failure, not Dagster's stack traces: they go to the run's log file
+        run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
     )
     seconds = time.monotonic() - started
     if not result.success:
-        failure = next((e for e in result.all_events if e.event_type_value == "STEP_FAILURE"), None)
-        detail = failure.event_specific_data.error.message if failure else "see the run in the Dagster UI"
-        print(f"run {result.run_id} for {site} failed after {seconds:.1f}s:\n{detail}", file=sys.stderr)
-        return 1
+        return _report_failure(instance, result, site, seconds)
     print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s")
     for event in result.all_events:
         if event.event_type_value == "ASSET_MATERIALIZATION":
             metadata = event.event_specific_data.materialization.metadata
+            if "warning" in metadata:
+                print(
+                    f"warning ({event.asset_key.to_user_string()}): {metadata['warning'].value}",
+                    file=sys.stderr,
+                )
             if "dagster/row_count" in metadata:
                 detail = f"{metadata['dagster/row_count'].value:>10,} rows"
             elif "path" in metadata or "workbook" in metadata:
@@ -126,6 +152,83 @@ def _run_site(site: str, assets: list[str] | None = None, run_config: dict | Non
             print(f"  {event.asset_key.to_user_string():<32} {detail}")
     _print_where()
     return 0
+
+
+def _release_dead_runs(instance) -> None:
+    """Free the writer-pool slots that no live run holds: those of finished runs, and those of a CLI run on
+    this machine whose process is gone (SIGKILL, the OOM killer, a crash), which is marked failed and
+    recorded. A slot a live run holds is named, so a waiting user knows what the wait is for."""
+    from interlink_pipeline.core.alerts import record_failure
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.warehouse import default_duckdb_path
+    from interlink_pipeline.defs.automation import FailureAlerts
+    from interlink_pipeline.defs.tables import WRITER_POOL
+
+    storage = instance.event_log_storage
+    for run_id in sorted(storage.get_concurrency_run_ids()):
+        run = instance.get_run_by_id(run_id)
+        if run is not None and not run.is_finished:
+            pid, host = run.tags.get(PID_TAG), run.tags.get(HOST_TAG)
+            if pid is None or host != socket.gethostname() or _alive(int(pid)):
+                site = run.tags.get("dagster/partition", "?")
+                print(f"waiting: run {run_id} ({site}) holds the {WRITER_POOL} pool", file=sys.stderr)
+                continue
+            message = f"its process (pid {pid}) is gone: it was killed or crashed before finishing"
+            instance.report_run_failed(run, message)
+            payload = {"run_id": run_id, "job": run.job_name, "site": run.tags.get("dagster/partition"),
+                       "step": None, "message": message}  # fmt: skip
+            alerts = FailureAlerts()
+            with contextlib.suppress(InputError):  # a warehouse problem is what the new run reports
+                record_failure(payload, default_duckdb_path(), alerts.webhook_url, alerts.timeout_s, 10)
+            print(f"run {run_id} had stopped: {message}; marked failed, its slots freed", file=sys.stderr)
+        storage.free_concurrency_slots_for_run(run_id)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _report_failure(instance, result, site: str, seconds: float) -> int:
+    """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
+    webhook; the user gets the step and its message, and the path of the full log."""
+    from interlink_pipeline.core.alerts import record_failure
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.warehouse import default_duckdb_path
+    from interlink_pipeline.defs.automation import FailureAlerts, failure_payload
+
+    events = result.all_events
+    payload = failure_payload(
+        instance.get_run_by_id(result.run_id),
+        [e for e in events if e.event_type_value == "STEP_FAILURE"],
+        None,
+    )
+    log = Path(default_duckdb_path()).resolve().parent / "logs" / f"{site}-{result.run_id}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w", encoding="utf-8") as out:
+        for event in events:
+            out.write(f"{event.event_type_value} {event.step_key or ''} {event.message or ''}\n")
+            error = getattr(event.event_specific_data, "error", None)
+            if error is not None:
+                out.write(error.to_string() + "\n")
+    alerts = FailureAlerts()
+    try:
+        _, outcome = record_failure(payload, default_duckdb_path(), alerts.webhook_url, alerts.timeout_s, 10)
+        recorded = f"recorded in ops.run_failures (webhook: {outcome})"
+    except InputError as exc:  # a warehouse that cannot be written cannot keep the record either
+        recorded = f"not recorded: {exc}"
+    where = f" at {payload['step']}" if payload["step"] else ""
+    print(
+        f"error: run {result.run_id} for {site} failed{where} after {seconds:.1f}s: {payload['message']}\n"
+        f"full log: {log}\n{recorded}",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _print_where() -> None:
@@ -172,22 +275,16 @@ def _register(args: argparse.Namespace) -> int:
 
 
 def _materialize(args: argparse.Namespace) -> int:
-    from interlink_pipeline.core.urls import normalize_host
-
-    site = normalize_host(args.site)
-    _add_site(site)
-    return _run_site(site)
+    return _run_site(_registered(args.site))
 
 
 def _backtest(args: argparse.Namespace) -> int:
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.urls import normalize_host
     from interlink_pipeline.core.warehouse import default_duckdb_path, query
 
-    site = normalize_host(args.site)
+    site = _registered(args.site)
     if not 0 < args.fraction < 1:
         raise InputError(f"--fraction must be between 0 and 1 (exclusive), not {args.fraction}.")
-    _add_site(site)
     config = {"ops": {"link_backtest": {"config": {"fraction": args.fraction, "seed": args.seed}}}}
     code = _run_site(site, ["link_backtest"], config)
     if code == 0:

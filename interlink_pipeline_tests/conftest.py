@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -200,4 +201,30 @@ def run_site(warehouse_path: Path, inbox_root: Path, instance, site: str, run_co
     instance.add_dynamic_partitions("sites", [site])
     return defs.resolve_job_def("site_pipeline").execute_in_process(
         partition_key=site, instance=instance, raise_on_error=False, run_config=run_config
+    )
+
+
+@pytest.fixture()
+def cli_env(tmp_path):
+    """The environment of an `interlink` command with its own Dagster home (configured, as the project's
+    is), warehouse and drop folder."""
+    (tmp_path / "home").mkdir()
+    shutil.copyfile(PROJECT_ROOT / "dagster_home/dagster.yaml", tmp_path / "home" / "dagster.yaml")
+    return {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "INTERLINK_DUCKDB_PATH": str(tmp_path / "w.duckdb"),
+        "INTERLINK_INBOX": str(tmp_path / "inbox"),
+    }
+
+
+def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """`interlink ARGS` as a user runs it: a subprocess in the project folder."""
+    return subprocess.run(
+        [sys.executable, "-m", "interlink_pipeline.cli", *args],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )

@@ -1,15 +1,18 @@
 """Long-running processes for the tests that run Dagster as a user would: free loopback ports, waiting with
-the service's log in the failure, and a stop that works like Ctrl-C before it kills."""
+the service's log in the failure, a stop that works like Ctrl-C before it kills, and a loopback webhook."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -57,3 +60,28 @@ def service(command: list[str], log: Path, **popen):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+class Webhook:
+    """A loopback endpoint that records what it is sent and answers with `status`."""
+
+    def __init__(self, status: int = 200):
+        self.status, self.received = status, []
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                hook.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(hook.status)
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,45 +1,17 @@
 """The SERP refresh schedule and the run-failure recorder (with a real webhook on loopback)."""
 
-import json
-import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import dagster as dg
 import duckdb
 import pytest
 
-from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.defs.automation import FailureAlerts, run_failure_recorder, serp_refresh_schedule
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline_tests.conftest import LIGHT, NUTRI, run_site, write_export
+from interlink_pipeline_tests.services import Webhook
 
 BROKEN_SITE = "www.broken.example"
-
-
-class Webhook:
-    """A loopback endpoint that records what it is sent and answers with `status`."""
-
-    def __init__(self, status: int = 200):
-        self.status, self.received = status, []
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                hook.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(hook.status)
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_the_serp_refresh_schedule_asks_for_every_site_and_everything_after_serp(instance):
@@ -69,11 +41,11 @@ def test_the_serp_refresh_schedule_asks_for_every_site_and_everything_after_serp
 
 
 @pytest.mark.parametrize("status", [200, 500])
-def test_a_failed_run_is_recorded_and_posted_to_the_webhook(
-    status, warehouse_path, inbox_root, instance, tmp_path
-):
-    export = write_export(tmp_path / "crawl.csv", ["Title 1", "Status Code"], [["No address column", "200"]])
-    register_crawl(inbox_root, BROKEN_SITE, export)
+def test_a_failed_run_is_recorded_and_posted_to_the_webhook(status, warehouse_path, inbox_root, instance):
+    # dropped into the site's folder by hand (`interlink register` would refuse it before the run)
+    (inbox_root / BROKEN_SITE).mkdir(parents=True)
+    crawl = inbox_root / BROKEN_SITE / "crawl.csv"
+    write_export(crawl, ["Title 1", "Status Code"], [["No address column", "200"]])
     result = run_site(warehouse_path, inbox_root, instance, BROKEN_SITE)
     assert not result.success
     run = instance.get_run_by_id(result.run_id)

@@ -1,72 +1,45 @@
 """The `interlink` command, run as a user would (a subprocess with its own instance and warehouse)."""
 
-import os
-import subprocess
-import sys
-
 import duckdb
-import pytest
 
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import NUTRI, PROJECT_ROOT
+from interlink_pipeline_tests.conftest import NUTRI, run_cli
 
 
-@pytest.fixture()
-def env(tmp_path):
-    (tmp_path / "home").mkdir()
-    return {
-        **os.environ,
-        "DAGSTER_HOME": str(tmp_path / "home"),
-        "INTERLINK_DUCKDB_PATH": str(tmp_path / "w.duckdb"),
-        "INTERLINK_INBOX": str(tmp_path / "inbox"),
-    }
-
-
-def _interlink(env, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "interlink_pipeline.cli", *args],
-        env=env,
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
-def test_demo_materialises_the_sample(env, tmp_path):
-    done = _interlink(env, "demo")
+def test_demo_materialises_the_sample(cli_env, tmp_path):
+    done = run_cli(cli_env, "demo")
     assert done.returncode == 0, done.stderr
     assert f"registered {SAMPLE_HOST}" in done.stdout
     assert "succeeded in" in done.stdout and "pages" in done.stdout
-    with duckdb.connect(env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
+    with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM staging.pages").fetchone()[0] == 1700
-    listing = _interlink(env, "sites")
+    listing = run_cli(cli_env, "sites")
     assert f"{SAMPLE_HOST}: raw.crawl_pages=1,962" in listing.stdout
 
 
-def test_register_infers_the_site_and_adds_the_partition(env, tmp_path, crawls):
-    done = _interlink(env, "register", str(crawls / "nutrisport/internal_html.csv"))
+def test_register_infers_the_site_and_adds_the_partition(cli_env, tmp_path, crawls):
+    done = run_cli(cli_env, "register", str(crawls / "nutrisport/internal_html.csv"))
     assert done.returncode == 0, done.stderr
     assert f"registered {NUTRI}" in done.stdout
     assert (tmp_path / "inbox" / NUTRI / "internal_html.csv").read_bytes() == (
         crawls / "nutrisport/internal_html.csv"
     ).read_bytes()
-    assert f"{NUTRI}: not materialised yet" in _interlink(env, "sites").stdout
+    assert f"{NUTRI}: not materialised yet" in run_cli(cli_env, "sites").stdout
 
 
-def test_register_bad_input_fails_cleanly(env, tmp_path):
+def test_register_bad_input_fails_cleanly(cli_env, tmp_path):
     bad = tmp_path / "export.csv"
     bad.write_text("Page,Title\nx,y\n")
-    done = _interlink(env, "register", str(bad))
+    done = run_cli(cli_env, "register", str(bad))
     assert done.returncode == 2
     assert "error:" in done.stderr and "no header row with a URL column" in done.stderr
     assert not (tmp_path / "inbox").exists()
-    done = _interlink(env, "register", str(bad), "--site", "https://www.example.com/")
+    done = run_cli(cli_env, "register", str(bad), "--site", "https://www.example.com/")
     assert done.returncode == 2 and "Use the host alone: 'www.example.com'" in done.stderr
 
 
-def test_generate_site(env, tmp_path):
-    done = _interlink(env, "generate-site", "--pages", "500", "--out", str(tmp_path / "site"), "--no-links")
+def test_generate_site(cli_env, tmp_path):
+    done = run_cli(cli_env, "generate-site", "--pages", "500", "--out", str(tmp_path / "site"), "--no-links")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "site" / "internal_all.csv").exists() and not (
         tmp_path / "site" / "all_inlinks.csv"

@@ -25,7 +25,7 @@ from interlink_pipeline.core.link_plan import (
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.site_sections import SiteSections
 from interlink_pipeline.core.text import function_words
-from interlink_pipeline_tests.conftest import LIGHT, NUTRI, register_lightchiropractic, run_site
+from interlink_pipeline_tests.conftest import LIGHT, NUTRI, PROJECT_ROOT, register_lightchiropractic, run_site
 from interlink_pipeline_tests.run_results import materialization_metadata
 
 EMPTY_EDGES = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
@@ -401,8 +401,21 @@ def test_the_marts_accept_every_reason_the_plan_gives():
 
     from interlink_pipeline.core.link_plan import REASONS
 
-    marts = yaml.safe_load(open("dbt/models/marts/marts.yml"))
+    marts = yaml.safe_load((PROJECT_ROOT / "dbt/models/marts/marts.yml").read_text())
     model = next(m for m in marts["models"] if m["name"] == "link_opportunities")
     reason = next(c for c in model["columns"] if c["name"] == "reason")
     accepted = next(t["accepted_values"] for t in reason["data_tests"] if "accepted_values" in t)
     assert accepted["arguments"]["values"] == list(REASONS)
+
+
+def test_the_depth_histogram_is_a_markdown_table_one_row_per_depth():
+    from interlink_pipeline.defs.link_plan import _bars
+
+    lines = _bars('{"0": 1, "1": 12, "2": 0, "unreachable": 3}').splitlines()
+    assert lines[:2] == ["| clicks | pages | |", "|---|---:|---|"]
+    assert lines[2:] == [
+        "| 0 | 1 | ██ |",
+        f"| 1 | 12 | {'█' * 24} |",
+        "| 2 | 0 |  |",
+        f"| unreachable | 3 | {'█' * 6} |",
+    ]

@@ -59,8 +59,17 @@ def read_links_export(
     sheet: str | None = None,
     loaded_at: datetime | None = None,
 ) -> LoadedExport:
-    """Read an All Inlinks export: the site's existing link graph."""
+    """Read an All Inlinks export: the site's existing link graph. Refused when its links are not from the
+    site's pages, or when nothing says where on the page a link sits (Link Position): without it every menu
+    link would count as an editor's in-content link."""
     loaded = _read_export(path, site, LINK_FIELDS, column_map, encoding, sheet, None, loaded_at)
+    if "link_position" not in loaded.mapped:
+        raise InputError(
+            f"{path}: no Link Position column, so menu links cannot be told from in-content links. Export "
+            "Bulk Export > Links > All Inlinks from Screaming Frog (which has it), or name the column that "
+            "holds it in the links config's column_map (link_position)."
+        )
+    _check_site(loaded.frame, site, path, column="source_url", what="links export")
     # A missing Follow value means the link is followed (older exports have no such column).
     follow = pl.col("follow").str.to_lowercase().is_in(TRUE_WORDS) | pl.col("follow").is_null()
     return replace(loaded, frame=loaded.frame.with_columns(follow.alias("follow")))
@@ -205,14 +214,14 @@ def _extra_positions(
     return found
 
 
-def _check_site(frame: pl.DataFrame, site: str, path: Path) -> None:
-    found = hosts(frame["url"]).drop_nulls()
+def _check_site(frame: pl.DataFrame, site: str, path: Path, column: str = "url", what: str = "crawl") -> None:
+    found = hosts(frame[column]).drop_nulls()
     if found.is_empty():
         raise InputError(f"{path}: none of the {frame.height} URLs is an http(s) URL.")
     on_site = (found == site).sum()
     if on_site / found.len() < MIN_SITE_SHARE:
         top = found.value_counts(sort=True).row(0)
         raise InputError(
-            f"{path}: this crawl is not for site '{site}': only {on_site} of {found.len()} URLs are on that "
+            f"{path}: this {what} is not for site '{site}': only {on_site} of {found.len()} URLs are on that "
             f"host; most are on '{top[0]}' ({top[1]}). Register the file under the right site."
         )

@@ -130,6 +130,25 @@ def resolve_export(root: str | Path, site: str, name: str) -> Path:
     return resolved
 
 
+def validate_export(path: Path, kind: str, site: str) -> None:
+    """Raise InputError when the run would refuse this export (read with the default settings)."""
+    from interlink_pipeline.core.crawl_exports import (
+        read_crawl_export,
+        read_links_export,
+        read_page_text,
+        read_queries_export,
+    )
+
+    if not path.is_file():
+        raise InputError(f"{path}: file not found.")
+    if path.suffix.lower() not in EXPORT_SUFFIXES:
+        raise InputError(f"{path}: expected a .csv, .tsv, .txt or .xlsx export.")
+    if kind == "queries":
+        read_queries_export(path)
+    else:
+        {"crawl": read_crawl_export, "links": read_links_export, "text": read_page_text}[kind](path, site)
+
+
 def register_crawl(
     root: str | Path,
     site: str,
@@ -139,19 +158,24 @@ def register_crawl(
     text_src: Path | None = None,
 ) -> SiteDrop:
     """Copy exports into the site's drop folder (atomically: a temp file renamed into place), named so that
-    each is recognised as its kind."""
+    each is recognised as its kind. Every file is read and checked first, with the readers the pipeline
+    uses: a file the run would refuse is refused here, and the previous registration stays as it was."""
     folder = site_folder(root, site)
+    sources = [
+        (Path(src), kind)
+        for src, kind in (
+            (crawl_src, "crawl"),
+            (links_src, "links"),
+            (queries_src, "queries"),
+            (text_src, "text"),
+        )
+        if src is not None
+    ]
+    for src, kind in sources:
+        validate_export(src, kind, normalize_host(site))
     folder.mkdir(parents=True, exist_ok=True)
     placed: dict[str, Path] = {}
-    sources = ((crawl_src, "crawl"), (links_src, "links"), (queries_src, "queries"), (text_src, "text"))
     for src, kind in sources:
-        if src is None:
-            continue
-        src = Path(src)
-        if not src.is_file():
-            raise InputError(f"{src}: file not found.")
-        if src.suffix.lower() not in EXPORT_SUFFIXES:
-            raise InputError(f"{src}: expected a .csv, .tsv, .txt or .xlsx export.")
         name = src.name
         if export_kind(src) != kind:
             stem = {

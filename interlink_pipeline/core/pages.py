@@ -13,7 +13,7 @@ from typing import Literal
 
 import polars as pl
 
-from interlink_pipeline.core.urls import stable_ids, url_parts
+from interlink_pipeline.core.urls import PAGE_NUMBER_PATTERN, stable_ids, url_parts
 
 TextSource = Literal["title", "h1", "meta_description", "title_h1", "title_h1_meta", "custom"]
 
@@ -80,6 +80,7 @@ class CleaningOptions:
     text_source: TextSource = "title"
     branding_pattern: str | None = None  # None: detect; "": keep titles whole; else a regex to remove
     drop_parameter_urls: bool = True
+    drop_paginated: bool = True  # page 2+ of a paginated listing (a series numbered from 2) is not a page
     keep_query_params: tuple[str, ...] = ()  # parameters that make distinct pages (e.g. "id")
     min_brand_share: float = 0.2  # the brand must end at least this share of titles
 
@@ -112,7 +113,11 @@ def clean_pages(
     )
     del canonical
     status_known = raw["status_code"].is_not_null().any()
-    frame = frame.with_columns(_first_reason(site, status_known, options)).with_columns(_detail())
+    frame = (
+        frame.with_columns(_in_numbered_series())
+        .with_columns(_first_reason(site, status_known, options))
+        .with_columns(_detail())
+    )
     excluded_columns = [
         "site",
         "crawled_url",
@@ -237,6 +242,38 @@ def _body_texts(page_text: pl.DataFrame | None) -> pl.DataFrame:
     )
 
 
+# the pipeline's own rules a user can turn off, and how
+SWITCHABLE_RULES = {
+    "paginated": "the pages config drop_paginated: false",
+    "parameter_url": "the pages config drop_parameter_urls: false, or keep_query_params for the parameters "
+    "that make distinct pages",
+}
+
+
+def rule_warnings(cleaned: CleanedPages) -> list[str]:
+    """A warning for each of the pipeline's own exclusion rules that dropped at least as many pages as were
+    kept: real pages that merely look like pagination (`/p/123/`) or carry parameters."""
+    warnings = []
+    for reason, how in SWITCHABLE_RULES.items():
+        dropped = cleaned.excluded.filter(pl.col("reason") == reason)
+        if dropped.height and dropped.height >= cleaned.pages.height:
+            warnings.append(
+                f"the '{reason}' rule excluded {dropped.height:,} pages and {cleaned.pages.height:,} were "
+                f"kept (e.g. {dropped['crawled_url'][0]}); if they are real pages, turn the rule off with "
+                f"{how}."
+            )
+    return warnings
+
+
+def _in_numbered_series() -> pl.Expr:
+    """A URL shaped like page 2+ (`/page/3/`, `?p=3`) is one when its listing's numbers start at 2: the
+    pages of a series are numbered 2, 3, …, while product URLs such as `/p/10001/` are not."""
+    groups = pl.col("url_key").str.extract_groups(PAGE_NUMBER_PATTERN)
+    page = pl.coalesce(groups.struct.field(g) for g in ("1", "2", "3")).cast(pl.Int64, strict=False)
+    first = pl.when(pl.col("is_paginated_url")).then(page).min().over("host", "series_key")
+    return (pl.col("is_paginated_url") & (first <= 2).fill_null(False)).alias("in_numbered_series")
+
+
 def _first_reason(site: str, status_known: bool, options: CleaningOptions) -> pl.Expr:
     status = pl.col("status_code")
     content_type = pl.col("content_type")
@@ -280,7 +317,9 @@ def _first_reason(site: str, status_known: bool, options: CleaningOptions) -> pl
         .then(pl.lit("canonicalised"))
         .when(indexability.is_not_null() & ~indexability.is_in(INDEXABLE_VALUES))
         .then(pl.lit("non_indexable"))
-        .when(pl.col("is_paginated_url") | pl.col("rel_prev").is_not_null())
+        .when(
+            pl.lit(options.drop_paginated) & (pl.col("in_numbered_series") | pl.col("rel_prev").is_not_null())
+        )
         .then(pl.lit("paginated"))
         .when(pl.lit(options.drop_parameter_urls) & (query_names.list.len() > 0))
         .then(pl.lit("parameter_url"))

@@ -314,7 +314,10 @@ def fresh_cutoff(options: SerpOptions) -> datetime:
 
 
 class LocalSearch:
-    """BM25 (k1=1.2, b=0.75) over each page's title (counted twice), H1 and meta description."""
+    """BM25 (k1=1.2, b=0.75) over each page's title (counted twice), H1 and meta description.
+
+    When every word of every page is a stop word ("Home of one page site"), stop words count like any
+    other; a site without a single word has an empty index, and every search finds nothing."""
 
     def __init__(self, pages: pl.DataFrame, language: str | None = None, k1: float = 1.2, b: float = 0.75):
         from scipy import sparse
@@ -331,9 +334,19 @@ class LocalSearch:
             .to_list()
         )
         self.language = language or detect_language(documents)
-        stops = stop_words(self.language)
-        self._vectorizer = CountVectorizer(analyzer=lambda text: [w for w in words(text) if w not in stops])
-        counts = self._vectorizer.fit_transform(documents).tocsr().astype(np.float32)
+        self._paths = pages["path"].to_numpy()
+        self._weights = None
+        for stops in (stop_words(self.language), frozenset()):
+            self._vectorizer = CountVectorizer(
+                analyzer=lambda text, stops=stops: [w for w in words(text) if w not in stops]
+            )
+            try:
+                counts = self._vectorizer.fit_transform(documents).tocsr().astype(np.float32)
+                break
+            except ValueError:  # empty vocabulary
+                continue
+        else:
+            return
         lengths = np.asarray(counts.sum(axis=1)).ravel()
         average = lengths.mean() if len(lengths) else 1.0
         df = np.bincount(counts.indices, minlength=counts.shape[1])
@@ -345,13 +358,12 @@ class LocalSearch:
         self._weights = sparse.csr_matrix(
             (weights, counts.indices, counts.indptr), shape=counts.shape
         ).T.tocsr()
-        self._paths = pages["path"].to_numpy()
 
     def search(self, queries: list[str], n: int, path_prefix: str = "", block: int = 2000) -> pl.DataFrame:
         """query_index, rank (1 = best), row (the page's position in `pages`): the top `n` of each query."""
         allowed = np.char.startswith(self._paths.astype(str), path_prefix) if path_prefix else None
         out_query, out_rank, out_row = [], [], []
-        for start in range(0, len(queries), block):
+        for start in range(0, len(queries) if self._weights is not None else 0, block):
             q = self._vectorizer.transform(queries[start : start + block])
             q.data[:] = 1.0
             scores = (q @ self._weights).tocsr()

@@ -29,6 +29,12 @@ PAGINATION_PARAM_PATTERN = (
 )
 PAGINATION_PATH_PATTERN = r"(?i)(/(page|pagina|página|seite|pagine|p)/\d+/?$)|([-_/]page[-_]?\d+/?$)"
 
+# The page number of a page 2+ URL (path shapes, then query parameters), read from its url_key.
+PAGE_NUMBER_PATTERN = (
+    r"(?i)(?:/(?:page|pagina|página|seite|pagine|p)/(\d+)$|[-_/]page[-_]?(\d+)$|[?&](?:page|p|pg|paged|pagina"
+    r"|página|seite|pagenum|page_num|pageno|pagenumber)=(\d+)(?:&|$))"
+)
+
 _URL_PARTS = r"^\s*([A-Za-z][A-Za-z0-9+.\-]*)://([^/?#\s]*)([^?#]*)(?:\?([^#]*))?(?:#.*)?\s*$"
 
 

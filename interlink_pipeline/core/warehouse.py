@@ -9,6 +9,7 @@ failing at once.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -176,6 +177,17 @@ def storage_problem(message: str) -> str | None:
     return None
 
 
+# DuckDB (1.5) raises IOException both for a file another process holds and for a damaged one; the lock
+# conflict is told by its own message, never by "lock" anywhere (a damaged "block" is not a lock).
+_LOCK_CONFLICT = re.compile(r"Could not set lock on file|Conflicting lock is held")
+_DAMAGED = re.compile(r"Corrupt database file|not a valid DuckDB database file|checksum", re.IGNORECASE)
+
+
+def lock_conflict(exc: duckdb.Error) -> bool:
+    """Whether `exc` says another process holds the file's lock."""
+    return isinstance(exc, duckdb.IOException) and bool(_LOCK_CONFLICT.search(str(exc)))
+
+
 def _waiting_for_lock(open_file: Callable[[], T], path: Path, lock_timeout_s: float) -> T:
     """open_file(), retried while another process holds the file's lock, for up to lock_timeout_s."""
     deadline = time.monotonic() + lock_timeout_s
@@ -184,11 +196,24 @@ def _waiting_for_lock(open_file: Callable[[], T], path: Path, lock_timeout_s: fl
             return open_file()
         except duckdb.IOException as exc:
             message = str(exc)
-            if "lock" in message.lower() and time.monotonic() < deadline:
+            if lock_conflict(exc) and time.monotonic() < deadline:
                 time.sleep(LOCK_RETRY_S)
                 continue
+            first = message.splitlines()[0]
+            if _DAMAGED.search(message):
+                raise InputError(
+                    f"cannot open the warehouse {path}: the file is damaged ({first}). Nothing was changed. "
+                    f"Move it aside (mv {path} {path}.damaged) and run again: every site is rebuilt from its "
+                    "drop folder; or copy the analysts' snapshot over it to keep the last published tables."
+                ) from None
+            if lock_conflict(exc):
+                raise InputError(
+                    f"cannot open the warehouse {path}: another process still holds it after "
+                    f"{lock_timeout_s:.0f}s ({first}). Close that session (an analyst's DuckDB shell, "
+                    "another run) or raise the warehouse resource's lock_timeout_s."
+                ) from None
             problem = storage_problem(message)
-            reason = f"{problem} ({message.splitlines()[0]})" if problem else message.splitlines()[0]
+            reason = f"{problem} ({first})" if problem else first
             raise InputError(f"cannot open the warehouse {path}: {reason}") from None
 
 

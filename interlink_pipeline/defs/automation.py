@@ -2,12 +2,12 @@
 sensor that records every failed run (and posts it to a webhook when one is configured)."""
 
 import os
-from datetime import UTC, datetime
 
-import polars as pl
 from dagster import (
     AssetSelection,
     ConfigurableResource,
+    DagsterEvent,
+    DagsterRun,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     RunFailureSensorContext,
@@ -21,8 +21,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from interlink_pipeline.core import warehouse as warehouse_tables
-from interlink_pipeline.core.alerts import post_alert
+from interlink_pipeline.core.alerts import record_failure
 from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.resources import Warehouse
 
@@ -59,6 +58,22 @@ def serp_refresh_schedule(context: ScheduleEvaluationContext):
     ]
 
 
+def failure_payload(run: DagsterRun, step_failures: list[DagsterEvent], run_message: str | None) -> dict:
+    """What is recorded and sent of a failed run: its first failed step and that step's own error (the
+    innermost cause: an input error's message, not Dagster's wrapper)."""
+    first = step_failures[0] if step_failures else None
+    error = first.event_specific_data.error if first and first.event_specific_data else None
+    while error is not None and error.cause is not None:
+        error = error.cause
+    return {
+        "run_id": run.run_id,
+        "job": run.job_name,
+        "site": run.tags.get("dagster/partition"),
+        "step": first.step_key if first else None,
+        "message": error.message.strip() if error else run_message or "run failed",
+    }
+
+
 class FailureAlerts(ConfigurableResource):
     """Where failed runs are announced."""
 
@@ -76,44 +91,8 @@ class FailureAlerts(ConfigurableResource):
 )
 def run_failure_recorder(context: RunFailureSensorContext, warehouse: Warehouse, alerts: FailureAlerts):
     run = context.dagster_run
-    steps = context.get_step_failure_events()
-    first = steps[0] if steps else None
-    message = (
-        first.event_specific_data.error.message.strip()
-        if first and first.event_specific_data and first.event_specific_data.error
-        else context.failure_event.message or "run failed"
+    payload = failure_payload(run, context.get_step_failure_events(), context.failure_event.message)
+    _, outcome = record_failure(
+        payload, warehouse.path, alerts.webhook_url, alerts.timeout_s, warehouse.lock_timeout_s
     )
-    payload = {
-        "run_id": run.run_id,
-        "job": run.job_name,
-        "site": run.tags.get("dagster/partition"),
-        "step": first.step_key if first else None,
-        "message": message[:2000],
-    }
-    notified = False
-    if alerts.webhook_url:
-        notified, outcome = post_alert(
-            alerts.webhook_url, {"text": _summary(payload), **payload}, alerts.timeout_s
-        )
-        context.log.info(f"webhook: {outcome}")
-    row = pl.DataFrame(
-        [{**payload, "failed_at": datetime.now(UTC).replace(tzinfo=None), "notified": notified}],
-        schema={
-            "run_id": pl.String,
-            "job": pl.String,
-            "site": pl.String,
-            "failed_at": pl.Datetime("us"),
-            "step": pl.String,
-            "message": pl.String,
-            "notified": pl.Boolean,
-        },
-    )
-    warehouse_tables.merge_rows(
-        warehouse.path, "ops.run_failures", row, ["run_id"], lock_timeout_s=warehouse.lock_timeout_s
-    )
-
-
-def _summary(payload: dict) -> str:
-    where = f" for {payload['site']}" if payload["site"] else ""
-    step = f" at {payload['step']}" if payload["step"] else ""
-    return f"interlink_pipeline: {payload['job']} failed{where}{step}: {payload['message'][:300]}"
+    context.log.info(f"webhook: {outcome}")

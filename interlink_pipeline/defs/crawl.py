@@ -16,7 +16,7 @@ from interlink_pipeline.core.crawl_exports import (
     read_page_text,
 )
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.pages import CleaningOptions, clean_pages
+from interlink_pipeline.core.pages import CleaningOptions, clean_pages, rule_warnings
 from interlink_pipeline.core.previews import counts_table, markdown_table
 from interlink_pipeline.core.warehouse import empty_frame
 from interlink_pipeline.defs.partitions import site_key
@@ -83,6 +83,11 @@ class PagesConfig(Config):
     )
     drop_parameter_urls: bool = Field(
         default=True, description="Drop URLs with non-tracking query parameters."
+    )
+    drop_paginated: bool = Field(
+        default=True,
+        description="Drop page 2+ of paginated listings (URLs like /page/3/ or ?p=3 in a series numbered "
+        "from 2, or with rel=prev).",
     )
     keep_query_params: list[str] = Field(
         default_factory=list, description="Query parameters that identify distinct pages (e.g. 'id')."
@@ -222,6 +227,7 @@ def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Wareho
             text_source=config.text_source,
             branding_pattern=config.branding_pattern,
             drop_parameter_urls=config.drop_parameter_urls,
+            drop_paginated=config.drop_paginated,
             keep_query_params=tuple(config.keep_query_params),
             min_brand_share=config.min_brand_share,
         )
@@ -234,7 +240,11 @@ def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Wareho
                 f"({reasons}). Crawl the site's indexable HTML pages; raw.crawl_pages holds the rows "
                 "as read, and the previous pages are kept."
             )
+    warnings = rule_warnings(cleaned)
+    for warning in warnings:
+        context.log.warning(f"{site}: {warning}")
     metadata = {
+        **({"warning": " ".join(warnings)} if warnings else {}),
         "pages_kept": kept.height,
         "rows_excluded": excluded.height,
         "kept_share": MetadataValue.float(round(kept.height / max(1, raw.height), 4)),

@@ -96,11 +96,12 @@ def _index(frame: pl.DataFrame, index: pl.DataFrame, columns: dict[str, str]) ->
 
 
 def _bars(histogram: str, width: int = 24) -> str:
+    """The click-depth histogram as a markdown table with a bar per depth (one row each)."""
     counts = json.loads(histogram)
     top = max(counts.values()) or 1
-    return "<br>".join(
-        f"`{k:>11}` {'█' * max(1, round(width * v / top)) if v else ''} {v:,}" for k, v in counts.items()
-    )
+    bars = {k: "█" * max(1, round(width * v / top)) if v else "" for k, v in counts.items()}
+    rows = [f"| {k} | {v:,} | {bars[k]} |" for k, v in counts.items()]
+    return "\n".join(["| clicks | pages | |", "|---|---:|---|", *rows])
 
 
 def plan_inputs(warehouse: Warehouse, site: str) -> PlanInputs:

@@ -47,6 +47,7 @@ def schema_checks(asset: str, tables: list[str]) -> list[AssetCheckSpec]:
         AssetCheckSpec(
             check_name(table),
             asset=asset,
+            blocking=True,
             description=f"{table} matches its pandera schema (types, nulls, ranges, keys); checked before "
             "the write, so a failing frame is never stored.",
         )
@@ -77,7 +78,8 @@ def site_asset(
     def decorate(fn: Callable[..., Any]) -> AssetsDefinition:
         TABLE_WRITERS.update(dict.fromkeys(tables, fn.__name__))
         own_checks = [
-            AssetCheckSpec(name, asset=fn.__name__, description=text)
+            # blocking: an ERROR failure stops what depends on the asset; a WARN failure never does
+            AssetCheckSpec(name, asset=fn.__name__, description=text, blocking=True)
             for name, text in (invariants or {}).items()
         ]
         return asset(

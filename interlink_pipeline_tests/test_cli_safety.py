@@ -1,0 +1,251 @@
+"""The `interlink` command given what users give it: every refusal says what is wrong, exits non-zero and
+leaves the drop folder, the sites and the warehouse byte for byte as they were."""
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.pages import clean_pages, rule_warnings
+from interlink_pipeline.core.warehouse import connect
+from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, run_cli, write_export
+from interlink_pipeline_tests.services import Webhook
+
+CRAWL_HEADER = ["Address", "Content Type", "Status Code", "Indexability", "Title 1", "H1-1"]
+LINK_HEADER = ["Type", "Source", "Destination", "Anchor", "Link Position", "Follow"]
+
+
+def _state(*roots: Path) -> dict[str, str]:
+    """Every file under `roots`, by path, with its SHA-256."""
+    return {
+        str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+        for root in roots
+        if root.exists()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture()
+def registered(cli_env, tmp_path, crawls):
+    """lightchiropractic registered with its crawl and links; the state every refusal must leave."""
+    light = crawls / "lightchiropractic"
+    done = run_cli(
+        cli_env, "register", str(light / "internal_all.csv"), "--links", str(light / "all_inlinks.csv")
+    )
+    assert done.returncode == 0, done.stderr
+    return cli_env, tmp_path
+
+
+def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    """Hostile inputs: name -> (CLI arguments after `register`, the message expected)."""
+    crawl = "../shared-crawl"  # replaced below by the real crawl path
+    files = tmp_path / "bad"
+    files.mkdir()
+    (files / "empty_inlinks.csv").write_bytes(b"")
+    write_export(files / "header_only_inlinks.csv", LINK_HEADER, [])
+    write_export(
+        files / "foreign_inlinks.csv",
+        LINK_HEADER,
+        [["Hyperlink", f"https://other.example/{i}/", "https://other.example/", "a", "Content", "true"]
+         for i in range(5)],
+    )  # fmt: skip
+    write_export(
+        files / "no_position_inlinks.csv",
+        ["Source", "Destination", "Anchor"],
+        [[f"https://{LIGHT}/", f"https://{LIGHT}/about/", "About"]],
+    )
+    (files / "random.csv").write_bytes(os.urandom(4096))
+    write_export(files / "header_only.csv", CRAWL_HEADER, [])
+    write_export(
+        files / "page_text.csv", ["Address", "Text"], [["https://other.example/", "another site's text"]]
+    )
+    return {
+        "an empty links file": (
+            [crawl, "--links", str(files / "empty_inlinks.csv")], "empty"),
+        "a header-only links file": (
+            [crawl, "--links", str(files / "header_only_inlinks.csv")], "rows"),
+        "links from another host": (
+            [crawl, "--links", str(files / "foreign_inlinks.csv")],
+            f"this links export is not for site '{LIGHT}'"),
+        "links without Link Position": (
+            [crawl, "--links", str(files / "no_position_inlinks.csv")], "no Link Position column"),
+        "random bytes as the crawl, with --site": (
+            [str(files / "random.csv"), "--site", LIGHT], "random.csv"),
+        "a header-only crawl, with --site": (
+            [str(files / "header_only.csv"), "--site", LIGHT], "header_only.csv"),
+        "page text for another host": (
+            [crawl, "--text", str(files / "page_text.csv")], "is not for site"),
+        "a path in --site": ([crawl, "--site", "../../etc"], "is not a host name"),
+        "a URL in --site": ([crawl, "--site", f"https://{LIGHT}/"], f"Use the host alone: '{LIGHT}'"),
+    }  # fmt: skip
+
+
+BAD_REGISTRATIONS = [
+    "an empty links file", "a header-only links file", "links from another host",
+    "links without Link Position", "random bytes as the crawl, with --site",
+    "a header-only crawl, with --site", "page text for another host", "a path in --site", "a URL in --site",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", BAD_REGISTRATIONS)
+def test_a_bad_registration_is_refused_and_the_previous_one_stays(case, registered, crawls):
+    env, tmp_path = registered
+    args, message = _bad_files(tmp_path)[case]
+    args = [str(crawls / "lightchiropractic/internal_all.csv") if a == "../shared-crawl" else a for a in args]
+    before, sites = _state(tmp_path / "inbox"), run_cli(env, "sites").stdout
+    done = run_cli(env, "register", *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("error: ") and message in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) <= 3  # a message, not a stack trace
+    assert _state(tmp_path / "inbox") == before
+    assert run_cli(env, "sites").stdout == sites
+
+
+@pytest.mark.parametrize("command", ["materialize", "backtest"])
+def test_an_unregistered_site_is_refused_with_the_registered_ones(command, registered):
+    env, tmp_path = registered
+    before, sites = _state(tmp_path / "inbox"), run_cli(env, "sites").stdout
+    done = run_cli(env, command, "--site", "www.lightchiropractic.com")
+    assert done.returncode == 2
+    assert f"'www.lightchiropractic.com' is not a registered site (registered: {LIGHT})" in done.stderr, (
+        done.stderr
+    )
+    assert run_cli(env, "sites").stdout == sites and _state(tmp_path / "inbox") == before
+    assert not Path(env["INTERLINK_DUCKDB_PATH"]).exists()  # nothing ran
+
+
+@pytest.mark.parametrize(
+    "titles",
+    [["Home of one page site"], ["Home", "Page of the site"]],
+    ids=["one page of stop words", "two pages"],
+)
+def test_the_smallest_sites_get_a_complete_plan_through_the_cli(titles, cli_env, tmp_path):
+    host = "tiny.example"
+    crawl = tmp_path / "internal_all.csv"
+    rows = [[f"https://{host}/" + ("" if i == 0 else f"about-{i}/"), "text/html", "200", "Indexable", t, t]
+            for i, t in enumerate(titles)]  # fmt: skip
+    write_export(crawl, CRAWL_HEADER, rows)
+    done = run_cli(cli_env, "register", str(crawl), "--run")
+    assert done.returncode == 0, done.stderr
+    with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
+        pages = con.execute("SELECT count(*) FROM staging.pages").fetchone()[0]
+        unreachable = con.execute(
+            "SELECT count(*) FROM graph.page_metrics WHERE depth_after = -1 OR depth_after IS NULL"
+        ).fetchone()[0]
+        plan = con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0]
+    assert pages == len(titles) and unreachable == 0 and plan == len(titles) - 1
+
+
+def test_a_damaged_warehouse_is_reported_at_once_with_how_to_recover(tmp_path):
+    path = tmp_path / "interlink.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE t AS SELECT range AS a FROM range(200000)")
+    with open(path, "r+b") as f:  # damaged blocks after the headers
+        f.seek(12288)
+        f.write(b"\x07" * 300_000)
+    before = _state(tmp_path)
+    started = time.monotonic()
+    with pytest.raises(InputError, match="the file is damaged") as raised, connect(path, lock_timeout_s=120):
+        pass
+    assert time.monotonic() - started < 10  # not retried as if another process held a lock
+    assert f"mv {path} {path}.damaged" in str(raised.value)
+    assert _state(tmp_path) == before
+
+
+def test_product_urls_shaped_like_pagination_are_pages_and_a_dominant_rule_warns(tmp_path):
+    from interlink_pipeline.core.crawl_exports import read_crawl_export
+
+    host = "shop.example"
+    urls = [f"https://{host}/"] + [f"https://{host}/p/{10000 + i}/" for i in range(1, 60)]
+    urls += [f"https://{host}/blog/", f"https://{host}/blog/page/2/", f"https://{host}/blog/page/3/"]
+    write_export(
+        tmp_path / "crawl.csv", CRAWL_HEADER, [[u, "text/html", "200", "Indexable", u, u] for u in urls]
+    )
+    raw = read_crawl_export(tmp_path / "crawl.csv", host).frame
+    cleaned = clean_pages(raw, host)
+    excluded = dict(zip(cleaned.excluded["crawled_url"], cleaned.excluded["reason"], strict=True))
+    assert cleaned.pages.height == 61  # the home page, 59 products, the blog index
+    assert excluded == {
+        f"https://{host}/blog/page/2/": "paginated",
+        f"https://{host}/blog/page/3/": "paginated",
+    }
+    assert rule_warnings(cleaned) == []
+    # a listing numbered from 2 that outnumbers the pages: excluded, and the run says so and how to stop it
+    listing = [f"https://{host}/"] + [f"https://{host}/?page={i}" for i in range(2, 40)]
+    write_export(
+        tmp_path / "listing.csv", CRAWL_HEADER, [[u, "text/html", "200", "Indexable", u, u] for u in listing]
+    )
+    cleaned = clean_pages(read_crawl_export(tmp_path / "listing.csv", host).frame, host)
+    [warning] = rule_warnings(cleaned)
+    assert "the 'paginated' rule excluded 38 pages and 1 were kept" in warning
+    assert "drop_paginated: false" in warning
+
+
+def test_a_failed_cli_run_says_it_in_a_few_lines_records_it_and_posts_it(cli_env, tmp_path):
+    host = "noindex.example"
+    crawl = tmp_path / "internal_all.csv"
+    write_export(
+        crawl,
+        CRAWL_HEADER,
+        [
+            [f"https://{host}/{p}", "text/html", "200", "Non-Indexable", p or "Home", p]
+            for p in ("", "a/", "b/")
+        ],
+    )
+    hook = Webhook()
+    try:
+        done = run_cli({**cli_env, "INTERLINK_FAILURE_WEBHOOK": hook.url}, "register", str(crawl), "--run")
+    finally:
+        hook.close()
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) <= 6, done.stderr  # no stack trace on the console
+    assert lines[0].startswith("error: run ") and f"for {host} failed at pages" in lines[0]
+    assert "no page of noindex.example's crawl is worth linking" in done.stderr
+    log = Path(next(line for line in lines if line.startswith("full log: ")).removeprefix("full log: "))
+    assert "Traceback" in log.read_text() or "Stack Trace" in log.read_text()
+    assert "DEBUG" not in done.stdout + done.stderr
+    with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
+        rows = con.execute("SELECT run_id, site, step, notified FROM ops.run_failures").fetchall()
+    assert len(rows) == 1 and rows[0][1:] == (host, "pages", True)
+    assert [m["run_id"] for m in hook.received] == [rows[0][0]]
+    summary = f"interlink_pipeline: site_pipeline failed for {host} at pages"
+    assert hook.received[0]["text"].startswith(summary)
+
+
+def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registered):
+    import signal
+    import subprocess
+    import sys
+
+    import dagster as dg
+
+    env, tmp_path = registered
+    with open(tmp_path / "killed.log", "w") as log:
+        killed = subprocess.Popen(
+            [sys.executable, "-m", "interlink_pipeline.cli", "materialize", "--site", LIGHT],
+            env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        deadline = time.monotonic() + 300
+        while not instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots:
+            running = killed.poll() is None and time.monotonic() < deadline
+            assert running, (tmp_path / "killed.log").read_text()
+            time.sleep(0.1)
+        os.kill(killed.pid, signal.SIGKILL)  # in the middle of a writing step
+        killed.wait()
+        [held] = instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
+        done = run_cli(env, "materialize", "--site", LIGHT)
+        assert done.returncode == 0, done.stderr
+        assert f"run {held.run_id} had stopped: its process (pid {killed.pid}) is gone" in done.stderr
+        assert instance.get_run_by_id(held.run_id).status == dg.DagsterRunStatus.FAILURE
+        assert not instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
+    with duckdb.connect(env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0] > 0
+        recorded = con.execute("SELECT run_id, site FROM ops.run_failures").fetchall()
+    assert recorded == [(held.run_id, LIGHT)]
