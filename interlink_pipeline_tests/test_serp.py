@@ -210,7 +210,8 @@ def test_local_provider_offline_and_candidates(warehouse_path, sample_inbox, ins
     assert own > 0.9  # a page's own title finds the page first
     # the local engine's results reach the candidates as a signal of their own
     origins = set(candidates["origins"].str.split("+").explode())
-    assert origins == {"similar", "hierarchy", "graph", "mention", "serp"}
+    # (the sample's menus do not nest, so no "menu" pairs; its paginated listings give "listing" ones)
+    assert origins == {"similar", "hierarchy", "graph", "mention", "serp", "listing"}
     assert (candidates.filter(pl.col("origins") == "serp")["serp_score"] > 0).all()
     assert (candidates["source_page_id"] != candidates["target_page_id"]).all()
     candidate_meta = materialization_metadata(result, "link_candidates")
