@@ -7,7 +7,6 @@ they show up in `dagster dev` next to sensor-triggered runs.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import socket
 import sys
@@ -158,10 +157,7 @@ def _release_dead_runs(instance) -> None:
     """Free the writer-pool slots that no live run holds: those of finished runs, and those of a CLI run on
     this machine whose process is gone (SIGKILL, the OOM killer, a crash), which is marked failed and
     recorded. A slot a live run holds is named, so a waiting user knows what the wait is for."""
-    from interlink_pipeline.core.alerts import record_failure
-    from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.warehouse import default_duckdb_path
-    from interlink_pipeline.defs.automation import FailureAlerts
+    from interlink_pipeline.defs.automation import failure_payload
     from interlink_pipeline.defs.tables import WRITER_POOL
 
     storage = instance.event_log_storage
@@ -175,11 +171,7 @@ def _release_dead_runs(instance) -> None:
                 continue
             message = f"its process (pid {pid}) is gone: it was killed or crashed before finishing"
             instance.report_run_failed(run, message)
-            payload = {"run_id": run_id, "job": run.job_name, "site": run.tags.get("dagster/partition"),
-                       "step": None, "message": message}  # fmt: skip
-            alerts = FailureAlerts()
-            with contextlib.suppress(InputError):  # a warehouse problem is what the new run reports
-                record_failure(payload, default_duckdb_path(), alerts.webhook_url, alerts.timeout_s, 10)
+            _record_failure(failure_payload(run, [], message))
             print(f"run {run_id} had stopped: {message}; marked failed, its slots freed", file=sys.stderr)
         storage.free_concurrency_slots_for_run(run_id)
 
@@ -194,13 +186,27 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _report_failure(instance, result, site: str, seconds: float) -> int:
-    """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
-    webhook; the user gets the step and its message, and the path of the full log."""
+def _record_failure(payload: dict) -> str:
+    """Record a failed run in ops.run_failures and post it to the webhook, as the run-failure sensor does;
+    what happened, in words (a warehouse that cannot be written cannot keep the record either)."""
     from interlink_pipeline.core.alerts import record_failure
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.warehouse import default_duckdb_path
-    from interlink_pipeline.defs.automation import FailureAlerts, failure_payload
+    from interlink_pipeline.defs.automation import FailureAlerts
+
+    alerts = FailureAlerts()
+    try:
+        _, outcome = record_failure(payload, default_duckdb_path(), alerts.webhook_url, alerts.timeout_s, 10)
+    except InputError as exc:
+        return f"not recorded: {exc}"
+    return f"recorded in ops.run_failures (webhook: {outcome})"
+
+
+def _report_failure(instance, result, site: str, seconds: float) -> int:
+    """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
+    webhook; the user gets the step and its message, and the path of the full log."""
+    from interlink_pipeline.core.warehouse import default_duckdb_path
+    from interlink_pipeline.defs.automation import failure_payload
 
     events = result.all_events
     payload = failure_payload(
@@ -216,12 +222,7 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
             error = getattr(event.event_specific_data, "error", None)
             if error is not None:
                 out.write(error.to_string() + "\n")
-    alerts = FailureAlerts()
-    try:
-        _, outcome = record_failure(payload, default_duckdb_path(), alerts.webhook_url, alerts.timeout_s, 10)
-        recorded = f"recorded in ops.run_failures (webhook: {outcome})"
-    except InputError as exc:  # a warehouse that cannot be written cannot keep the record either
-        recorded = f"not recorded: {exc}"
+    recorded = _record_failure(payload)
     where = f" at {payload['step']}" if payload["step"] else ""
     print(
         f"error: run {result.run_id} for {site} failed{where} after {seconds:.1f}s: {payload['message']}\n"

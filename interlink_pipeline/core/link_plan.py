@@ -49,7 +49,7 @@ class PlanOptions:
 
     out_link_budget: int = 10  # contextual (in-content) links per page, existing ones included
     hub_links: int = 20  # links from the home page to hubs, existing ones included
-    section_links: int = 20  # in-content links of a section index (a menu parent), existing ones included
+    section_links: int = 20  # in-content links of a section index (menu parent, listing), existing included
     min_inlinks: int = 1
     max_inlinks: int = 20
     max_depth: int = 4
@@ -341,16 +341,14 @@ class Planner:
 
     def _link_sections(self) -> None:
         """Each menu parent links the pages listed under it, the most probable first."""
-        probability = {
-            (s, t): p for s, t, p in self.g.candidates.select("source", "target", "score").iter_rows()
-        }
-        sections = self.g.sections
-        pairs = sorted(
-            zip(sections.parent.tolist(), sections.child.tolist(), strict=True),
-            key=lambda pair: (pair[0], -(probability.get(pair) or 0.0), pair[1]),
+        pairs = (
+            self.g.sections.pairs()
+            .join(self.g.candidates.select("source", "target", "score"), on=["source", "target"], how="left")
+            .with_columns(pl.col("score").fill_null(0.0))
+            .sort(["source", "score", "target"], descending=[False, True, False])
         )
-        for index, member in pairs:
-            self.add(index, member, "section", probability.get((index, member)) or 0.0, "menu")
+        for index, member, score in pairs.iter_rows():
+            self.add(index, member, "section", score, "menu")
 
     def _rescue_orphans(self) -> None:
         order = np.argsort(-self.centrality, kind="stable")
