@@ -116,16 +116,21 @@ def _run_site(site: str, assets: list[str] | None = None, run_config: dict | Non
     """Materialise the site's pipeline (or just `assets`) in process and print what was written."""
     from dagster import AssetKey
 
+    from interlink_pipeline.core.inbox import default_inbox
     from interlink_pipeline.definitions import defs
+    from interlink_pipeline.defs.sensors import RUN_KEY_TAG, inbox_run_key
 
     instance = _instance()
     _release_dead_runs(instance)
+    tags = {"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    key = inbox_run_key(default_inbox(), site) if assets is None else None
     started = time.monotonic()
     result = defs.resolve_job_def("site_pipeline").execute_in_process(
         partition_key=site,
         instance=instance,
         raise_on_error=False,
-        tags={"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()},
+        # a whole run of the registered exports: the inbox sensor of `make dev` will not run them again
+        tags={**tags, RUN_KEY_TAG: key} if key else tags,
         asset_selection=[AssetKey(a) for a in assets] if assets else None,
         # the console gets one line per failure, not Dagster's stack traces: they go to the run's log file
         run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},

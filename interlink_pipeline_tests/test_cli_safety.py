@@ -6,12 +6,15 @@ import os
 import time
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import pytest
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.pages import clean_pages, rule_warnings
 from interlink_pipeline.core.warehouse import connect
+from interlink_pipeline.definitions import build_defs
+from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, run_cli, write_export
 from interlink_pipeline_tests.services import Webhook
 
@@ -135,10 +138,20 @@ def test_the_smallest_sites_get_a_complete_plan_through_the_cli(titles, cli_env,
     with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
         pages = con.execute("SELECT count(*) FROM staging.pages").fetchone()[0]
         unreachable = con.execute(
-            "SELECT count(*) FROM graph.page_metrics WHERE depth_after = -1 OR depth_after IS NULL"
+            "SELECT count(*) FROM graph.page_metrics WHERE depth_after IS NULL"
         ).fetchone()[0]
         plan = con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0]
     assert pages == len(titles) and unreachable == 0 and plan == len(titles) - 1
+    # `make dev` after the CLI's run: its inbox sensor does not run the same exports again
+    inbox = Path(cli_env["INTERLINK_INBOX"])
+    settled = time.time() - 60
+    for path in inbox.rglob("*"):
+        os.utime(path, (settled, settled))
+    defs = build_defs(cli_env["INTERLINK_DUCKDB_PATH"], str(inbox))
+    with dg.DagsterInstance.from_config(cli_env["DAGSTER_HOME"]) as instance:
+        context = dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources)
+        tick = crawl_inbox_sensor(context)
+    assert not tick.run_requests
 
 
 def test_a_damaged_warehouse_is_reported_at_once_with_how_to_recover(tmp_path):

@@ -1,5 +1,7 @@
 """dbt marts inside the pipeline (per site, with lineage and tests as checks) and the analysts' snapshot."""
 
+import re
+
 import dagster as dg
 import duckdb
 import polars as pl
@@ -7,9 +9,18 @@ import pytest
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.core.table_docs import mart_columns
 from interlink_pipeline.core.warehouse import publish_snapshot, snapshot_path
 from interlink_pipeline.definitions import build_defs
-from interlink_pipeline_tests.conftest import LIGHT, NUTRI, register_lightchiropractic, run_site
+from interlink_pipeline.defs.marts import marts
+from interlink_pipeline_tests.conftest import (
+    LIGHT,
+    NUTRI,
+    PROJECT_ROOT,
+    register_lightchiropractic,
+    run_site,
+)
 
 MARTS = ("link_opportunities", "page_scorecard", "orphan_pages", "cluster_summary", "site_health")
 
@@ -122,3 +133,54 @@ def test_a_snapshot_of_a_missing_warehouse_says_so_and_writes_nothing(tmp_path):
     with pytest.raises(InputError, match="no warehouse file yet; materialise a site first"):
         publish_snapshot(tmp_path / "nothing.duckdb", target)
     assert not target.exists() and not target.parent.exists()  # nothing written, not even the folder
+
+
+def _readme_queries() -> list[str]:
+    """Every SQL statement of the README's Querying section."""
+    section = (PROJECT_ROOT / "README.md").read_text().split("### Querying", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sql\n(.*?)```", section, re.S)
+    return [statement.strip() for block in blocks for statement in block.split(";") if statement.strip()]
+
+
+def test_the_readme_queries_return_rows_and_every_column_is_documented(
+    warehouse_path, sample_inbox, instance, encoder
+):
+    result = run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
+    assert result.success
+    # every check is the site's own: a failure on another site leaves these green
+    evaluations = [
+        e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    assert len(evaluations) > 60 and {e.partition for e in evaluations} == {SAMPLE_HOST}
+    # the dbt tests executed on their own, as the UI's "Execute" does: per site, or every site at once
+    tests = build_defs(str(warehouse_path), str(sample_inbox)).resolve_implicit_global_asset_job_def()
+    tests = tests.get_subset(asset_check_selection=set(marts.check_keys), asset_selection=set())
+    for site in (SAMPLE_HOST, None):
+        rerun = tests.execute_in_process(instance=instance, partition_key=site, raise_on_error=False)
+        assert rerun.success and len(_dbt_checks(rerun)) == len(marts.check_keys)
+    queries = _readme_queries()
+    assert len(queries) >= 12
+    with duckdb.connect(str(snapshot_path(warehouse_path)), read_only=True) as analyst:
+        empty = [query for query in queries if not analyst.execute(query).fetchall()]
+        undocumented = analyst.execute(
+            "SELECT schema_name || '.' || table_name || '.' || column_name FROM duckdb_columns() "
+            "WHERE NOT internal AND coalesce(comment, '') = ''"
+        ).fetchall()
+        tables = analyst.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE NOT internal AND coalesce(comment, '') = ''"
+        )
+        untitled = tables.fetchone()[0]
+        unreachable = analyst.execute(
+            "SELECT count(*) FROM graph.page_metrics WHERE depth_after < 0 OR depth_before < 0"
+        ).fetchone()[0]
+        hubs = analyst.execute("SELECT count(*) FROM marts.page_scorecard WHERE is_hub").fetchone()[0]
+        comments = dict(
+            analyst.execute(
+                "SELECT column_name, comment FROM duckdb_columns() WHERE schema_name = 'marts' "
+                "AND table_name = 'page_scorecard'"
+            ).fetchall()
+        )
+    assert empty == [] and undocumented == [] and untitled == 0
+    assert unreachable == 0  # no path is null, not -1
+    assert hubs > 0  # the sample's home page already links its sections: they are its hubs
+    assert comments["depth_before"] == mart_columns()["marts.page_scorecard"][1]["depth_before"]

@@ -149,7 +149,7 @@ def test_degenerate_sites_get_a_whole_plan(case_name, tmp_path, encoder):
         clustered = con.execute("SELECT count(*) FROM ml.page_clusters").fetchone()[0]
         health = con.execute("SELECT count(*) FROM marts.site_health").fetchone()[0]
         unreachable = con.execute(
-            "SELECT count(*) FROM graph.page_metrics WHERE depth_after = -1"
+            "SELECT count(*) FROM graph.page_metrics WHERE depth_after IS NULL"
         ).fetchone()[0]
     assert clustered == pages and health > 0 and unreachable == 0
 

@@ -31,9 +31,14 @@ def neutralise(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _printable(frame: pl.DataFrame) -> pl.DataFrame:
-    """Lists and other nested values as text (neither CSV nor XLSX holds them)."""
+    """Lists and other nested values as text (neither CSV nor XLSX holds them), and 32-bit floats as the
+    decimals they print as: widened as they are, 0.0931 would show as 0.09309999644756317."""
     nested = [n for n, t in frame.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
-    return frame.with_columns(pl.col(n).cast(pl.List(pl.String)).list.join(", ") for n in nested)
+    singles = [n for n, t in frame.schema.items() if t == pl.Float32]
+    return frame.with_columns(
+        *(pl.col(n).cast(pl.List(pl.String)).list.join(", ") for n in nested),
+        *(pl.col(n).cast(pl.String).cast(pl.Float64) for n in singles),
+    )
 
 
 def write_csv(frame: pl.DataFrame, path: Path) -> Path:

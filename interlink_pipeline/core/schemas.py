@@ -501,11 +501,17 @@ class PageMetrics(pa.DataFrameModel):
     inlink_quota: pl.Int32 = pa.Field(
         ge=0, description="In-content in-links the plan fills up to (grows with centrality rank)."
     )
-    is_hub: bool = pa.Field(description="Linked from the home page as a hub.")
-    depth_before: pl.Int32 = pa.Field(
-        nullable=True, ge=-1, description="Clicks from home; -1 unreachable; null unknown."
+    is_hub: bool = pa.Field(
+        description="A hub: linked from the home page's content, in the crawl or by the plan."
     )
-    depth_after: pl.Int32 = pa.Field(ge=-1, description="Clicks from home with the plan; -1 unreachable.")
+    depth_before: pl.Int32 = pa.Field(
+        nullable=True,
+        ge=0,
+        description="Clicks from home; null when no path reaches the page (or no links export: unknown).",
+    )
+    depth_after: pl.Int32 = pa.Field(
+        nullable=True, ge=0, description="Clicks from home with the plan; null when no path reaches the page."
+    )
     inlinks_before: pl.Int32 = pa.Field(
         nullable=True, ge=0, description="In-links from other pages (null: unknown)."
     )

@@ -468,9 +468,10 @@ SNAPSHOT_SKIPS = frozenset({"ml.embedding_cache", "ml.page_embeddings", "serp.ca
 
 
 def publish_snapshot(path: str | Path, snapshot: str | Path, lock_timeout_s: float = 120.0) -> dict[str, int]:
-    """Copy every table (vectors and caches left out) into a new file beside `snapshot`, then rename
-    it into place. Analysts query the snapshot: a reader never blocks a run, and a reader with the old file
-    open keeps reading it while the next one appears. Returns the rows copied per table."""
+    """Copy every table (vectors and caches left out), with its table and column comments, into a new file
+    beside `snapshot`, then rename it into place. Analysts query the snapshot: a reader never blocks a run,
+    and a reader with the old file open keeps reading it while the next one appears. Returns the rows copied
+    per table."""
     if not Path(path).exists():
         raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
     copied: dict[str, int] = {}
@@ -498,6 +499,13 @@ def publish_snapshot(path: str | Path, snapshot: str | Path, lock_timeout_s: flo
                 con.execute(f"CREATE TABLE {target}.{source} AS SELECT * FROM {source}")
                 if comment:
                     con.execute(f"COMMENT ON TABLE {target}.{source} IS {_literal(comment)}")
+                for column, text in con.execute(
+                    "SELECT column_name, comment FROM duckdb_columns() WHERE database_name = ? AND "
+                    "schema_name = ? AND table_name = ? AND comment IS NOT NULL",
+                    [source_db, schema, name],
+                ).fetchall():
+                    column = f"{target}.{source}.{_identifier(column)}"
+                    con.execute(f"COMMENT ON COLUMN {column} IS {_literal(text)}")
                 copied[f"{schema}.{name}"] = con.execute(
                     f"SELECT count(*) FROM {target}.{source}"
                 ).fetchone()[0]

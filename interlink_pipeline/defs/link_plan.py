@@ -10,7 +10,7 @@ import polars as pl
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.graph_metrics import GraphSummary, adjacency, out_degree, summarize
+from interlink_pipeline.core.graph_metrics import UNREACHABLE, GraphSummary, adjacency, out_degree, summarize
 from interlink_pipeline.core.link_candidates import page_links
 from interlink_pipeline.core.link_plan import (
     PLAN_INVARIANTS,
@@ -93,6 +93,18 @@ def _index(frame: pl.DataFrame, index: pl.DataFrame, columns: dict[str, str]) ->
     for column, name in columns.items():
         frame = frame.join(index.rename({"page_id": column, "i": name}), on=column).drop(column)
     return frame.select(order)
+
+
+def _hubs(existing: pl.DataFrame, planned: pl.DataFrame, home: int) -> np.ndarray:
+    """The pages the home page's content links to, in the crawl or by the plan: a site whose home page
+    already links its sections has hubs, though the plan adds none."""
+    linked = existing.filter((pl.col("source") == home) & pl.col("content"))["target"]
+    return np.union1d(linked.to_numpy(), planned.filter(pl.col("reason") == "hub")["target"].to_numpy())
+
+
+def _clicks(depth: np.ndarray) -> pl.Series:
+    """Clicks from home as a column; an unreachable page has no depth (null), not a number to average."""
+    return pl.Series(depth, dtype=pl.Int32).replace(UNREACHABLE, None)
 
 
 def _bars(histogram: str, width: int = 24) -> str:
@@ -228,8 +240,8 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
             "cluster_id": pl.Series(np.where(cluster_of >= 0, cluster_of, 0), dtype=pl.Int32),
             "betweenness": planner.centrality,
             "inlink_quota": pl.Series(planner.quota, dtype=pl.Int32),
-            "is_hub": np.isin(np.arange(n), planned.filter(pl.col("reason") == "hub")["target"].to_numpy()),
-            "depth_after": pl.Series(depth_after, dtype=pl.Int32),
+            "is_hub": np.isin(np.arange(n), _hubs(existing, planned, graph.home)),
+            "depth_after": _clicks(depth_after),
             "inlinks_after": pl.Series(in_after, dtype=pl.Int32),
             "outlinks_after": pl.Series(out_degree(after_graph)[:n], dtype=pl.Int32),
             "pagerank_after": rank_after,
@@ -242,7 +254,7 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
         }
     ).with_columns(
         pl.when(pl.Series(cluster_of >= 0)).then(pl.col("cluster_id")).otherwise(None).alias("cluster_id"),
-        (pl.Series(depth_before, dtype=pl.Int32) if known else unknown_int).alias("depth_before"),
+        (_clicks(depth_before) if known else unknown_int).alias("depth_before"),
         (pl.Series(in_before, dtype=pl.Int32) if known else unknown_int).alias("inlinks_before"),
         (pl.Series(out_degree(before_graph)[:n], dtype=pl.Int32) if known else unknown_int).alias(
             "outlinks_before"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dagster import (
+    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetSpec,
@@ -59,6 +60,13 @@ class PipelineTables(DagsterDbtTranslator):
             raise KeyError(f"dbt source {table} is not a table any asset writes ({sorted(TABLE_WRITERS)})")
         return spec.replace_attributes(key=AssetKey(TABLE_WRITERS[table]))
 
+    def get_asset_check_spec(
+        self, asset_spec: AssetSpec, manifest: Mapping[str, Any], unique_id: str, project: Any
+    ) -> AssetCheckSpec | None:
+        """dbt tests are checked per site, like the marts they test."""
+        spec = super().get_asset_check_spec(asset_spec, manifest, unique_id, project)
+        return spec and spec._replace(partitions_def=site_partitions)
+
 
 @contextmanager
 def _environment(**values: str) -> Iterator[None]:
@@ -85,9 +93,10 @@ def _environment(**values: str) -> Iterator[None]:
     pool=WRITER_POOL,
 )
 def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
-    """`dbt build` for the run's site: its rows in every mart are replaced, the dbt tests run as checks."""
+    """`dbt build` for the run's site: its rows in every mart are replaced, the dbt tests run as checks.
+    A run without a site (checks executed on their own from the UI) tests every site's rows."""
     with user_errors():
-        site = site_key(context)
+        site = site_key(context) if context.has_partition_key else ""
     # dbt reads the warehouse path from the environment (profiles.yml): the same file as the assets
     with _environment(**{DUCKDB_PATH_ENV: str(Path(warehouse.path).resolve())}):
         yield from dbt.cli(["build", "--vars", json.dumps({"site": site})], context=context).stream()

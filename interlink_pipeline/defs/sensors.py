@@ -4,8 +4,10 @@ import json
 from pathlib import Path
 
 from dagster import (
+    DagsterRunStatus,
     DefaultSensorStatus,
     RunRequest,
+    RunsFilter,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
@@ -17,6 +19,8 @@ from interlink_pipeline.core.tabular_files import file_digest
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.resources import CrawlInbox
+
+RUN_KEY_TAG = "interlink/run_key"  # the exports a run read (see run_key), on sensor and CLI runs alike
 
 
 def _digest(path: Path, known: dict[str, list]) -> tuple[str, list]:
@@ -42,6 +46,26 @@ def run_key(
         + (f":{queries_digest}" if queries_digest else "")
         + (f":text-{text_digest}" if text_digest else "")
     )
+
+
+def inbox_run_key(root: str | Path, site: str) -> str | None:
+    """The run key of the site's exports now in the drop folder (None: nothing registered): a run made
+    outside the sensor (`interlink materialize`, `make run`) carries it, so the sensor does not repeat it."""
+    drop = next((d for d in scan_inbox(root, settle_seconds=0).drops if d.site == site), None)
+    if drop is None:
+        return None
+    digests = (
+        file_digest(path) if path else None
+        for path in (drop.links_file, drop.queries_file, drop.text_file)
+    )
+    return run_key(site, file_digest(drop.crawl_file), *digests)
+
+
+def _already_run(instance, key: str) -> bool:
+    runs = instance.get_run_records(
+        RunsFilter(tags={RUN_KEY_TAG: key}, statuses=[DagsterRunStatus.SUCCESS]), limit=1
+    )
+    return bool(runs)
 
 
 @sensor(
@@ -74,6 +98,9 @@ def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
         if requested.get(drop.site) == key:
             continue
         requested[drop.site] = key
+        if _already_run(context.instance, key):
+            context.log.info(f"{drop.site}: these exports were already run ({key})")
+            continue
         if drop.site not in known_sites:
             new_sites.append(drop.site)
         ops = {"raw_crawl": {"config": {"crawl_file": drop.crawl_file.name}}}
@@ -87,7 +114,7 @@ def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
                 run_key=key,
                 partition_key=drop.site,
                 run_config={"ops": ops},
-                tags={"interlink/crawl_id": crawl_digest, "interlink/trigger": "inbox"},
+                tags={"interlink/crawl_id": crawl_digest, "interlink/trigger": "inbox", RUN_KEY_TAG: key},
             )
         )
     cursor = json.dumps({"files": next_files, "requested": requested}, sort_keys=True)

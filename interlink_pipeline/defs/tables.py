@@ -42,12 +42,14 @@ def check_name(table: str) -> str:
 
 
 def schema_checks(asset: str, tables: list[str]) -> list[AssetCheckSpec]:
-    """One check per table: its pandera schema, validated before anything is written."""
+    """One check per table: its pandera schema, validated before anything is written. Checks are per site
+    (partitioned like their asset): one site's failure leaves the other sites' checks green."""
     return [
         AssetCheckSpec(
             check_name(table),
             asset=asset,
             blocking=True,
+            partitions_def=site_partitions,
             description=f"{table} matches its pandera schema (types, nulls, ranges, keys); checked before "
             "the write, so a failing frame is never stored.",
         )
@@ -79,7 +81,9 @@ def site_asset(
         TABLE_WRITERS.update(dict.fromkeys(tables, fn.__name__))
         own_checks = [
             # blocking: an ERROR failure stops what depends on the asset; a WARN failure never does
-            AssetCheckSpec(name, asset=fn.__name__, description=text, blocking=True)
+            AssetCheckSpec(
+                name, asset=fn.__name__, description=text, blocking=True, partitions_def=site_partitions
+            )
             for name, text in (invariants or {}).items()
         ]
         return asset(

@@ -3,8 +3,8 @@
 -- into it come from.
 with pages as (
     select site, cluster_id, count(*) as pages, count(*) filter (orphan_before) as orphans_before,
-           count(*) filter (is_hub) as hubs, avg(depth_before) filter (depth_before >= 0) as mean_depth_before,
-           avg(depth_after) filter (depth_after >= 0) as mean_depth_after
+           count(*) filter (is_hub) as hubs, avg(depth_before) as mean_depth_before,
+           avg(depth_after) as mean_depth_after
     from {{ ref('page_scorecard') }}
     where {{ site_filter() }}
     group by all
