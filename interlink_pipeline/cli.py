@@ -7,10 +7,13 @@ they show up in `dagster dev` next to sensor-triggered runs.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -113,15 +116,21 @@ def _registered(name: str) -> str:
 
 
 def _run_site(site: str, assets: list[str] | None = None, run_config: dict | None = None) -> int:
-    """Materialise the site's pipeline (or just `assets`) in process and print what was written."""
+    """Materialise the site's pipeline (or just `assets`) in process and print what was written; one run
+    of a site at a time."""
+    instance = _instance()
+    _release_dead_runs(instance)
+    with _site_lock(instance, site):
+        return _execute(instance, site, assets, run_config)
+
+
+def _execute(instance, site: str, assets: list[str] | None, run_config: dict | None) -> int:
     from dagster import AssetKey
 
     from interlink_pipeline.core.inbox import default_inbox
     from interlink_pipeline.definitions import defs
     from interlink_pipeline.defs.sensors import RUN_KEY_TAG, inbox_run_key
 
-    instance = _instance()
-    _release_dead_runs(instance)
     tags = {"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     key = inbox_run_key(default_inbox(), site) if assets is None else None
     started = time.monotonic()
@@ -156,6 +165,40 @@ def _run_site(site: str, assets: list[str] | None = None, run_config: dict | Non
             print(f"  {event.asset_key.to_user_string():<32} {detail}")
     _print_where()
     return 0
+
+
+@contextmanager
+def _site_lock(instance, site: str) -> Iterator[None]:
+    """Runs of one site never interleave: a second CLI run of the site (the lock file, released by the
+    kernel when its holder dies) or a CLI run while the UI or the daemon runs it is refused at once."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    from interlink_pipeline.core.errors import InputError
+
+    busy = f"a run of {site} is already in progress"
+    lock_dir = Path(instance.root_directory) / "site_locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{site}.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            raise InputError(
+                f"{busy} (interlink, process {lock.read().strip() or '?'}); wait for it to finish, then run "
+                "again."
+            ) from None
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        in_progress = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+        for record in instance.get_run_records(
+            RunsFilter(tags={"dagster/partition": site}, statuses=in_progress), limit=1
+        ):
+            raise InputError(
+                f"{busy} (run {record.dagster_run.run_id}, in the UI or the daemon); wait for it to finish, "
+                "or cancel it there."
+            )
+        yield
 
 
 def _release_dead_runs(instance) -> None:

@@ -262,3 +262,30 @@ def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registere
         assert con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0] > 0
         recorded = con.execute("SELECT run_id, site FROM ops.run_failures").fetchall()
     assert recorded == [(held.run_id, LIGHT)]
+
+
+def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
+    import subprocess
+    import sys
+
+    env, tmp_path = registered
+    with open(tmp_path / "first.log", "w") as log:
+        first = subprocess.Popen(
+            [sys.executable, "-m", "interlink_pipeline.cli", "materialize", "--site", LIGHT],
+            env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        deadline = time.monotonic() + 300
+        while not instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
+            assert first.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+            time.sleep(0.1)
+        started = time.monotonic()
+        second = run_cli(env, "materialize", "--site", LIGHT)
+        refused_in = time.monotonic() - started
+        assert first.wait(timeout=600) == 0, (tmp_path / "first.log").read_text()
+        runs = instance.get_run_records()
+    assert second.returncode == 2 and refused_in < 30
+    assert f"a run of {LIGHT} is already in progress (interlink, process {first.pid})" in second.stderr
+    assert len(runs) == 1 and runs[0].dagster_run.status == dg.DagsterRunStatus.SUCCESS  # never interleaved
+    # the lock went with the first run: the next one goes ahead
+    assert run_cli(env, "materialize", "--site", LIGHT).returncode == 0
