@@ -205,6 +205,7 @@ def _release_dead_runs(instance) -> None:
     """Free the writer-pool slots that no live run holds: those of finished runs, and those of a CLI run on
     this machine whose process is gone (SIGKILL, the OOM killer, a crash), which is marked failed and
     recorded. A slot a live run holds is named, so a waiting user knows what the wait is for."""
+    from interlink_pipeline.core.files import process_alive
     from interlink_pipeline.defs.automation import failure_payload
     from interlink_pipeline.defs.tables import WRITER_POOL
 
@@ -213,7 +214,7 @@ def _release_dead_runs(instance) -> None:
         run = instance.get_run_by_id(run_id)
         if run is not None and not run.is_finished:
             pid, host = run.tags.get(PID_TAG), run.tags.get(HOST_TAG)
-            if pid is None or host != socket.gethostname() or _alive(int(pid)):
+            if pid is None or host != socket.gethostname() or process_alive(int(pid)):
                 site = run.tags.get("dagster/partition", "?")
                 print(f"waiting: run {run_id} ({site}) holds the {WRITER_POOL} pool", file=sys.stderr)
                 continue
@@ -222,16 +223,6 @@ def _release_dead_runs(instance) -> None:
             _record_failure(failure_payload(run, [], message))
             print(f"run {run_id} had stopped: {message}; marked failed, its slots freed", file=sys.stderr)
         storage.free_concurrency_slots_for_run(run_id)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _record_failure(payload: dict) -> str:

@@ -193,14 +193,26 @@ def register_lightchiropractic(inbox_root: Path, crawls: Path, crawl: Path | Non
     register_crawl(inbox_root, LIGHT, crawl or crawls / "lightchiropractic/internal_all.csv", links)
 
 
-def run_site(warehouse_path: Path, inbox_root: Path, instance, site: str, run_config: dict | None = None):
-    """The whole site_pipeline job for one site, in process (failures returned, not raised)."""
+def run_site(
+    warehouse_path: Path,
+    inbox_root: Path,
+    instance,
+    site: str,
+    run_config: dict | None = None,
+    asset_selection: list[str] | None = None,
+):
+    """The site_pipeline job (or its `asset_selection`) for one site, in process (failures returned, not
+    raised)."""
     from interlink_pipeline.definitions import build_defs
 
     defs = build_defs(str(warehouse_path), str(inbox_root))
     instance.add_dynamic_partitions("sites", [site])
     return defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=site, instance=instance, raise_on_error=False, run_config=run_config
+        partition_key=site,
+        instance=instance,
+        raise_on_error=False,
+        run_config=run_config,
+        asset_selection=[dg.AssetKey(a) for a in asset_selection] if asset_selection else None,
     )
 
 

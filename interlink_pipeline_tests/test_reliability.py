@@ -5,6 +5,7 @@ Every failure must name its cause and leave the warehouse exactly as it was."""
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import dagster as dg
 import duckdb
@@ -15,7 +16,13 @@ from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.serp import SerpApi
-from interlink_pipeline_tests.conftest import SAMPLE_DIR, write_export
+from interlink_pipeline_tests.conftest import (
+    LIGHT,
+    SAMPLE_DIR,
+    register_lightchiropractic,
+    run_site,
+    write_export,
+)
 from interlink_pipeline_tests.hostile_exports import CASES, HOST, SF_HEADER, Case, good_rows
 from interlink_pipeline_tests.run_results import failure_message, materialization_metadata, run_serp
 from interlink_pipeline_tests.serper_server import KEY, serper_for
@@ -473,3 +480,57 @@ def test_kills_at_random_moments_never_leave_a_partial_plan(tmp_path, encoder):
     assert "killed" in outcomes
     assert run_up_to_the_plan(warehouse, inbox, SAMPLE_HOST).success
     assert plan_is_whole(warehouse, SAMPLE_HOST) and plan_state(warehouse, SAMPLE_HOST) != previous
+
+
+# Runs the site's publishing steps in a child process and SIGKILLs it when the first file written in
+# `folder` is about to replace the previous one (the new file whole beside it, the rename not yet done).
+KILLED_PUBLISHING = """
+import os, signal, sys
+replace = os.replace
+def dying_replace(source, target):
+    if {folder!r} in str(target):
+        os.kill(os.getpid(), signal.SIGKILL)
+    replace(source, target)
+os.replace = dying_replace
+from interlink_pipeline_tests.conftest import run_site
+import dagster as dg
+with dg.instance_for_test() as instance:
+    run_site({warehouse!r}, {inbox!r}, instance, {site!r}, asset_selection={assets!r})
+sys.exit("the run was not killed")
+"""
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("folder", "assets"),
+    [("exports", ["spreadsheet_exports", "html_report"]), ("snapshots", ["analyst_snapshot"])],
+    ids=["while exporting", "while publishing the snapshot"],
+)
+def test_a_run_killed_while_publishing_leaves_the_previous_files_whole(
+    folder, assets, tmp_path, crawls, encoder
+):
+    warehouse, inbox = tmp_path / "interlink.duckdb", tmp_path / "inbox"
+    register_lightchiropractic(inbox, crawls)
+    with dg.instance_for_test() as instance:
+        assert run_site(warehouse, inbox, instance, LIGHT).success
+    published = tmp_path / folder
+    before = _files(published)
+    assert len(before) >= (4 if folder == "exports" else 1)
+
+    script = KILLED_PUBLISHING.format(
+        folder=str(published), warehouse=str(warehouse), inbox=str(inbox), site=LIGHT, assets=assets
+    )
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    after = _files(published)
+    assert {name: after[name] for name in before} == before  # every previous file, byte for byte
+    [new] = [name for name in after if name not in before]
+    assert new.endswith(".partial")  # the new file beside the old, never renamed
+
+    # the next run replaces the files and clears what the killed one left behind
+    with dg.instance_for_test() as instance:
+        assert run_site(warehouse, inbox, instance, LIGHT, asset_selection=assets).success
+    assert sorted(_files(published)) == sorted(before)

@@ -12,9 +12,15 @@ from pathlib import Path
 @contextlib.contextmanager
 def replaced_atomically(path: Path, suffix: str = "") -> Iterator[Path]:
     """A temporary path beside `path` to write; renamed onto `path` when the block succeeds, removed
-    whatever happens."""
+    whatever happens. Partial files that a killed process left (its pid is in the name) are removed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix + ".partial")
+    for stale in path.parent.glob(f".{path.name}.*.partial"):
+        pid = stale.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not process_alive(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+    prefix = f".{path.name}.{os.getpid()}."
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=suffix + ".partial")
     os.close(fd)
     try:
         yield Path(tmp)
@@ -22,3 +28,14 @@ def replaced_atomically(path: Path, suffix: str = "") -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of this machine with that id still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
