@@ -289,3 +289,32 @@ def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
     assert len(runs) == 1 and runs[0].dagster_run.status == dg.DagsterRunStatus.SUCCESS  # never interleaved
     # the lock went with the first run: the next one goes ahead
     assert run_cli(env, "materialize", "--site", LIGHT).returncode == 0
+
+
+def test_a_warehouse_an_analyst_holds_open_for_writing_fails_the_run_in_seconds(registered):
+    import subprocess
+    import sys
+
+    env, _ = registered
+    warehouse = env["INTERLINK_DUCKDB_PATH"]
+    session = (
+        "import duckdb, sys, time\n"
+        "con = duckdb.connect(sys.argv[1])\n"
+        "con.execute('CREATE TABLE notes AS SELECT 42 AS answer')\n"
+        "print('open', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    analyst = subprocess.Popen([sys.executable, "-c", session, warehouse], stdout=subprocess.PIPE, text=True)
+    try:
+        assert analyst.stdout.readline().strip() == "open"
+        started = time.monotonic()
+        done = run_cli(env, "materialize", "--site", LIGHT)
+        seconds = time.monotonic() - started
+    finally:
+        analyst.kill()
+        analyst.wait()
+    assert done.returncode == 1 and seconds < 90  # 10 s for the run's step, 10 s to record the failure
+    assert f"process {analyst.pid} (" in done.stderr and "has held it for 10s" in done.stderr
+    assert "analysts query the read-only snapshot" in done.stderr
+    with duckdb.connect(warehouse, read_only=True) as con:  # the analyst's work is intact
+        assert con.execute("SELECT answer FROM notes").fetchall() == [(42,)]

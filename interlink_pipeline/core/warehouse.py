@@ -34,6 +34,9 @@ DEFAULT_DUCKDB_PATH = "data/interlink.duckdb"
 MEMORY_LIMIT_ENV = "INTERLINK_DUCKDB_MEMORY_LIMIT"
 DEFAULT_MEMORY_LIMIT = "1GB"
 LOCK_RETRY_S = 0.2
+# Runs take turns on the file (the writer pool) and hold it for seconds at most between them; a lock held
+# longer is someone else's session, which the user should hear about in seconds, not minutes.
+LOCK_TIMEOUT_S = 10.0
 NO_FAILURES = pl.DataFrame(schema={"column": pl.String, "check": pl.String, "failure_case": pl.String})
 
 
@@ -132,7 +135,7 @@ def table_description(table: str) -> str:
 
 @contextmanager
 def connect(
-    path: str | Path, *, read_only: bool = False, lock_timeout_s: float = 120.0
+    path: str | Path, *, read_only: bool = False, lock_timeout_s: float = LOCK_TIMEOUT_S
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection, waiting up to `lock_timeout_s` while another process holds the file's lock."""
     path = Path(path)
@@ -180,6 +183,7 @@ def storage_problem(message: str) -> str | None:
 # DuckDB (1.5) raises IOException both for a file another process holds and for a damaged one; the lock
 # conflict is told by its own message, never by "lock" anywhere (a damaged "block" is not a lock).
 _LOCK_CONFLICT = re.compile(r"Could not set lock on file|Conflicting lock is held")
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
 _DAMAGED = re.compile(r"Corrupt database file|not a valid DuckDB database file|checksum", re.IGNORECASE)
 
 
@@ -207,10 +211,13 @@ def _waiting_for_lock(open_file: Callable[[], T], path: Path, lock_timeout_s: fl
                     "drop folder; or copy the analysts' snapshot over it to keep the last published tables."
                 ) from None
             if lock_conflict(exc):
+                holder = _LOCK_HOLDER.search(message)
+                who = f"process {holder['pid']} ({holder['program']})" if holder else "another process"
                 raise InputError(
-                    f"cannot open the warehouse {path}: another process still holds it after "
-                    f"{lock_timeout_s:.0f}s ({first}). Close that session (an analyst's DuckDB shell, "
-                    "another run) or raise the warehouse resource's lock_timeout_s."
+                    f"cannot open the warehouse {path}: {who} has held it for {lock_timeout_s:g}s and still "
+                    "does (an analyst's write session, another program). Nothing was written. Close that "
+                    "session and run again; analysts query the read-only snapshot instead (it never blocks "
+                    "a run). To wait longer, raise the warehouse resource's lock_timeout_s."
                 ) from None
             problem = storage_problem(message)
             reason = f"{problem} ({first})" if problem else first
@@ -248,7 +255,7 @@ def replace_site_rows(
     site: str,
     frames: Mapping[str, pl.DataFrame],
     *,
-    lock_timeout_s: float = 120.0,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
 ) -> dict[str, ValidationReport]:
     """Validate every frame, then replace `site`'s rows in all their tables in one transaction.
 
@@ -277,7 +284,7 @@ def update_site_rows(
     changed_rows: str | None = None,
     expected_rows: int | None = None,
     chunk_rows: int = 50_000,
-    lock_timeout_s: float = 120.0,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
 ) -> ValidationReport:
     """Change `site`'s rows of `table` by SQL run inside DuckDB, then check them, all in one transaction.
 
@@ -304,7 +311,7 @@ def merge_rows(
     key: Sequence[str],
     *,
     replace: bool = False,
-    lock_timeout_s: float = 120.0,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
 ) -> int:
     """Write `frame` into a table shared by all sites, keyed by `key`, in one transaction.
 
@@ -336,7 +343,7 @@ def query(
     params: Sequence[object] = (),
     frames: Mapping[str, pl.DataFrame] | None = None,
     *,
-    lock_timeout_s: float = 120.0,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
 ) -> pl.DataFrame:
     """A read query over the warehouse, with `frames` registered as tables under their keys."""
     with connect(path, lock_timeout_s=lock_timeout_s) as con:
@@ -415,7 +422,7 @@ def read_site(
     site: str,
     columns: list[str] | None = None,
     *,
-    lock_timeout_s: float = 120.0,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
 ) -> pl.DataFrame:
     """A site's rows of a table (an empty frame of the right schema when there are none)."""
     wanted = columns or list(table_columns(table))
@@ -467,7 +474,9 @@ def snapshot_path(warehouse_path: str | Path, configured: str = "") -> Path:
 SNAPSHOT_SKIPS = frozenset({"ml.embedding_cache", "ml.page_embeddings", "serp.cache"})
 
 
-def publish_snapshot(path: str | Path, snapshot: str | Path, lock_timeout_s: float = 120.0) -> dict[str, int]:
+def publish_snapshot(
+    path: str | Path, snapshot: str | Path, lock_timeout_s: float = LOCK_TIMEOUT_S
+) -> dict[str, int]:
     """Copy every table (vectors and caches left out), with its table and column comments, into a new file
     beside `snapshot`, then rename it into place. Analysts query the snapshot: a reader never blocks a run,
     and a reader with the old file open keeps reading it while the next one appears. Returns the rows copied

@@ -15,7 +15,8 @@ class Warehouse(ConfigurableResource):
 
     path: str = Field(description="DuckDB file; default $INTERLINK_DUCKDB_PATH or data/interlink.duckdb.")
     lock_timeout_s: float = Field(
-        default=120.0, description="How long a write waits for another process's lock on the file."
+        default=warehouse.LOCK_TIMEOUT_S,
+        description="How long opening the file waits while another process holds its lock.",
     )
     snapshot_path: str = Field(
         default="",

@@ -55,8 +55,7 @@ def inbox_run_key(root: str | Path, site: str) -> str | None:
     if drop is None:
         return None
     digests = (
-        file_digest(path) if path else None
-        for path in (drop.links_file, drop.queries_file, drop.text_file)
+        file_digest(path) if path else None for path in (drop.links_file, drop.queries_file, drop.text_file)
     )
     return run_key(site, file_digest(drop.crawl_file), *digests)
 
