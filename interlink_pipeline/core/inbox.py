@@ -17,9 +17,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import replaced_atomically
-from interlink_pipeline.core.urls import normalize_host
+from interlink_pipeline.core.urls import normalize_host, url_parts
 
 INBOX_ENV = "INTERLINK_INBOX"
 DEFAULT_INBOX = "data/inbox"
@@ -39,6 +41,7 @@ class SiteDrop:
     links_file: Path | None
     queries_file: Path | None = None
     text_file: Path | None = None
+    warnings: tuple[str, ...] = ()  # what registering them noticed (e.g. text for pages not crawled)
 
 
 @dataclass(frozen=True)
@@ -130,8 +133,9 @@ def resolve_export(root: str | Path, site: str, name: str) -> Path:
     return resolved
 
 
-def validate_export(path: Path, kind: str, site: str) -> None:
-    """Raise InputError when the run would refuse this export (read with the default settings)."""
+def validate_export(path: Path, kind: str, site: str) -> pl.DataFrame | None:
+    """Raise InputError when the run would refuse this export (read with the default settings); the rows
+    read (None for a queries file)."""
     from interlink_pipeline.core.crawl_exports import (
         read_crawl_export,
         read_links_export,
@@ -145,8 +149,28 @@ def validate_export(path: Path, kind: str, site: str) -> None:
         raise InputError(f"{path}: expected a .csv, .tsv, .txt or .xlsx export.")
     if kind == "queries":
         read_queries_export(path)
-    else:
-        {"crawl": read_crawl_export, "links": read_links_export, "text": read_page_text}[kind](path, site)
+        return None
+    reader = {"crawl": read_crawl_export, "links": read_links_export, "text": read_page_text}[kind]
+    return reader(path, site).frame
+
+
+def text_coverage(crawl: pl.DataFrame, text: pl.DataFrame, path: Path) -> str | None:
+    """A page-text file must describe the crawl's pages: none of them is refused, some of them warned of
+    (with an example of a URL the crawl lacks)."""
+    known = set(url_parts(crawl["url"])["url_key"].drop_nulls().to_list())
+    keys = url_parts(text["url"])["url_key"]
+    unknown = text.filter(~keys.is_in(list(known)).fill_null(False))
+    if unknown.height == text.height:
+        raise InputError(
+            f"{path.name}: none of its {text.height} pages is in the crawl (e.g. {unknown['url'][0]}); "
+            "is it the text of another crawl?"
+        )
+    if unknown.height:
+        return (
+            f"{path.name}: {unknown.height} of its {text.height} pages are not in the crawl (e.g. "
+            f"{unknown['url'][0]}); their text is not used."
+        )
+    return None
 
 
 def register_crawl(
@@ -171,8 +195,10 @@ def register_crawl(
         )
         if src is not None
     ]
-    for src, kind in sources:
-        validate_export(src, kind, normalize_host(site))
+    frames = {kind: validate_export(src, kind, normalize_host(site)) for src, kind in sources}
+    warnings = (
+        [text_coverage(frames["crawl"], frames["text"], Path(text_src))] if text_src is not None else []
+    )
     folder.mkdir(parents=True, exist_ok=True)
     placed: dict[str, Path] = {}
     for src, kind in sources:
@@ -190,5 +216,10 @@ def register_crawl(
             shutil.copyfile(src, tmp)
         placed[kind] = target
     return SiteDrop(
-        normalize_host(site), placed["crawl"], placed.get("links"), placed.get("queries"), placed.get("text")
+        normalize_host(site),
+        placed["crawl"],
+        placed.get("links"),
+        placed.get("queries"),
+        placed.get("text"),
+        tuple(w for w in warnings if w),
     )

@@ -2,6 +2,8 @@
 
 Charts: the topic map (a 2-D projection of the page vectors, coloured by cluster), click depth and orphans
 before and after the plan, the home page's hubs and the pages they link on to, and the top opportunities.
+Crawled text (titles, topic labels) is shown as text: escaped in the tables, and escaped for Plotly, which
+reads tags and entities in its labels.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ TOP_OPPORTUNITIES = 50
 @dataclass
 class ReportData:
     site: str
-    pages: pl.DataFrame  # page_id, title, cluster (label)
+    pages: pl.DataFrame  # page_id, title, cluster (label), is_hub
     vectors: np.ndarray  # aligned with pages
     site_metrics: pl.DataFrame  # graph.site_metrics rows (scenario before/after)
     plan: pl.DataFrame  # marts.link_opportunities rows
@@ -34,6 +36,12 @@ class ReportData:
 def _short(text: str | None, limit: int = 48) -> str:
     text = text or ""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _label(text: str | None, limit: int) -> str:
+    """Shortened, then escaped for Plotly: it draws <b>, <br>, <a href> and entities in labels, and a title
+    is text. Quotes stay as they are: Plotly decodes no &quot;."""
+    return html.escape(_short(text, limit), quote=False)
 
 
 def topic_map(data: ReportData):
@@ -57,9 +65,10 @@ def topic_map(data: ReportData):
                 x=group["x"].to_list(),
                 y=group["y"].to_list(),
                 mode="markers",
-                name=_short(label or "no topic", 30),
-                text=[_short(t, 80) for t in group["title"].to_list()],
-                hovertemplate="%{text}<extra>" + html.escape(label or "") + "</extra>",
+                name=_label(label or "no topic", 30),
+                text=[_label(t, 80) for t in group["title"].to_list()],
+                meta=_label(label, 80),  # data, not template text: a %{…} in a label is not read
+                hovertemplate="%{text}<extra>%{meta}</extra>",
                 marker={"size": 6, "opacity": 0.75},
             )
         )
@@ -105,14 +114,15 @@ def health_chart(data: ReportData):
 
 
 def hub_tree(data: ReportData):
+    """Every hub, linked from the home page's content in the crawl or by the plan: where the home page
+    already links them all, the plan adds no hub link and the hubs are the existing ones."""
     import plotly.graph_objects as go
 
     plan = data.plan
-    hubs = plan.filter(pl.col("reason") == "hub")
     ids, labels, parents = ["home"], ["home page"], [""]
-    for hub_id, hub_title in hubs.select("target_page_id", "target_title").iter_rows():
+    for hub_id, hub_title in data.pages.filter("is_hub").select("page_id", "title").iter_rows():
         ids.append(hub_id)
-        labels.append(_short(hub_title, 32))
+        labels.append(_label(hub_title, 32))
         parents.append("home")
         onward = (
             plan.filter((pl.col("source_page_id") == hub_id) & (pl.col("placement") == "contextual"))
@@ -121,12 +131,14 @@ def hub_tree(data: ReportData):
         )
         for target_id, target_title in onward.select("target_page_id", "target_title").iter_rows():
             ids.append(f"{hub_id}/{target_id}")
-            labels.append(_short(target_title, 32))
+            labels.append(_label(target_title, 32))
             parents.append(hub_id)
     figure = go.Figure(
         go.Sunburst(ids=ids, labels=labels, parents=parents, maxdepth=3, insidetextorientation="radial")
     )
-    figure.update_layout(title="Home page → hubs → the pages each hub links to (planned)", height=640)
+    figure.update_layout(
+        title="Home page → its hubs (linked now or planned) → the pages the plan links from each", height=640
+    )
     return figure
 
 

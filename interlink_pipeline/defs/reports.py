@@ -91,15 +91,13 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        pages, vectors = read_vectors(warehouse.path, site, ("page_id", "title"))
-        clusters = warehouse.query(
-            "SELECT pc.page_id, c.label AS cluster FROM ml.page_clusters pc JOIN ml.clusters c "
-            "ON c.site = pc.site AND c.cluster_id = pc.cluster_id WHERE pc.site = ?",
-            [site],
+        pages, vectors = read_vectors(warehouse.path, site, ("page_id",))
+        scorecard = warehouse.query(
+            "SELECT page_id, title, cluster, is_hub FROM marts.page_scorecard WHERE site = ?", [site]
         )
         data = report.ReportData(
             site=site,
-            pages=pages.join(clusters, on="page_id", how="left", maintain_order="left"),
+            pages=pages.join(scorecard, on="page_id", how="left", maintain_order="left"),
             vectors=vectors,
             site_metrics=warehouse.query("SELECT * FROM graph.site_metrics WHERE site = ?", [site]),
             plan=warehouse.query(
@@ -114,7 +112,7 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
     path = report.render(data, site_folder(warehouse, site) / "report.html")
     return MaterializeResult(
         metadata={
-            "report": MetadataValue.url(path.resolve().as_uri()),
+            # a path to copy: browsers open no file:// link from the UI's http page
             "path": MetadataValue.path(str(path.resolve())),
             "size_kb": round(path.stat().st_size / 1024),
             "charts": MetadataValue.md(
