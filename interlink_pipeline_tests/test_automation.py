@@ -6,9 +6,10 @@ import dagster as dg
 import duckdb
 import pytest
 
+from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.automation import FailureAlerts, run_failure_recorder, serp_refresh_schedule
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline_tests.conftest import LIGHT, NUTRI, run_site, write_export
+from interlink_pipeline_tests.conftest import LIGHT, NUTRI, write_export
 from interlink_pipeline_tests.services import Webhook
 
 BROKEN_SITE = "www.broken.example"
@@ -40,13 +41,32 @@ def test_the_serp_refresh_schedule_asks_for_every_site_and_everything_after_serp
     assert not names & {"raw_crawl", "pages", "page_embeddings", "similarity_pairs"}
 
 
-@pytest.mark.parametrize("status", [200, 500])
-def test_a_failed_run_is_recorded_and_posted_to_the_webhook(status, warehouse_path, inbox_root, instance):
+# every way a run starts besides the CLI (tested in test_cli_safety): the inbox sensor, the weekly
+# schedule (its own job), a click in the UI (no tag)
+TRIGGERS = {
+    "inbox sensor": ("site_pipeline", {"dagster/sensor_name": "crawl_inbox_sensor"}),
+    "schedule": ("serp_refresh", {"dagster/schedule_name": "serp_refresh_schedule"}),
+    "UI": ("site_pipeline", {}),
+}
+
+
+@pytest.mark.parametrize(
+    ("trigger", "status"), [("inbox sensor", 200), ("inbox sensor", 500), ("schedule", 200), ("UI", 200)]
+)
+def test_a_failed_run_is_recorded_and_posted_to_the_webhook(
+    trigger, status, warehouse_path, inbox_root, instance
+):
     # dropped into the site's folder by hand (`interlink register` would refuse it before the run)
     (inbox_root / BROKEN_SITE).mkdir(parents=True)
     crawl = inbox_root / BROKEN_SITE / "crawl.csv"
     write_export(crawl, ["Title 1", "Status Code"], [["No address column", "200"]])
-    result = run_site(warehouse_path, inbox_root, instance, BROKEN_SITE)
+    job, tags = TRIGGERS[trigger]
+    instance.add_dynamic_partitions("sites", [BROKEN_SITE])
+    result = (
+        build_defs(str(warehouse_path), str(inbox_root))
+        .resolve_job_def(job)
+        .execute_in_process(partition_key=BROKEN_SITE, instance=instance, raise_on_error=False, tags=tags)
+    )
     assert not result.success
     run = instance.get_run_by_id(result.run_id)
     failure = next(iter(instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE))).dagster_event
@@ -70,14 +90,16 @@ def test_a_failed_run_is_recorded_and_posted_to_the_webhook(status, warehouse_pa
             "SELECT run_id, job, site, step, message, notified FROM ops.run_failures"
         ).fetchall()
     assert len(rows) == 1
-    run_id, job, site, step, message, notified = rows[0]
-    assert (run_id, job, site, step) == (run.run_id, "site_pipeline", BROKEN_SITE, "raw_crawl")
-    assert "URL" in message or "Address" in message  # the reader's own explanation
+    run_id, recorded_job, site, step, message, notified = rows[0]
+    assert (run_id, recorded_job, site) == (run.run_id, job, BROKEN_SITE)
+    if job == "site_pipeline":
+        assert step == "raw_crawl" and ("URL" in message or "Address" in message)  # the reader's words
+    else:  # the schedule's job starts after the crawl: its first step says what is missing
+        assert step and message
     assert notified is (status == 200)
     assert len(hook.received) == 1 and hook.received[0]["run_id"] == run.run_id
-    assert hook.received[0]["text"].startswith(
-        f"interlink_pipeline: site_pipeline failed for {BROKEN_SITE} at raw_crawl"
-    )
+    summary = f"interlink_pipeline: {job} failed for {BROKEN_SITE} at {step}"
+    assert hook.received[0]["text"].startswith(summary)
 
 
 def test_an_unreachable_webhook_is_reported_not_raised():
