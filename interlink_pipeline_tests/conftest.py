@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 import pytest
 
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
@@ -240,3 +241,13 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=600,
     )
+
+
+def changed_light_crawl(crawls: Path, tmp_path: Path) -> Path:
+    """lightchiropractic's export without one of its pages: a new crawl of the same site."""
+    export = pl.read_csv(crawls / "lightchiropractic/internal_all.csv", infer_schema=False)
+    changed = tmp_path / "internal_all.csv"
+    export.filter(pl.col("Address") != "https://www.lightchiropractic.sg/conditions-scoliosis/").write_csv(
+        changed
+    )
+    return changed

@@ -4,7 +4,6 @@ import re
 
 import dagster as dg
 import duckdb
-import polars as pl
 import pytest
 
 from interlink_pipeline.core.errors import InputError
@@ -18,6 +17,7 @@ from interlink_pipeline_tests.conftest import (
     LIGHT,
     NUTRI,
     PROJECT_ROOT,
+    changed_light_crawl,
     register_lightchiropractic,
     run_site,
 )
@@ -36,16 +36,6 @@ def _dbt_checks(result):
 
 def _counts(con, table, by="site"):
     return dict(con.execute(f"SELECT {by}, count(*) FROM {table} GROUP BY ALL").fetchall())
-
-
-def _changed_crawl(crawls, tmp_path):
-    """lightchiropractic's export without one of its pages: a new crawl of the same site."""
-    export = pl.read_csv(crawls / "lightchiropractic/internal_all.csv", infer_schema=False)
-    changed = tmp_path / "internal_all.csv"
-    export.filter(pl.col("Address") != "https://www.lightchiropractic.sg/conditions-scoliosis/").write_csv(
-        changed
-    )
-    return changed
 
 
 def test_marts_are_built_per_site_with_checks_lineage_and_history(
@@ -84,7 +74,7 @@ def test_marts_are_built_per_site_with_checks_lineage_and_history(
     assert {dg.AssetKey("raw_crawl"), dg.AssetKey("link_plan")} <= set(upstream)
 
     # a new crawl of one site: its rows are replaced, the other site's stay, site_health keeps both crawls
-    register_lightchiropractic(inbox_root, crawls, _changed_crawl(crawls, tmp_path))
+    register_lightchiropractic(inbox_root, crawls, changed_light_crawl(crawls, tmp_path))
     assert run_site(warehouse_path, inbox_root, instance, LIGHT).success
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         crawls_kept = con.execute(
@@ -117,7 +107,7 @@ def test_analysts_read_the_snapshot_while_a_run_writes(
             ).fetchall()
         }
         # the analyst keeps the snapshot open while the next crawl's run writes and publishes
-        register_lightchiropractic(inbox_root, crawls, _changed_crawl(crawls, tmp_path))
+        register_lightchiropractic(inbox_root, crawls, changed_light_crawl(crawls, tmp_path))
         assert run_site(warehouse_path, inbox_root, instance, LIGHT).success
         assert analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0] == first
     with duckdb.connect(str(snapshot), read_only=True) as analyst:
@@ -145,8 +135,10 @@ def _readme_queries() -> list[str]:
 def test_the_readme_queries_return_rows_and_every_column_is_documented(
     warehouse_path, sample_inbox, instance, encoder
 ):
+    dbt_targets = sorted((PROJECT_ROOT / "dbt" / "target").glob("marts-*"))
     result = run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
     assert result.success
+    assert sorted((PROJECT_ROOT / "dbt" / "target").glob("marts-*")) == dbt_targets  # none left behind
     # every check is the site's own: a failure on another site leaves these green
     evaluations = [
         e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"

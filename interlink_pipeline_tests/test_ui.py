@@ -2,6 +2,7 @@
 a headless Chromium sees them, launches a materialisation for the sample site and reads its metadata."""
 
 import os
+import re
 import shutil
 import socket
 import sys
@@ -14,7 +15,13 @@ import pytest
 
 from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, SAMPLE_DIR, chromium_path
+from interlink_pipeline_tests.conftest import (
+    LIGHT,
+    PROJECT_ROOT,
+    SAMPLE_DIR,
+    changed_light_crawl,
+    chromium_path,
+)
 from interlink_pipeline_tests.services import free_port, http_ok, service, wait_for
 
 RUNS_TIMEOUT_S = 900
@@ -154,3 +161,45 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         metadata = page.locator("tr", has_text="pages_kept")
         expect(metadata.first).to_contain_text(str(kept))
         browser.close()
+
+
+def test_a_run_killed_under_dagster_dev_is_failed_its_slot_freed_and_the_next_run_proceeds(
+    dagster_dev, crawls, tmp_path
+):
+    import signal
+
+    instance, log = dagster_dev["instance"], dagster_dev["log"]
+    register_crawl(dagster_dev["inbox"], LIGHT, crawls / "lightchiropractic/internal_all.csv")
+
+    # the sensor's run, as soon as one of its writing steps holds the writer pool: its process killed
+    def holding_run():
+        slots = instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
+        return slots[0].run_id if slots else None
+
+    killed_id = wait_for(holding_run, RUNS_TIMEOUT_S, "the inbox run to hold the writer pool", log)
+    # the run worker's pid, as the run's own event log gives it ("Started process for run (pid: N)")
+    started = next(
+        e.message for e in instance.all_logs(killed_id) if e.message.startswith("Started process for run")
+    )
+    os.kill(int(re.search(r"pid: (\d+)", started)[1]), signal.SIGKILL)
+
+    # run monitoring notices the dead worker, fails the run and frees its slot; the failure is recorded
+    def failed():
+        run = instance.get_run_by_id(killed_id)
+        return run if run.status == dg.DagsterRunStatus.FAILURE else None
+
+    wait_for(failed, 180, "the killed run to be marked failed", log)
+    wait_for(lambda: not holding_run() or None, 60, "its pool slot to be freed", log)
+
+    # a new crawl of the site: its run is not blocked behind the dead one
+    register_crawl(dagster_dev["inbox"], LIGHT, changed_light_crawl(crawls, tmp_path))
+    next_run = wait_for(
+        lambda: next((r for r in _finished(instance) if r.run_id != killed_id), None),
+        RUNS_TIMEOUT_S,
+        "the next run to finish",
+        log,
+    )
+    assert next_run.status == dg.DagsterRunStatus.SUCCESS, log.read_text()[-6000:]
+    with duckdb.connect(str(dagster_dev["warehouse"]), read_only=True) as con:
+        recorded = con.execute("SELECT run_id FROM ops.run_failures").fetchall()
+    assert (killed_id,) in recorded

@@ -99,7 +99,10 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
         site = site_key(context) if context.has_partition_key else ""
     # dbt reads the warehouse path from the environment (profiles.yml): the same file as the assets
     with _environment(**{DUCKDB_PATH_ENV: str(Path(warehouse.path).resolve())}):
-        yield from dbt.cli(["build", "--vars", json.dumps({"site": site})], context=context).stream()
+        invocation = dbt.cli(["build", "--vars", json.dumps({"site": site})], context=context)
+        yield from invocation.stream()
+    # each invocation writes a fresh target folder (about 3 MB) that nothing reads once its events are in
+    shutil.rmtree(invocation.target_path, ignore_errors=True)
 
 
 def after_marts(group: str, kinds: set[str], description: str, deps: tuple = ()):
