@@ -93,10 +93,10 @@ def _environment(**values: str) -> Iterator[None]:
     pool=WRITER_POOL,
 )
 def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
-    """`dbt build` for the run's site: its rows in every mart are replaced, the dbt tests run as checks.
-    A run without a site (checks executed on their own from the UI) tests every site's rows."""
+    """`dbt build` for the run's site: its rows in every mart are replaced, the dbt tests run as checks
+    (per site: executed on their own from the UI, they test the chosen site's rows)."""
     with user_errors():
-        site = site_key(context) if context.has_partition_key else ""
+        site = site_key(context)
     # dbt reads the warehouse path from the environment (profiles.yml): the same file as the assets
     with _environment(**{DUCKDB_PATH_ENV: str(Path(warehouse.path).resolve())}):
         invocation = dbt.cli(["build", "--vars", json.dumps({"site": site})], context=context)
