@@ -230,12 +230,14 @@ def _record_failure(payload: dict) -> str:
     what happened, in words (a warehouse that cannot be written cannot keep the record either)."""
     from interlink_pipeline.core.alerts import record_failure
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.warehouse import default_duckdb_path
+    from interlink_pipeline.core.warehouse import LOCK_TIMEOUT_S, default_duckdb_path
     from interlink_pipeline.defs.automation import FailureAlerts
 
     alerts = FailureAlerts()
     try:
-        _, outcome = record_failure(payload, default_duckdb_path(), alerts.webhook_url, alerts.timeout_s, 10)
+        _, outcome = record_failure(
+            payload, default_duckdb_path(), alerts.webhook_url, alerts.timeout_s, LOCK_TIMEOUT_S
+        )
     except InputError as exc:
         return f"not recorded: {exc}"
     return f"recorded in ops.run_failures (webhook: {outcome})"

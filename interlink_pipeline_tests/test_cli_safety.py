@@ -3,6 +3,9 @@ leaves the drop folder, the sites and the warehouse byte for byte as they were."
 
 import hashlib
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -251,25 +254,33 @@ def test_a_failed_cli_run_says_it_in_a_few_lines_records_it_and_posts_it(cli_env
     assert hook.received[0]["text"].startswith(summary)
 
 
-def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registered):
-    import signal
-    import subprocess
-    import sys
-
-    import dagster as dg
-
-    env, tmp_path = registered
-    with open(tmp_path / "killed.log", "w") as log:
-        killed = subprocess.Popen(
+def _materialize_in_background(env: dict[str, str], log: Path) -> subprocess.Popen:
+    """`interlink materialize --site` lightchiropractic, left running; its output in `log`."""
+    with open(log, "w") as out:
+        process = subprocess.Popen(
             [sys.executable, "-m", "interlink_pipeline.cli", "materialize", "--site", LIGHT],
-            env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env=env, cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
+    return process
+
+
+def _wait_while_running(process: subprocess.Popen, log: Path, condition, timeout_s: float = 300) -> None:
+    """Until `condition()` holds; the process's output (`log`) if it ends first or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+
+
+def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registered):
+    env, tmp_path = registered
+    killed = _materialize_in_background(env, tmp_path / "killed.log")
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
-        deadline = time.monotonic() + 300
-        while not instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots:
-            running = killed.poll() is None and time.monotonic() < deadline
-            assert running, (tmp_path / "killed.log").read_text()
-            time.sleep(0.1)
+        _wait_while_running(
+            killed,
+            tmp_path / "killed.log",
+            lambda: instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots,
+        )
         os.kill(killed.pid, signal.SIGKILL)  # in the middle of a writing step
         killed.wait()
         [held] = instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
@@ -285,20 +296,14 @@ def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registere
 
 
 def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
-    import subprocess
-    import sys
-
     env, tmp_path = registered
-    with open(tmp_path / "first.log", "w") as log:
-        first = subprocess.Popen(
-            [sys.executable, "-m", "interlink_pipeline.cli", "materialize", "--site", LIGHT],
-            env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    first = _materialize_in_background(env, tmp_path / "first.log")
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
-        deadline = time.monotonic() + 300
-        while not instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
-            assert first.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()
-            time.sleep(0.1)
+        _wait_while_running(
+            first,
+            tmp_path / "first.log",
+            lambda: instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])),
+        )
         started = time.monotonic()
         second = run_cli(env, "materialize", "--site", LIGHT)
         refused_in = time.monotonic() - started
@@ -312,9 +317,6 @@ def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
 
 
 def test_a_warehouse_an_analyst_holds_open_for_writing_fails_the_run_in_seconds(registered):
-    import subprocess
-    import sys
-
     env, _ = registered
     warehouse = env["INTERLINK_DUCKDB_PATH"]
     session = (

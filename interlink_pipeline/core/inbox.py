@@ -157,9 +157,8 @@ def validate_export(path: Path, kind: str, site: str) -> pl.DataFrame | None:
 def text_coverage(crawl: pl.DataFrame, text: pl.DataFrame, path: Path) -> str | None:
     """A page-text file must describe the crawl's pages: none of them is refused, some of them warned of
     (with an example of a URL the crawl lacks)."""
-    known = set(url_parts(crawl["url"])["url_key"].drop_nulls().to_list())
-    keys = url_parts(text["url"])["url_key"]
-    unknown = text.filter(~keys.is_in(list(known)).fill_null(False))
+    crawled = url_parts(crawl["url"])["url_key"].drop_nulls()
+    unknown = text.filter(~url_parts(text["url"])["url_key"].is_in(crawled).fill_null(False))
     if unknown.height == text.height:
         raise InputError(
             f"{path.name}: none of its {text.height} pages is in the crawl (e.g. {unknown['url'][0]}); "
