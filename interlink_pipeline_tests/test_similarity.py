@@ -14,13 +14,15 @@ from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.similarity import (
     SimilarityOptions,
     exact_top,
+    nearest_pages,
+    neighbour_state,
     recall_at_k,
     search,
     similar_pairs,
 )
 from interlink_pipeline.core.text import detect_language, stop_words
 from interlink_pipeline.definitions import build_defs
-from interlink_pipeline_tests.conftest import NUTRI, SAMPLE_DIR
+from interlink_pipeline_tests.conftest import NUTRI, SAMPLE_DIR, run_site
 from interlink_pipeline_tests.run_results import materialization_metadata
 
 
@@ -48,6 +50,50 @@ def test_exact_top_matches_brute_force_in_small_blocks(monkeypatch):
     expected = np.argsort(-full, axis=1, kind="stable")[:, :10]
     assert np.allclose(scores, np.take_along_axis(full, expected, axis=1), atol=1e-5)
     assert not (idx == np.arange(len(vectors))[:, None]).any()  # never itself
+
+
+def _recrawl(vectors, ids, hashes, rng, share, round_):
+    """The next crawl: `share` of the pages removed, as many changed and as many added (ids sorted)."""
+    n, dim = vectors.shape
+    size = max(1, int(share * n))
+    kept = np.sort(rng.choice(n, size=n - size, replace=False))
+    vectors, ids, hashes = vectors[kept].copy(), ids.gather(kept), hashes.gather(kept)
+    changed = rng.choice(len(kept), size, replace=False)
+    vectors[changed] = _unit(vectors[changed] + 0.5 * rng.normal(size=(size, dim)))
+    hashes = hashes.scatter(changed, [f"changed-{round_}-{i}" for i in changed])
+    added = _unit(vectors[rng.choice(len(kept), size)] + 0.3 * rng.normal(size=(size, dim)))
+    vectors = np.vstack([vectors, added])
+    ids = pl.concat([ids, pl.Series([f"f{round_:x}{i:014x}" for i in range(size)])])
+    hashes = pl.concat([hashes, pl.Series([f"added-{round_}-{i}" for i in range(size)])])
+    order = np.argsort(ids.to_numpy())
+    return vectors[order], ids.gather(order), hashes.gather(order)
+
+
+def test_incremental_search_equals_a_full_search_over_successive_recrawls():
+    """Each re-crawl removes, changes and adds pages; the kept lists plus the changed pages' scores must give
+    exactly what a full exact search gives, round after round (the margin wears down and is restored)."""
+    rng = np.random.default_rng(3)
+    vectors, _ = _blobs(60, 40, dim=32, spread=0.4)
+    ids, hashes = _ids(len(vectors)), pl.Series([f"text-{i}" for i in range(len(vectors))])
+    width, wanted = 30, 20
+    idx, scores, floors, increment = nearest_pages(vectors, width, ids, hashes, "model@1")
+    assert increment.mode == "full" and increment.why == "no earlier search of this site"
+    for round_ in range(6):
+        state = neighbour_state(ids, hashes, "model@1", idx, scores, floors)
+        vectors, ids, hashes = _recrawl(vectors, ids, hashes, rng, 0.02, round_)
+        idx, scores, floors, increment = nearest_pages(vectors, width, ids, hashes, "model@1", state)
+        full_idx, full_scores = exact_top(vectors, vectors, wanted, query_ids=np.arange(len(vectors)))
+        assert increment.mode == "incremental" and increment.pages_changed == 96
+        assert increment.pages_removed == 48 and increment.pages_searched < 0.2 * len(vectors)
+        assert np.allclose(scores[:, :wanted], full_scores, atol=1e-5)
+        assert (np.sort(idx[:, :wanted], axis=1) == np.sort(full_idx, axis=1)).all()
+        assert set(state["page_id"]) - set(ids) and not (set(state["page_id"]) - set(ids)) & set(
+            neighbour_state(ids, hashes, "model@1", idx, scores, floors)["neighbour_page_ids"].explode()
+        )  # removed pages are nobody's neighbour any more
+    changed_model = nearest_pages(vectors, width, ids, hashes, "model@2", state)[3]
+    assert changed_model.mode == "full" and "model changed" in changed_model.why
+    _, many, _ = _recrawl(vectors, ids, hashes, rng, 0.3, 9)
+    assert "a full search is cheaper" in nearest_pages(vectors, width, many, hashes, "model@1", state)[3].why
 
 
 def test_ann_recall_is_measured_against_exact():
@@ -309,3 +355,76 @@ def test_real_crawl_with_filters_and_spanish_labels(warehouse_path, inbox_root, 
     assert paths.height > 0 and paths["source"].str.starts_with("/web/").all()
     assert not paths["target"].str.starts_with("/web/").any()
     assert not {"de", "la", "el", "para", "con"} & {w.lower() for label in labels for w in label.split()}
+
+
+UP_TO_PAIRS = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "similarity_pairs"]
+
+
+def _pairs(path) -> pl.DataFrame:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute(
+            "SELECT source_page_id, target_page_id, score, rank, relation, reciprocal "
+            "FROM ml.similarity_pairs ORDER BY ALL"
+        ).pl()
+
+
+def test_a_recrawl_searches_only_changed_pages_and_equals_a_cold_run(tmp_path, inbox_root, instance, encoder):
+    """The sample re-crawled with 2% of its titles changed, one page gone and one new: the incremental run
+    searches those pages only, and its pairs are a cold run's on the same crawl; the gone page is in no
+    pair and no kept list."""
+    export = pl.read_csv(SAMPLE_DIR / "internal_all.csv", infer_schema=False)
+    gone = export["Address"][40]
+    recrawl = export.filter(pl.col("Address") != gone).with_columns(
+        pl.when(pl.int_range(pl.len()) % 50 == 7)
+        .then(pl.col("Title 1") + " (updated)")
+        .otherwise(pl.col("Title 1"))
+        .alias("Title 1")
+    )
+    new_page = recrawl.slice(100, 1).with_columns(
+        (pl.col("Address") + "new-trail-guide/").alias("Address"),
+        pl.lit("New Trail Guide | Alpine Gear").alias("Title 1"),
+        pl.lit("").alias("Hash"),
+    )
+    (tmp_path / "recrawl").mkdir()
+    pl.concat([recrawl, new_page]).write_csv(tmp_path / "recrawl" / "internal_all.csv")
+    register_crawl(inbox_root, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
+    warm = tmp_path / "warm.duckdb"
+    assert run_site(warm, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PAIRS).success
+    with duckdb.connect(str(warm), read_only=True) as con:
+        (gone_id,) = con.execute("SELECT page_id FROM staging.pages WHERE crawled_url = ?", [gone]).fetchone()
+        before = con.execute("SELECT page_id, text_hash FROM staging.pages").pl()
+    register_crawl(
+        inbox_root, SAMPLE_HOST, tmp_path / "recrawl" / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv"
+    )
+    result = run_site(warm, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PAIRS)
+    assert result.success
+    meta = materialization_metadata(result, "similarity_pairs")
+    assert meta["search"] == "incremental" and meta["pages_removed"] == 1
+    with duckdb.connect(str(warm), read_only=True) as con:
+        after = con.execute("SELECT page_id, text_hash FROM staging.pages").pl()
+    changed = after.join(before, on=["page_id", "text_hash"], how="anti").height
+    assert meta["pages_changed"] == changed and changed >= 35  # 34 changed titles and the new page
+    assert meta["pages_searched"] < 100 and meta["pages_reused"] > 1600
+    cold = tmp_path / "cold.duckdb"
+    assert run_site(cold, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PAIRS).success
+    assert materialization_metadata(result, "similarity_pairs")["search"] == "incremental"
+    incremental, full = _pairs(warm), _pairs(cold)
+    slots = ["source_page_id", "relation", "rank"]
+    compared = incremental.join(full, on=slots, how="full", suffix="_cold")
+    assert compared.height == incremental.height == full.height
+    assert (compared["score"] - compared["score_cold"]).abs().max() < 1e-5
+    # pages with identical texts tie exactly, and either is the exact answer; nothing else may differ
+    swapped = compared.filter(pl.col("target_page_id") != pl.col("target_page_id_cold"))
+    assert swapped.height <= 4 and (swapped["score"] == swapped["score_cold"]).all()
+    with duckdb.connect(str(warm), read_only=True) as con:
+        listed = con.execute(
+            "SELECT count(*) FROM ml.page_neighbours "
+            "WHERE page_id = ? OR list_contains(neighbour_page_ids, ?)",
+            [gone_id, gone_id],
+        ).fetchone()[0]
+    assert (
+        listed == 0
+        and not incremental.filter(
+            (pl.col("source_page_id") == gone_id) | (pl.col("target_page_id") == gone_id)
+        ).height
+    )

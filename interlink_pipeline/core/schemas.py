@@ -249,6 +249,28 @@ class SimilarityPair(pa.DataFrameModel):
         return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
 
 
+class PageNeighbours(pa.DataFrameModel):
+    """ml.page_neighbours: each page's nearest pages at the last exact search, kept so that the next search
+    scores only the changed and added pages (the search's state, not a result: use ml.similarity_pairs)."""
+
+    site: str = pa.Field(description=SITE)
+    page_id: str = pa.Field(description=PAGE_ID)
+    text_hash: str = pa.Field(description="MD5 of the page text its vector embeds (a change re-searches it).")
+    model: str = pa.Field(description="Model id of the vectors searched.")
+    width: pl.Int32 = pa.Field(
+        ge=1, description="Neighbours searched per page (candidates_per_page + a margin)."
+    )
+    floor: pl.Float32 = pa.Field(
+        nullable=True, description="Every page scoring above it is listed (-inf: every page is listed)."
+    )
+    neighbour_page_ids: pl.List(pl.String) = pa.Field(description="Its nearest pages, most similar first.")
+    scores: pl.List(pl.Float32) = pa.Field(description="Their cosine similarity, in the same order.")
+
+    class Config:
+        strict = True
+        unique = ["site", "page_id"]
+
+
 class PageCluster(pa.DataFrameModel):
     """ml.page_clusters: the topic cluster of every page."""
 
@@ -624,6 +646,7 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "ml.embedding_cache": EmbeddingCacheRow,
     "ml.page_embeddings": PageEmbedding,
     "ml.similarity_pairs": SimilarityPair,
+    "ml.page_neighbours": PageNeighbours,
     "ml.page_clusters": PageCluster,
     "ml.clusters": Cluster,
     "serp.cache": SerpCacheRow,

@@ -12,6 +12,11 @@ against exact search on a sample of pages. Candidates then go through the rules 
 - each source keeps its best `k` remaining candidates at or above `min_score`;
 - source and target pages can be restricted by URL path patterns;
 - a pair is reciprocal when the target also lists the source.
+
+Re-crawls change few pages, so the exact search is incremental: each page's nearest pages are kept
+(`ml.page_neighbours`, with a margin), and the next search scores only the changed and added pages against
+all pages, merging them into the unchanged pages' lists. The result equals a full exact search (a test
+compares them); a page whose list lost too many neighbours is searched again in full.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ from interlink_pipeline.core.errors import InputError
 DEFAULT_MIN_SCORE = 0.5
 BLOCK_BYTES = 256 * 1024**2
 RECALL_SAMPLE = 1000
+# Neighbours kept per page beyond those searched: a removed neighbour rarely forces a full search of a page.
+NEIGHBOUR_MARGIN = 10
+# Above this share of changed pages, one full search costs less than merging.
+FULL_SEARCH_SHARE = 0.25
 
 Method = Literal["auto", "exact", "ann"]
 
@@ -59,6 +68,8 @@ class SearchStats:
     recall_at_k: float | None = None  # ANN only: against exact search on a sample
     recall_sample: int = 0
     details: dict = field(default_factory=dict)
+    increment: Increment | None = None  # exact search: what it reused
+    neighbours: pl.DataFrame | None = None  # exact search: ml.page_neighbours rows for the next search
 
 
 def exact_top(
@@ -178,6 +189,220 @@ def search(
     return idx, scores, SearchStats(f"ann:{details['index']}", seconds, recall, len(sample), details)
 
 
+@dataclass
+class Increment:
+    """What a search recomputed and what it reused (shown in the asset's metadata)."""
+
+    mode: Literal["full", "incremental"]
+    why: str
+    pages_searched: int  # searched against every page: changed and added pages, and lists gone short
+    pages_merged: int = 0  # unchanged pages whose kept lists took in the changed pages' scores
+    pages_changed: int = 0  # changed or added since the last search
+    pages_removed: int = 0
+
+
+def neighbour_state(
+    page_ids: pl.Series,
+    text_hashes: pl.Series,
+    model: str,
+    idx: np.ndarray,
+    scores: np.ndarray,
+    floors: np.ndarray,
+) -> pl.DataFrame:
+    """Rows of ml.page_neighbours: each page's listed neighbours (best first, -inf padding dropped), the
+    floor below which pages were not listed, and the text it was searched with."""
+    count, width = scores.shape
+    listed = np.isfinite(scores)
+    ids = page_ids.cast(pl.String)
+    keep = listed.reshape(-1)
+    flat = pl.DataFrame(
+        {
+            "row": np.repeat(np.arange(count, dtype=np.int64), width)[keep],
+            "neighbour_page_ids": ids.gather(idx.reshape(-1)[keep]),
+            "scores": scores.reshape(-1)[keep],
+        }
+    )
+    lists = flat.group_by("row", maintain_order=True).agg("neighbour_page_ids", "scores")
+    return (
+        pl.DataFrame(
+            {
+                "row": np.arange(count, dtype=np.int64),
+                "page_id": ids,
+                "text_hash": text_hashes.cast(pl.String),
+                "floor": floors.astype(np.float32),
+            }
+        )
+        .join(lists, on="row", how="left", maintain_order="left")
+        .select(
+            "page_id",
+            "text_hash",
+            pl.lit(model).alias("model"),
+            pl.lit(width, dtype=pl.Int32).alias("width"),
+            "floor",
+            pl.col("neighbour_page_ids").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+            pl.col("scores").fill_null(pl.lit([], dtype=pl.List(pl.Float32))),
+        )
+    )
+
+
+def nearest_pages(
+    vectors: np.ndarray,
+    width: int,
+    page_ids: pl.Series,
+    text_hashes: pl.Series,
+    model: str,
+    previous: pl.DataFrame | None = None,
+    device: str = "cpu",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, Increment]:
+    """Each page's `width` nearest pages (indices, scores; -inf pads a short list) and its floor, exactly,
+    reusing `previous` (ml.page_neighbours rows) for the pages whose text is unchanged."""
+    count = len(vectors)
+    why = _full_search_reason(previous, count, width, model)
+    unchanged = fresh = removed = None
+    if why is None:
+        unchanged, fresh, removed = _changes(previous, page_ids, text_hashes)
+        if len(fresh) + removed > FULL_SEARCH_SHARE * count:
+            changed = len(fresh) + removed
+            why = f"{changed:,} of {count:,} pages changed, added or removed: a full search is cheaper"
+    if why is not None:
+        idx, scores = _padded(
+            *exact_top(vectors, vectors, width, query_ids=np.arange(count), device=device), width
+        )
+        return idx, scores, _floors(scores, count, width), Increment("full", why, count)
+    idx = np.zeros((count, width), dtype=np.int64)
+    scores = np.full((count, width), -np.inf, dtype=np.float32)
+    floors = np.full(count, -np.inf, dtype=np.float32)
+    fresh_rows = fresh
+    rows, old_idx, old_scores, old_floors = _kept_lists(previous, unchanged, page_ids, width)
+    merged_idx, merged_scores, merged_floors = _merge(
+        vectors, rows, fresh_rows, old_idx, old_scores, old_floors, width, device
+    )
+    idx[rows], scores[rows], floors[rows] = merged_idx, merged_scores, merged_floors
+    short = rows[
+        np.isfinite(merged_floors) & (np.isfinite(merged_scores).sum(axis=1) < width - NEIGHBOUR_MARGIN)
+    ]
+    searched = np.union1d(fresh_rows, short)
+    if len(searched):
+        found_idx, found_scores = _padded(
+            *exact_top(vectors[searched], vectors, width, query_ids=searched, device=device), width
+        )
+        idx[searched], scores[searched] = found_idx, found_scores
+        floors[searched] = _floors(found_scores, count, width)
+    increment = Increment(
+        "incremental",
+        f"{len(fresh):,} changed or added and {removed:,} removed pages of {count:,}",
+        len(searched),
+        pages_merged=len(rows) - len(short),
+        pages_changed=len(fresh),
+        pages_removed=removed,
+    )
+    return idx, scores, floors, increment
+
+
+def _full_search_reason(previous: pl.DataFrame | None, count: int, width: int, model: str) -> str | None:
+    if previous is None or previous.is_empty():
+        return "no earlier search of this site"
+    if previous["model"][0] != model:
+        return f"the embedding model changed ({previous['model'][0]} → {model})"
+    if previous["width"][0] != width:
+        return f"the neighbours searched changed ({previous['width'][0]} → {width} per page)"
+    return None
+
+
+def _changes(
+    previous: pl.DataFrame, page_ids: pl.Series, text_hashes: pl.Series
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """(unchanged rows, changed or added rows, removed pages) between the previous search and now."""
+    current = pl.DataFrame({"page_id": page_ids.cast(pl.String), "text_hash": text_hashes.cast(pl.String)})
+    current = current.with_row_index("row")
+    kept = current.join(previous.select("page_id", "text_hash"), on=["page_id", "text_hash"], how="semi")
+    unchanged = kept["row"].to_numpy().astype(np.int64)
+    fresh = np.setdiff1d(np.arange(current.height, dtype=np.int64), unchanged)
+    removed = previous.join(current, on="page_id", how="anti").height
+    return unchanged, fresh, removed
+
+
+def _kept_lists(
+    previous: pl.DataFrame, unchanged: np.ndarray, page_ids: pl.Series, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The unchanged pages' kept lists as padded arrays over current rows, without the neighbours that
+    changed or left (changed ones come back with their new scores)."""
+    ids = page_ids.cast(pl.String)
+    rows = pl.DataFrame({"page_id": ids.gather(unchanged), "u": np.arange(len(unchanged), dtype=np.int64)})
+    stable = pl.DataFrame({"neighbour_page_ids": ids.gather(unchanged), "neighbour": unchanged})
+    kept = previous.join(rows, on="page_id").select("u", "floor", "neighbour_page_ids", "scores").sort("u")
+    flat = (
+        kept.select("u", "neighbour_page_ids", "scores")
+        .explode("neighbour_page_ids", "scores")
+        .join(stable, on="neighbour_page_ids", maintain_order="left")
+        .with_columns(pl.int_range(pl.len()).over("u").alias("position"))
+    )
+    old_idx = np.zeros((len(unchanged), width), dtype=np.int64)
+    old_scores = np.full((len(unchanged), width), -np.inf, dtype=np.float32)
+    u, position = flat["u"].to_numpy(), flat["position"].to_numpy()
+    old_idx[u, position] = flat["neighbour"].to_numpy()
+    old_scores[u, position] = flat["scores"].to_numpy()
+    return unchanged, old_idx, old_scores, kept["floor"].to_numpy().astype(np.float32)
+
+
+def _merge(
+    vectors: np.ndarray,
+    rows: np.ndarray,
+    fresh_rows: np.ndarray,
+    old_idx: np.ndarray,
+    old_scores: np.ndarray,
+    floors: np.ndarray,
+    width: int,
+    device: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge the fresh pages' scores into kept lists. Only scores at or above a page's floor are certain
+    (an unlisted unchanged page may score anywhere below it), so lower ones are dropped; a full list
+    raises the floor to its last score."""
+    import torch
+
+    out_idx, out_scores = old_idx.copy(), old_scores.copy()
+    if len(fresh_rows) and len(rows):
+        fresh = torch.from_numpy(np.ascontiguousarray(vectors[fresh_rows], dtype=np.float32)).to(device)
+        step = max(1, BLOCK_BYTES // (4 * (len(fresh_rows) + width)))
+        with torch.inference_mode():
+            for start in range(0, len(rows), step):
+                block = slice(start, start + step)
+                queries = torch.from_numpy(np.ascontiguousarray(vectors[rows[block]], dtype=np.float32))
+                scored = torch.cat(
+                    [torch.from_numpy(old_scores[block]).to(device), queries.to(device) @ fresh.T], 1
+                )
+                top = torch.topk(scored, width, dim=1)
+                choices = top.indices.cpu().numpy()
+                known = np.concatenate(
+                    [old_idx[block], np.broadcast_to(fresh_rows, (len(choices), len(fresh_rows)))], 1
+                )
+                out_idx[block] = np.take_along_axis(known, choices, axis=1)
+                out_scores[block] = top.values.cpu().numpy()
+    out_scores[out_scores < floors[:, None]] = -np.inf
+    full = np.isfinite(out_scores[:, -1])
+    new_floors = floors.copy()
+    new_floors[full] = np.maximum(floors[full], out_scores[full, -1])
+    return out_idx, out_scores, new_floors
+
+
+def _padded(idx: np.ndarray, scores: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Search results widened to `width` columns (-inf where a small site has fewer pages)."""
+    if idx.shape[1] == width:
+        return idx, scores
+    pad = width - idx.shape[1]
+    return (
+        np.pad(idx, ((0, 0), (0, pad))),
+        np.pad(scores, ((0, 0), (0, pad)), constant_values=-np.inf),
+    )
+
+
+def _floors(scores: np.ndarray, count: int, width: int) -> np.ndarray:
+    """After a full search: unlisted pages score at most the last listed one (-inf: every page is listed)."""
+    if count - 1 <= width:
+        return np.full(len(scores), -np.inf, dtype=np.float32)
+    return scores[:, -1].astype(np.float32)
+
+
 def path_mask(paths: pl.Series, include: tuple[str, ...], exclude: tuple[str, ...]) -> np.ndarray:
     mask = pl.Series([True] * len(paths))
     if include:
@@ -193,12 +418,18 @@ def similar_pairs(
     vectors: np.ndarray,
     options: SimilarityOptions | None = None,
     duplicate_keys: pl.Series | None = None,
+    *,
+    text_hashes: pl.Series | None = None,
+    model: str = "",
+    previous: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, SearchStats]:
     """Pairs (source_page_id, target_page_id, score, rank, relation, reciprocal) for one site.
 
     A pair is a near-duplicate only when both pages share a `duplicate_keys` value (strong evidence: the
     crawler's content hash, or the same H1 and body text); however close their titles, template pages
-    that differ in what they are about ('The Brazos Floor Plan' / 'The Colorado Floor Plan') stay similar."""
+    that differ in what they are about ('The Brazos Floor Plan' / 'The Colorado Floor Plan') stay similar.
+    Given the pages' `text_hashes` and the vectors' `model`, an unfiltered exact search reuses `previous`
+    (the last search's ml.page_neighbours rows) and returns the new ones in `stats.neighbours`."""
     options = options or SimilarityOptions()
     if options.k < 1:
         raise InputError("k must be at least 1.")
@@ -213,7 +444,17 @@ def similar_pairs(
         )
     wanted = max(options.k, options.candidates_per_page)
     source_rows = np.flatnonzero(sources)
-    if sources.all() and targets.all():
+    exact = options.method == "exact" or (options.method == "auto" and len(vectors) <= options.ann_threshold)
+    if sources.all() and targets.all() and exact and text_hashes is not None:
+        started = time.monotonic()
+        width = wanted + NEIGHBOUR_MARGIN
+        idx, scores, floors, increment = nearest_pages(
+            vectors, width, page_ids, text_hashes, model, previous, options.device
+        )
+        neighbours = neighbour_state(page_ids, text_hashes, model, idx, scores, floors)
+        idx, scores = idx[:, :wanted], scores[:, :wanted]
+        stats = SearchStats("exact", time.monotonic() - started, increment=increment, neighbours=neighbours)
+    elif sources.all() and targets.all():
         idx, scores, stats = search(vectors, wanted, options)
     else:  # filtered: exact search of the source pages among the target pages
         target_rows = np.flatnonzero(targets)
@@ -248,6 +489,8 @@ def _apply_rules(
             "score": scores.reshape(-1),
         }
     ).filter(pl.col("score") >= options.min_score)
+    # equal scores (identical texts) ranked by page, not by the search's order: every run ranks them alike
+    candidates = candidates.sort(["source", "score", "target"], descending=[False, True, False])
     best_first = pl.col("score").rank("ordinal", descending=True)
     if duplicate_keys is not None and duplicate_keys.null_count() < len(duplicate_keys):
         keys = pl.DataFrame({"row": np.arange(len(duplicate_keys), dtype=np.uint32), "key": duplicate_keys})

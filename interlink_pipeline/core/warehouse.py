@@ -470,8 +470,9 @@ def snapshot_path(warehouse_path: str | Path, configured: str = "") -> Path:
     return warehouse_path.parent / "snapshots" / warehouse_path.name
 
 
-# Tables left out of the analyst snapshot: vectors and request caches, large and of no use to a query.
-SNAPSHOT_SKIPS = frozenset({"ml.embedding_cache", "ml.page_embeddings", "serp.cache"})
+# Tables left out of the analyst snapshot: vectors, request caches and search state, large and of no use to
+# a query.
+SNAPSHOT_SKIPS = frozenset({"ml.embedding_cache", "ml.page_embeddings", "ml.page_neighbours", "serp.cache"})
 
 
 def publish_snapshot(

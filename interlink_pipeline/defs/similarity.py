@@ -17,6 +17,7 @@ from interlink_pipeline.core.similarity import (
     SimilarityOptions,
     similar_pairs,
 )
+from interlink_pipeline.core.warehouse import empty_frame
 from interlink_pipeline.defs.embeddings import page_embeddings
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
@@ -76,6 +77,7 @@ class ClustersConfig(Config):
 
 @site_asset(
     "ml.similarity_pairs",
+    "ml.page_neighbours",
     group=GROUP,
     deps=[page_embeddings],
     kinds={"duckdb", "pytorch", "faiss"},
@@ -85,13 +87,17 @@ class ClustersConfig(Config):
     },
 )
 def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, warehouse: Warehouse):
-    """Each page's top-k most similar pages (link candidates), near-duplicates flagged, in bounded memory."""
+    """Each page's top-k most similar pages (link candidates), near-duplicates flagged, in bounded memory;
+    after a re-crawl only the changed and added pages are searched (exactly the same result)."""
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
         pages, vectors = read_vectors(
-            warehouse.path, site, ("page_id", "path", "url", "title", "text", "duplicate_key")
+            warehouse.path, site, ("page_id", "path", "url", "title", "text", "duplicate_key", "text_hash")
         )
+        model = warehouse.query(
+            "SELECT any_value(model) AS model FROM ml.page_embeddings WHERE site = ?", [site]
+        )["model"][0]
         options = SimilarityOptions(
             k=config.k,
             min_score=config.min_score,
@@ -107,8 +113,17 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
             device=resolve_device(config.device),
         )
         pairs, stats = similar_pairs(
-            pages["page_id"], pages["path"], vectors, options, pages["duplicate_key"]
+            pages["page_id"],
+            pages["path"],
+            vectors,
+            options,
+            pages["duplicate_key"],
+            text_hashes=pages["text_hash"],
+            model=model,
+            previous=warehouse.read_site("ml.page_neighbours", site),
         )
+    increment = stats.increment
+    neighbours = stats.neighbours if stats.neighbours is not None else empty_frame("ml.page_neighbours")
     pairs = pairs.with_columns(pl.lit(site).alias("site"), pl.lit(stats.method).alias("method"))
     similar = pairs.filter(pl.col("relation") == "similar")
     per_source = similar.group_by("source_page_id").len()["len"].max() or 0
@@ -128,6 +143,12 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
     covered = similar["source_page_id"].n_unique()
     metadata = {
         "method": stats.method,
+        "search": increment.mode if increment else "full",
+        "search_why": increment.why if increment else "approximate or path-filtered searches are always full",
+        "pages_searched": increment.pages_searched if increment else len(pages),
+        "pages_reused": increment.pages_merged if increment else 0,
+        "pages_changed": increment.pages_changed if increment else len(pages),
+        "pages_removed": increment.pages_removed if increment else 0,
         "search_seconds": MetadataValue.float(round(stats.seconds, 2)),
         "pages": len(pages),
         "similar_pairs": similar.height,
@@ -164,7 +185,11 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
     if stats.recall_at_k is not None:
         metadata["recall_at_k"] = MetadataValue.float(round(stats.recall_at_k, 4))
         metadata["recall_sample_pages"] = stats.recall_sample
-    yield from persist(context, warehouse, site, {"ml.similarity_pairs": pairs}, metadata, started, [k_check])
+    frames = {
+        "ml.similarity_pairs": pairs,
+        "ml.page_neighbours": neighbours.with_columns(pl.lit(site).alias("site")),
+    }
+    yield from persist(context, warehouse, site, frames, metadata, started, [k_check])
 
 
 def _strongest(pairs: pl.DataFrame, titles: pl.DataFrame, relation: str, rows: int) -> pl.DataFrame:
