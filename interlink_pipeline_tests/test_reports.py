@@ -96,6 +96,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
         pair_rows = con.execute("SELECT count(*) FROM ml.similarity_pairs").fetchone()[0]
     folder = planned_site.exports
     assert sorted(p.name for p in folder.iterdir()) == [
+        ".export_digests.json",
         "interlink_plan.xlsx",
         "link_plan.csv",
         "report.html",
@@ -135,6 +136,30 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
     assert numbers and all(len(repr(value)) <= 8 for value in numbers), max(
         numbers, key=lambda v: len(repr(v))
     )
+
+
+def test_exports_rewrite_only_the_files_whose_rows_changed(tmp_path):
+    tables = {
+        "link_plan": pl.DataFrame({"source_url": ["/a", "/b"], "probability": [0.5, 0.25]}),
+        "topics": pl.DataFrame({"label": ["Boots", "Tents"], "top_terms": [["boot"], ["tent", "camp"]]}),
+    }
+    first = exports.write_exports(tmp_path, tables, "plan.xlsx")
+    assert first.written == ["link_plan", "topics", "workbook"] and not first.unchanged
+    assert first.sheets == {"link_plan": 2, "topics": 2}
+    stamps = {name: path.stat().st_mtime_ns for name, path in first.files.items()}
+    again = exports.write_exports(
+        tmp_path, {name: frame.clone() for name, frame in tables.items()}, "plan.xlsx"
+    )
+    assert again.written == [] and again.unchanged == ["link_plan", "topics", "workbook"]
+    assert {name: path.stat().st_mtime_ns for name, path in again.files.items()} == stamps
+    changed = {**tables, "link_plan": tables["link_plan"].with_columns(pl.col("probability") * 2)}
+    (tmp_path / "topics.csv").unlink()  # a file someone removed is written again
+    third = exports.write_exports(tmp_path, changed, "plan.xlsx")
+    assert third.written == ["link_plan", "topics", "workbook"]
+    assert pl.read_csv(tmp_path / "link_plan.csv")["probability"].to_list() == [1.0, 0.5]
+    book = openpyxl.load_workbook(tmp_path / "plan.xlsx")
+    assert [book["link_plan"].cell(r, 2).value for r in (2, 3)] == [1.0, 0.5]
+    assert exports.write_exports(tmp_path, changed, "plan.xlsx").written == []
 
 
 def test_a_sheet_past_the_row_limit_continues_on_the_next(tmp_path, monkeypatch):

@@ -23,7 +23,7 @@ PLAN_SQL = """
 SELECT source_url, source_title, target_url, target_title, anchor_text, reason, evidence, placement,
        round(probability, 4) AS probability, round(score, 4) AS score, round(similarity, 4) AS similarity,
        target_cluster, priority
-FROM marts.link_opportunities WHERE site = ? ORDER BY source_url, priority
+FROM marts.link_opportunities WHERE site = ? ORDER BY source_url, priority, target_url
 """
 PAIRS_SQL = """
 SELECT s.url AS page_url, s.title AS page_title, t.url AS similar_url, t.title AS similar_title,
@@ -31,13 +31,13 @@ SELECT s.url AS page_url, s.title AS page_title, t.url AS similar_url, t.title A
 FROM ml.similarity_pairs p
 JOIN staging.pages s ON s.site = p.site AND s.page_id = p.source_page_id
 JOIN staging.pages t ON t.site = p.site AND t.page_id = p.target_page_id
-WHERE p.site = ? ORDER BY s.url, p.rank
+WHERE p.site = ? ORDER BY s.url, p.relation DESC, p.rank
 """
 CLUSTERS_SQL = """
 SELECT cluster_id, label, top_terms, size, round(cohesion, 3) AS cohesion, representative_url, hubs,
        orphans_before, round(mean_depth_before, 2) AS mean_depth_before,
        round(mean_depth_after, 2) AS mean_depth_after, planned_inlinks
-FROM marts.cluster_summary WHERE site = ? ORDER BY size DESC
+FROM marts.cluster_summary WHERE site = ? ORDER BY size DESC, cluster_id
 """
 
 
@@ -51,7 +51,8 @@ def site_folder(warehouse: Warehouse, site: str) -> Path:
     GROUP,
     {"csv", "excel"},
     "The plan, the similar pages and the topics as CSV and one XLSX workbook per site "
-    "(header row, fitted columns, formula injection neutralised).",
+    "(header row, fitted columns, formula injection neutralised); a file whose rows did not change since "
+    "the last run is left as it was.",
 )
 def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()
@@ -62,17 +63,16 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
             "similar_pages": warehouse.query(PAIRS_SQL, [site]),
             "topics": warehouse.query(CLUSTERS_SQL, [site]),
         }
-    folder = site_folder(warehouse, site)
-    folder.mkdir(parents=True, exist_ok=True)
-    csvs = {name: exports.write_csv(frame, folder / f"{name}.csv") for name, frame in tables.items()}
-    workbook = folder / "interlink_plan.xlsx"
-    sheets = exports.write_xlsx(tables, workbook)
+    run = exports.write_exports(site_folder(warehouse, site), tables, "interlink_plan.xlsx")
+    csvs = {name: path for name, path in run.files.items() if name != "workbook"}
     return MaterializeResult(
         metadata={
-            "workbook": MetadataValue.path(str(workbook.resolve())),
+            "workbook": MetadataValue.path(str(run.files["workbook"].resolve())),
             **{f"{name}_csv": MetadataValue.path(str(path.resolve())) for name, path in csvs.items()},
             "rows": MetadataValue.json({name: frame.height for name, frame in tables.items()}),
-            "sheets": MetadataValue.json(sheets),
+            "written": MetadataValue.json(run.written),
+            "unchanged": MetadataValue.json(run.unchanged),
+            "sheets": MetadataValue.json(run.sheets) if run.sheets else "the workbook was unchanged",
             "preview": MetadataValue.md(markdown_table(tables["link_plan"], 10)),
             "seconds": round(time.monotonic() - started, 2),
         }
