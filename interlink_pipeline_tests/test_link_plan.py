@@ -25,7 +25,14 @@ from interlink_pipeline.core.link_plan import (
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.site_sections import SiteSections
 from interlink_pipeline.core.text import function_words
-from interlink_pipeline_tests.conftest import LIGHT, NUTRI, PROJECT_ROOT, register_lightchiropractic, run_site
+from interlink_pipeline_tests.conftest import (
+    LIGHT,
+    NUTRI,
+    PROJECT_ROOT,
+    SAMPLE_DIR,
+    register_lightchiropractic,
+    run_site,
+)
 from interlink_pipeline_tests.run_results import materialization_metadata
 
 EMPTY_EDGES = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
@@ -312,6 +319,7 @@ def test_plan_on_the_sample(warehouse_path, sample_inbox, instance, encoder):
         "graph_link_plan_schema",
         "graph_page_metrics_schema",
         "graph_site_metrics_schema",
+        "graph_link_plan_changes_schema",
         "link_plan_targets_are_pages",
         "link_plan_within_budget",
         "link_plan_anchors",
@@ -356,6 +364,88 @@ def test_plan_on_the_sample(warehouse_path, sample_inbox, instance, encoder):
     backtest_meta = materialization_metadata(result, "link_backtest")
     assert "| plan precision |" in backtest_meta["ours_vs_baseline"]
     assert "orphan-rescue" in set(plan["reason"])
+
+
+UP_TO_PLAN = [
+    "raw_crawl",
+    "raw_links",
+    "raw_page_text",
+    "pages",
+    "page_embeddings",
+    "serp_results",
+    "similarity_pairs",
+    "topic_clusters",
+    "link_ranker",
+    "link_candidates",
+    "link_plan",
+]
+
+
+def _rows_naming(con, page_id: str) -> dict[str, int]:
+    """Rows of every warehouse table that name `page_id` in a page-id column (or list of them)."""
+    found = {}
+    for schema, table, column, kind in con.execute(
+        "SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns() "
+        "WHERE column_name LIKE '%page_id%'"
+    ).fetchall():
+        test = f"list_contains({column}, ?)" if kind.endswith("[]") else f"{column} = ?"
+        count = con.execute(f"SELECT count(*) FROM {schema}.{table} WHERE {test}", [page_id]).fetchone()[0]
+        if count:
+            found[f"{schema}.{table}.{column}"] = count
+    return found
+
+
+def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, instance, encoder):
+    """The sample re-crawled with 1% of its titles changed and one linked page gone: the new plan keeps at
+    least 95% of the last one's links, graph.link_plan_changes accounts for every link of both plans, and
+    the gone page is left in no table but as the removed links' page."""
+    register_crawl(inbox_root, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
+    warehouse = tmp_path / "w.duckdb"
+    first = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PLAN)
+    assert first.success
+    assert materialization_metadata(first, "link_plan")["plan_stability"] == "no previous plan"
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        previous = con.execute("SELECT * FROM graph.link_plan").pl()
+        gone_id, gone_url = con.execute(
+            "SELECT p.page_id, p.crawled_url FROM staging.pages p JOIN graph.link_plan l "
+            "ON l.target_page_id = p.page_id WHERE NOT p.is_home GROUP BY ALL ORDER BY count(*) DESC LIMIT 1"
+        ).fetchone()
+    export = pl.read_csv(SAMPLE_DIR / "internal_all.csv", infer_schema=False)
+    recrawl = export.filter(pl.col("Address") != gone_url).with_columns(
+        pl.when(pl.int_range(pl.len()) % 100 == 3)
+        .then(pl.col("Title 1") + " (new edition)")
+        .otherwise(pl.col("Title 1"))
+        .alias("Title 1")
+    )
+    recrawl.write_csv(tmp_path / "internal_all.csv")
+    register_crawl(inbox_root, SAMPLE_HOST, tmp_path / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
+    second = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PLAN)
+    assert second.success and all(check.passed for check in _checks(second).values())
+    meta = materialization_metadata(second, "link_plan")
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        plan = con.execute("SELECT * FROM graph.link_plan").pl()
+        changes = con.execute("SELECT * FROM graph.link_plan_changes").pl()
+        naming = _rows_naming(con, gone_id)
+    pair = ["source_page_id", "target_page_id"]
+    kept = changes.filter(pl.col("change") == "kept")
+    assert meta["plan_stability"] == round(kept.height / previous.height, 4) >= 0.95
+    assert kept.height + changes.filter(pl.col("change") == "removed").height == previous.height
+    assert kept.height + changes.filter(pl.col("change") == "added").height == plan.height
+    assert (
+        changes.filter(pl.col("change") != "removed")
+        .select(pair)
+        .sort(pair)
+        .equals(plan.select(pair).sort(pair))
+    )
+    gone = changes.filter((pl.col("source_page_id") == gone_id) | (pl.col("target_page_id") == gone_id))
+    assert gone.height and set(gone["change"]) == {"removed"} and set(gone["why"]) == {"page removed"}
+    # the gone page is named only by the removed links that record it
+    assert set(naming) <= {"graph.link_plan_changes.source_page_id", "graph.link_plan_changes.target_page_id"}
+    assert set(changes.filter(pl.col("change") == "kept")["why"]) <= {
+        "still valid",
+        "planned again after a change",
+    }
+    assert "| kept | still valid |" in meta["changes_since_last_plan"]
 
 
 def test_plan_on_real_crawls_with_and_without_inlinks(warehouse_path, inbox_root, instance, crawls, encoder):

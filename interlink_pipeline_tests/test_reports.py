@@ -1,16 +1,18 @@
 """Spreadsheet exports and the HTML report: they open safely, and the charts draw in a real browser."""
 
+import dataclasses
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
 import duckdb
+import numpy as np
 import openpyxl
 import polars as pl
 import pytest
 
-from interlink_pipeline.core import exports
+from interlink_pipeline.core import exports, report
 from interlink_pipeline.core.report import TOP_OPPORTUNITIES
 from interlink_pipeline_tests.conftest import LIGHT, chromium_path, register_lightchiropractic, run_site
 
@@ -97,6 +99,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
     folder = planned_site.exports
     assert sorted(p.name for p in folder.iterdir()) == [
         ".export_digests.json",
+        "changes_since_last_run.csv",
         "interlink_plan.xlsx",
         "link_plan.csv",
         "report.html",
@@ -116,7 +119,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
     assert planted == {"'" + INJECTED}  # shown as text, never evaluated
 
     workbook = openpyxl.load_workbook(folder / "interlink_plan.xlsx")
-    assert workbook.sheetnames == ["link_plan", "similar_pages", "topics"]
+    assert workbook.sheetnames == ["link_plan", "similar_pages", "topics", "changes_since_last_run"]
     sheet = workbook["link_plan"]
     assert sheet.max_row == plan_rows + 1 and sheet["A1"].value == "source_url" and sheet["A1"].font.b
     assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref.startswith("A1:")
@@ -258,3 +261,26 @@ def test_the_report_metadata_is_a_path_not_a_dead_file_link(planned_site):
     assert metadata["path"] == dg.MetadataValue.path(str(report.resolve()))
     # a browser opens no file:// link from the UI's http page: none is offered
     assert not [key for key, value in metadata.items() if "file://" in str(value.value)]
+
+
+def test_the_report_says_what_changed_since_the_last_run():
+    changes = pl.DataFrame(
+        {
+            "change": ["kept", "kept", "kept", "removed", "added"],
+            "why": ["still valid"] * 3 + ["page removed", "new in this plan"],
+            "source_url": ["/a", "/b", "/c", "/gone<script>", "/d"],
+            "target_url": ["/x", "/y", "/z", "/x", "/gone-too"],
+            "reason": ["topical"] * 5,
+        }
+    )
+    data = report.ReportData(
+        "s", pl.DataFrame(), np.zeros((0, 2)), pl.DataFrame(), pl.DataFrame(), pl.DataFrame()
+    )
+    assert "first plan" in report.changes_section(data)
+    section = report.changes_section(dataclasses.replace(data, changes=changes))
+    assert "3 of the previous plan's 4 links are kept (75.0%)" in section
+    assert (
+        "<td>page removed</td>" in section and "/gone&lt;script&gt;" in section and "<script>" not in section
+    )
+    first_plan = changes.with_columns(pl.lit("added").alias("change"))
+    assert "first plan" in report.changes_section(dataclasses.replace(data, changes=first_plan))

@@ -58,6 +58,7 @@ class PlanOptions:
     anchor_max_words: int = 6  # anchors are whole phrases of at most this many words
     anchor_max_targets: int = 1  # an anchor text points at no more targets than this across the site
     min_probability: float = 0.1  # topical links less likely than this are never added to fill a budget
+    keep_previous: bool = True  # keep the last plan's links that are still valid (a stable plan)
 
 
 @dataclass
@@ -85,6 +86,9 @@ class SiteGraph:
     nodes: int = 0  # pages + pass-through nodes (0: pages only)
     vectors: np.ndarray | None = None
     sections: SiteSections = field(default_factory=SiteSections.empty)
+    # the last plan's links to keep (source, target page indices, reason, score, evidence, placement),
+    # in the order they were planned; kept first, before any new link
+    kept: pl.DataFrame | None = None
 
     def __post_init__(self) -> None:
         self.nodes = max(self.nodes, len(self.page_ids))
@@ -191,6 +195,7 @@ class Planner:
         self.planned_targets: list[int] = []
         self.neighbours = self._neighbour_lists()
         self.stats = PlanStats()
+        self.refused: dict[tuple[int, int], str] = {}  # links of the last plan not kept, and why
 
     def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each page, the pages most likely to link to it: its candidate sources by the ranker's
@@ -301,6 +306,7 @@ class Planner:
         quantile = np.argsort(np.argsort(self.centrality, kind="stable"), kind="stable") / max(1, self.n - 1)
         self.quota = (o.min_inlinks + np.round(quantile * (o.max_inlinks - o.min_inlinks))).astype(np.int64)
         self.hubs = self._choose_hubs()
+        self._keep_previous()
         # Structure first, while the shallow pages still have budget: every page within max_depth clicks
         # (unreachable ones included), then orphans and any group still cut off, then topical links with
         # the budgets left.
@@ -316,6 +322,17 @@ class Planner:
             started = time.monotonic()
             step()
             self.stats.seconds[name] = time.monotonic() - started
+
+    def _keep_previous(self) -> None:
+        """The last plan's still-valid links, first: the new plan only adds what the change needs."""
+        if self.g.kept is None:
+            return
+        for source, target, reason, score, evidence, placement in self.g.kept.iter_rows():
+            home = placement == "home"
+            if (source, target) in self.exists:
+                self.refused[(source, target)] = "now on the site"
+            elif not self.add(source, target, reason, score, evidence, home=home):
+                self.refused[(source, target)] = "no link budget left on the source"
 
     def _choose_hubs(self) -> list[int]:
         order = [int(i) for i in np.argsort(-self.centrality, kind="stable") if i != self.g.home]
@@ -509,6 +526,83 @@ def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.
     return frame, planner
 
 
+# --- stability: what the last plan keeps, and what changed -----------------------------------------
+
+PAGE_FINGERPRINT = ("url", "is_home", "title", "h1", "meta_description", "text_hash")
+CHANGES = ("kept", "added", "removed")
+
+
+def page_fingerprints(pages: pl.DataFrame) -> pl.Series:
+    """A hash of what the plan reads of each page: a page whose fingerprint differs is planned anew."""
+    return pages.select(
+        pl.concat_str(
+            [pl.col(c).cast(pl.String).fill_null("\x00") for c in PAGE_FINGERPRINT], separator="\x1f"
+        )
+        .hash(seed=17)
+        .cast(pl.String)
+        .alias("plan_fingerprint")
+    ).to_series()
+
+
+def links_to_keep(
+    previous: pl.DataFrame, before: pl.DataFrame, now: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(links to keep, links dropped with why) of the last plan (`previous`: source_page_id,
+    target_page_id, reason, score, evidence, placement), given each page's fingerprint then (`before`) and
+    now (`now`: page_id, plan_fingerprint, i). A link is kept while both its pages stand unchanged; one
+    whose page changed is decided anew (and often planned again), one whose page is gone is dropped."""
+    fingerprints = now.join(before, on="page_id", how="left", suffix="_before").select(
+        "page_id",
+        "i",
+        (pl.col("plan_fingerprint") == pl.col("plan_fingerprint_before")).fill_null(False).alias("same"),
+    )
+    joined = previous.with_row_index("order")
+    for side in ("source", "target"):
+        joined = joined.join(
+            fingerprints.rename({"page_id": f"{side}_page_id", "i": side, "same": f"{side}_same"}),
+            on=f"{side}_page_id",
+            how="left",
+            maintain_order="left",
+        )
+    why = (
+        pl.when(pl.col("source").is_null() | pl.col("target").is_null())
+        .then(pl.lit("page removed"))
+        .when(~(pl.col("source_same") & pl.col("target_same")))
+        .then(pl.lit("page changed: planned anew"))
+    )
+    joined = joined.with_columns(why.alias("why"))
+    keep = (
+        joined.filter(pl.col("why").is_null())
+        .sort("order")
+        .select("source", "target", "reason", "score", "evidence", "placement")
+    )
+    dropped = joined.filter(pl.col("why").is_not_null()).select("source_page_id", "target_page_id", "why")
+    return keep, dropped
+
+
+def plan_changes(previous: pl.DataFrame, plan: pl.DataFrame, dropped: pl.DataFrame) -> pl.DataFrame:
+    """Each link of the last plan or this one: kept, added or removed, and why (`dropped`: the links
+    links_to_keep or the planner let go, with why; a link of both plans was kept)."""
+    pair = ["source_page_id", "target_page_id"]
+    columns = [*pair, "source_url", "target_url", "reason"]
+    kept = plan.join(previous, on=pair, how="semi").select(
+        *columns, pl.lit("kept").alias("change"), pl.lit("still valid").alias("why")
+    )
+    replanned = kept.join(dropped, on=pair, how="semi").with_columns(
+        pl.lit("planned again after a change").alias("why")
+    )
+    kept = pl.concat([kept.join(dropped, on=pair, how="anti"), replanned])
+    added = plan.join(previous, on=pair, how="anti").select(
+        *columns, pl.lit("added").alias("change"), pl.lit("new in this plan").alias("why")
+    )
+    removed = (
+        previous.join(plan, on=pair, how="anti")
+        .join(dropped, on=pair, how="left", maintain_order="left")
+        .select(*columns, pl.lit("removed").alias("change"), pl.col("why").fill_null("no longer chosen"))
+    )
+    return pl.concat([kept, added, removed]).sort("change", *pair)
+
+
 # --- the entry point: a site's inputs and scored candidates -> the plan and its anchors ----------------
 
 
@@ -564,10 +658,15 @@ def plan_anchors(
 
 
 def plan_site(
-    inputs: PlanInputs, candidates: pl.DataFrame, existing: pl.DataFrame, options: PlanOptions
+    inputs: PlanInputs,
+    candidates: pl.DataFrame,
+    existing: pl.DataFrame,
+    options: PlanOptions,
+    kept: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, Planner, SiteGraph]:
-    """The plan from scored candidates (source, target, probability, origins) and the existing links;
-    the planned links carry the candidate's probability (null when no signal proposed the pair)."""
+    """The plan from scored candidates (source, target, probability, origins) and the existing links,
+    keeping the last plan's `kept` links first; the planned links carry the candidate's probability (null
+    when no signal proposed the pair)."""
     scored = candidates.select(
         "source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance")
     )
@@ -581,6 +680,7 @@ def plan_site(
         nodes=inputs.nodes,
         vectors=inputs.vectors,
         sections=inputs.sections,
+        kept=kept,
     )
     planned, planner = plan_links(graph, options)
     planned = planned.join(

@@ -31,6 +31,7 @@ class ReportData:
     site_metrics: pl.DataFrame  # graph.site_metrics rows (scenario before/after)
     plan: pl.DataFrame  # marts.link_opportunities rows
     backtest: pl.DataFrame  # the latest graph.backtest_runs row (empty: never backtested)
+    changes: pl.DataFrame | None = None  # graph.link_plan_changes rows (None: not known)
 
 
 def _short(text: str | None, limit: int = 48) -> str:
@@ -192,6 +193,30 @@ def backtest_section(data: ReportData) -> str:
     return intro + _table(figures, "backtest")
 
 
+def changes_section(data: ReportData) -> str:
+    """How this plan differs from the previous run's: links kept, added and removed, and why."""
+    changes = data.changes
+    if changes is None or changes.is_empty() or (changes["change"] == "added").all():
+        return "<p>The site's first plan: nothing to compare with yet.</p>"
+    counts = (
+        changes.group_by("change", "why")
+        .agg(pl.len().alias("links"))
+        .sort("change", "links", descending=[False, True])
+    )
+    kept = int((changes["change"] == "kept").sum())
+    previous = kept + int((changes["change"] == "removed").sum())
+    intro = (
+        f"<p>{kept:,} of the previous plan's {previous:,} links are kept ({kept / max(previous, 1):.1%}).</p>"
+    )
+    moved = (
+        changes.filter(pl.col("change") != "kept")
+        .sort("change", "source_url", "target_url")
+        .head(TOP_OPPORTUNITIES)
+        .select("change", "why", "source_url", "target_url", "reason")
+    )
+    return intro + _table(counts, "change-counts") + _table(moved, "changes")
+
+
 def opportunities_table(data: ReportData) -> str:
     top = (
         data.plan.filter(pl.col("reason") != "hub")
@@ -283,6 +308,8 @@ def render(data: ReportData, path: Path) -> Path:
 {reasons_table(data)}
 <h2>Measured on your own links</h2>
 {backtest_section(data)}
+<h2>Changes since the last run</h2>
+{changes_section(data)}
 <h2>Top opportunities</h2>
 {opportunities_table(data)}
 </body></html>"""

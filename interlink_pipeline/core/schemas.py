@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-from interlink_pipeline.core.link_plan import REASONS
+from interlink_pipeline.core.link_plan import CHANGES, REASONS
 from interlink_pipeline.core.pages import EXCLUSION_REASONS
 
 SITE = "Site key: the crawl's normalised host, e.g. www.example.com (the Dagster partition)."
@@ -544,10 +544,38 @@ class PageMetrics(pa.DataFrameModel):
     pagerank_after: pl.Float64 = pa.Field(ge=0, description="Internal PageRank with the plan.")
     planned_inlinks: pl.Int32 = pa.Field(ge=0, description="Links the plan adds to it.")
     planned_outlinks: pl.Int32 = pa.Field(ge=0, description="Links the plan adds on it.")
+    plan_fingerprint: str = pa.Field(
+        description="Hash of what the plan read of the page (URL, title, H1, meta description, text): the "
+        "next plan keeps this plan's links of pages whose fingerprint is unchanged."
+    )
 
     class Config:
         strict = True
         unique = ["site", "page_id"]
+
+
+class LinkPlanChange(pa.DataFrameModel):
+    """graph.link_plan_changes: how this plan differs from the site's previous one, link by link."""
+
+    site: str = pa.Field(description=SITE)
+    source_page_id: str = pa.Field(description="The page the link is (or was) placed on.")
+    target_page_id: str = pa.Field(description="The page it links to.")
+    source_url: str = pa.Field(description="URL of the page the link is placed on.")
+    target_url: str = pa.Field(description="URL it links to.")
+    reason: str = pa.Field(isin=list(REASONS), description="Why the plan holding it chose it.")
+    change: str = pa.Field(
+        isin=list(CHANGES),
+        description="kept: in both plans; added: new in this plan; removed: in the previous plan only.",
+    )
+    why: str = pa.Field(
+        description="still valid, planned again after a change, new in this plan, page removed, page "
+        "changed: planned anew, now on the site, no link budget left on the source, no longer chosen."
+    )
+    computed_at: pl.Datetime = pa.Field(description="When this plan was computed (UTC).")
+
+    class Config:
+        strict = True
+        unique = ["site", "source_page_id", "target_page_id"]
 
 
 class SiteMetrics(pa.DataFrameModel):
@@ -655,6 +683,7 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "ml.link_candidates": LinkCandidate,
     "graph.link_plan": PlannedLink,
     "graph.page_metrics": PageMetrics,
+    "graph.link_plan_changes": LinkPlanChange,
     "graph.site_metrics": SiteMetrics,
     "graph.backtest_runs": BacktestRun,
     "ops.run_failures": RunFailure,

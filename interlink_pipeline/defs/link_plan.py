@@ -19,7 +19,10 @@ from interlink_pipeline.core.link_plan import (
     PlanOptions,
     check_plan,
     existing_links,
+    links_to_keep,
+    page_fingerprints,
     plan_anchors,
+    plan_changes,
     plan_site,
 )
 from interlink_pipeline.core.page_embeddings import read_vectors
@@ -33,6 +36,8 @@ from interlink_pipeline.defs.similarity import topic_clusters
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 GROUP = "graph"
+PREVIOUS_COLUMNS = ["source_page_id", "target_page_id", "source_url", "target_url", "reason", "score",
+                    "evidence", "placement"]  # fmt: skip
 SUMMARY_ROWS = [
     ("orphan_pages", "orphan pages"),
     ("unreachable_pages", "unreachable pages"),
@@ -85,6 +90,11 @@ class LinkPlanConfig(Config):
         description="Topical links less probable than this (by the site's ranker) are never added to fill "
         "a budget.",
     )
+    keep_previous: bool = Field(
+        default=True,
+        description="Keep the previous plan's links whose pages are unchanged (a plan the team has half "
+        "shipped stays put); false plans from scratch.",
+    )
 
 
 def _index(frame: pl.DataFrame, index: pl.DataFrame, columns: dict[str, str]) -> pl.DataFrame:
@@ -118,7 +128,7 @@ def _bars(histogram: str, width: int = 24) -> str:
 
 def plan_inputs(warehouse: Warehouse, site: str) -> PlanInputs:
     columns = ("page_id", "url", "url_key", "path", "title", "h1", "meta_description", "body_text", "is_home",
-               "crawl_id")  # fmt: skip
+               "crawl_id", "text_hash")  # fmt: skip
     pages, vectors = read_vectors(warehouse.path, site, columns)
     index = pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("i"))
     clusters = warehouse.read_site("ml.page_clusters", site, ["page_id", "cluster_id"])
@@ -147,6 +157,7 @@ def plan_inputs(warehouse: Warehouse, site: str) -> PlanInputs:
     "graph.link_plan",
     "graph.page_metrics",
     "graph.site_metrics",
+    "graph.link_plan_changes",
     group=GROUP,
     deps=[link_candidates, topic_clusters, raw_links],
     kinds={"duckdb", "networkit"},
@@ -177,7 +188,16 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
             {"source_page_id": "source", "target_page_id": "target"},
         )
         options = options_from(config, PlanOptions)
-        planned, planner, graph = plan_site(inputs, candidates, existing, options)
+        fingerprints = pages.select("page_id", page_fingerprints(pages)).join(inputs.index, on="page_id")
+        previous = warehouse.read_site("graph.link_plan", site, PREVIOUS_COLUMNS)
+        kept, dropped = links_to_keep(
+            previous,
+            warehouse.read_site("graph.page_metrics", site, ["page_id", "plan_fingerprint"]),
+            fingerprints,
+        )
+        planned, planner, graph = plan_site(
+            inputs, candidates, existing, options, kept if options.keep_previous else None
+        )
     glue = function_words(detect_language(pages["title"].drop_nulls().head(2000).to_list()))
     anchors, offsets = plan_anchors(inputs, planned, candidates, options, glue)
     ids, urls = pages["page_id"], pages["url"]
@@ -197,6 +217,15 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
         "reason",
         "evidence",
         "placement",
+    )
+    refused = pl.DataFrame(
+        [(ids[s], ids[t], why) for (s, t), why in planner.refused.items()],
+        schema=["source_page_id", "target_page_id", "why"],
+        orient="row",
+    )
+    changes = plan_changes(previous, plan, pl.concat([dropped, refused])).with_columns(
+        pl.lit(site).alias("site"),
+        pl.lit(datetime.now(UTC).replace(tzinfo=None)).dt.cast_time_unit("us").alias("computed_at"),
     )
 
     n = len(pages)
@@ -251,6 +280,7 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
             "planned_outlinks": pl.Series(
                 np.bincount(planned["source"].to_numpy(), minlength=n), dtype=pl.Int32
             ),
+            "plan_fingerprint": fingerprints.sort("i")["plan_fingerprint"],
         }
     ).with_columns(
         pl.when(pl.Series(cluster_of >= 0)).then(pl.col("cluster_id")).otherwise(None).alias("cluster_id"),
@@ -273,8 +303,20 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
         }
     )
     names = dict(pages.select("page_id", pl.coalesce("title", "h1", "url")).iter_rows())
+    counts = dict(changes.group_by("change").len().iter_rows())
     metadata = {
         "planned_links": planned.height,
+        "plan_stability": MetadataValue.float(round(counts.get("kept", 0) / previous.height, 4))
+        if previous.height
+        else "no previous plan",
+        "changes_since_last_plan": MetadataValue.md(
+            markdown_table(
+                changes.group_by("change", "why")
+                .len("links")
+                .sort("change", "links", descending=[False, True]),
+                20,
+            )
+        ),
         "links_by_reason": MetadataValue.md(
             markdown_table(
                 plan.group_by("reason")
@@ -317,7 +359,12 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
             )
         ),
     }
-    frames = {"graph.link_plan": plan, "graph.page_metrics": page_rows, "graph.site_metrics": site_rows}
+    frames = {
+        "graph.link_plan": plan,
+        "graph.page_metrics": page_rows,
+        "graph.site_metrics": site_rows,
+        "graph.link_plan_changes": changes,
+    }
     yield from persist(context, warehouse, site, frames, metadata, started, checks)
 
 

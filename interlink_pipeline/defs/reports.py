@@ -40,6 +40,11 @@ SELECT cluster_id, label, top_terms, size, round(cohesion, 3) AS cohesion, repre
 FROM marts.cluster_summary WHERE site = ? ORDER BY size DESC, cluster_id
 """
 
+CHANGES_SQL = """
+SELECT change, why, source_url, target_url, reason, computed_at
+FROM graph.link_plan_changes WHERE site = ? AND change <> 'kept' ORDER BY change, source_url, target_url
+"""
+
 
 def site_folder(warehouse: Warehouse, site: str) -> Path:
     """$INTERLINK_EXPORTS_DIR/<site>, else exports/<site> beside the warehouse (data/exports/<site>)."""
@@ -50,7 +55,8 @@ def site_folder(warehouse: Warehouse, site: str) -> Path:
 @after_marts(
     GROUP,
     {"csv", "excel"},
-    "The plan, the similar pages and the topics as CSV and one XLSX workbook per site "
+    "The plan, the similar pages, the topics and the plan's changes since the last run as CSV and one XLSX "
+    "workbook per site "
     "(header row, fitted columns, formula injection neutralised); a file whose rows did not change since "
     "the last run is left as it was.",
 )
@@ -62,6 +68,7 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
             "link_plan": warehouse.query(PLAN_SQL, [site]),
             "similar_pages": warehouse.query(PAIRS_SQL, [site]),
             "topics": warehouse.query(CLUSTERS_SQL, [site]),
+            "changes_since_last_run": warehouse.query(CHANGES_SQL, [site]),
         }
     run = exports.write_exports(site_folder(warehouse, site), tables, "interlink_plan.xlsx")
     csvs = {name: path for name, path in run.files.items() if name != "workbook"}
@@ -108,6 +115,7 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
             )
             if "graph.backtest_runs" in warehouse.tables()
             else pl.DataFrame(),
+            changes=warehouse.read_site("graph.link_plan_changes", site),
         )
     path = report.render(data, site_folder(warehouse, site) / "report.html")
     return MaterializeResult(
