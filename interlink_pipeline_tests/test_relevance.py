@@ -1,6 +1,7 @@
 """Relevance: candidates from every signal, the ranker learned per site, the backtest and its honesty
 (hidden links reach no feature), page text in, and the fallbacks a user meets."""
 
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -23,12 +24,24 @@ from interlink_pipeline.core.link_candidates import (
     page_links,
 )
 from interlink_pipeline.core.link_plan import PlanOptions, planner_without
-from interlink_pipeline.core.link_ranker import RankerOptions, fit_ranker, training_examples
+from interlink_pipeline.core.link_ranker import (
+    RankerOptions,
+    SiteState,
+    drift,
+    fit_ranker,
+    still_fits,
+    training_examples,
+)
 from interlink_pipeline.defs.embeddings import default_embedder
 from interlink_pipeline.defs.link_plan import plan_inputs
 from interlink_pipeline.defs.relevance import CandidateSettings, relevance_inputs
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline_tests.conftest import LIGHT, register_lightchiropractic, write_export
+from interlink_pipeline_tests.conftest import (
+    LIGHT,
+    changed_light_crawl,
+    register_lightchiropractic,
+    write_export,
+)
 from interlink_pipeline_tests.run_results import failure_message, materialization_metadata
 
 UPSTREAM = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "serp_results",
@@ -278,7 +291,7 @@ def test_too_few_links_fall_back_to_the_default_weights(light_inputs):
 
 
 def test_ranker_and_candidates_assets_say_what_they_did(
-    warehouse_path, inbox_root, instance, crawls, encoder
+    warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
 ):
     register_lightchiropractic(inbox_root, crawls)
     config = {"ops": {"link_ranker": {"config": {"min_positives": 5}}}}
@@ -304,6 +317,7 @@ def test_ranker_and_candidates_assets_say_what_they_did(
     again = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], config)
     reused = materialization_metadata(again, "link_ranker")
     assert reused["reused"] is True and reused["fitted_in_run"] == result.run_id
+    assert reused["reused_or_fitted_because"] == "its inputs are unchanged"
     retrain = {"ops": {"link_ranker": {"config": {"min_positives": 5, "retrain": True}}}}
     refit = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], retrain)
     assert materialization_metadata(refit, "link_ranker")["reused"] is False
@@ -324,6 +338,79 @@ def test_ranker_and_candidates_assets_say_what_they_did(
         refit.run_id: refit.run_id,
         repaired.run_id: repaired.run_id,
     }
+
+    # a re-crawl without one page: the site moved by less than refit_above, so the model is kept; with
+    # refit_above 0 any change fits it again
+    register_lightchiropractic(inbox_root, crawls, changed_light_crawl(crawls, tmp_path))
+    recrawled = _materialize(warehouse_path, inbox_root, instance, LIGHT, [*UPSTREAM, "link_ranker"], config)
+    kept = materialization_metadata(recrawled, "link_ranker")
+    assert kept["reused"] is True and kept["fitted_in_run"] == repaired.run_id
+    assert re.fullmatch(
+        r"0\.\d% of the pages and \d\.\d% of the in-content links changed since \(kept up to 5%\)",
+        kept["reused_or_fitted_because"],
+    ), kept["reused_or_fitted_because"]
+    strict = {"ops": {"link_ranker": {"config": {"min_positives": 5, "refit_above": 0.0}}}}
+    refitted = materialization_metadata(
+        _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], strict), "link_ranker"
+    )
+    assert refitted["reused"] is False and "more than 0%" in refitted["reused_or_fitted_because"]
+
+
+def test_a_model_still_fits_a_site_that_moved_little():
+    pages = pl.DataFrame({"page_id": [f"p{i}" for i in range(100)], "fingerprint": list(range(100))})
+    links = np.arange(200, dtype=np.uint64)
+    before = SiteState(pages, links)
+    moved = SiteState(
+        pages.with_columns(
+            pl.when(pl.col("fingerprint") < 3).then(-1).otherwise("fingerprint").alias("fingerprint")
+        )
+        .filter(pl.col("page_id") != "p99")
+        .vstack(pl.DataFrame({"page_id": ["new"], "fingerprint": [7]})),
+        np.arange(2, 204, dtype=np.uint64),
+    )
+    assert drift(before, before) == (0.0, 0.0)
+    assert drift(before, moved) == pytest.approx((0.05, 6 / 202))  # 3 changed, 1 gone, 1 new; 2 + 4 links
+    assert still_fits(("a", "s", before), ("a", "s", moved), 0.0) == (True, "its inputs are unchanged")
+    fits, why = still_fits(("a", "s", before), ("b", "s", moved), 0.05)
+    assert fits and why == "5.0% of the pages and 3.0% of the in-content links changed since (kept up to 5%)"
+    assert not still_fits(("a", "s", before), ("b", "s", moved), 0.04)[0]
+    assert still_fits(("a", "s", before), ("b", "t", before), 1.0) == (
+        False,
+        "the features, settings or embedding model changed",
+    )
+    assert not still_fits(("a", "s", None), ("b", "s", before), 1.0)[0]
+
+
+def test_a_backtest_stands_while_the_site_barely_changes(
+    warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
+):
+    """A re-crawl that moves the site by less than remeasure_above keeps the last measurement (recorded
+    again for this run, saying whose it is and why); remeasure_above 0 measures again."""
+    register_lightchiropractic(inbox_root, crawls)
+    chain = [*UPSTREAM, "link_ranker", "link_candidates", "link_plan", "link_backtest"]
+    first = _materialize(warehouse_path, inbox_root, instance, LIGHT, chain)
+    assert first.success
+    measured = materialization_metadata(first, "link_backtest")
+    assert measured["why"] == "measured: no earlier backtest of this site"
+    register_lightchiropractic(inbox_root, crawls, changed_light_crawl(crawls, tmp_path))
+    second = _materialize(warehouse_path, inbox_root, instance, LIGHT, chain)
+    stands = materialization_metadata(second, "link_backtest")
+    assert stands["measured_in_run"] == first.run_id and "(kept up to 5%)" in stands["why"]
+    assert stands["plan_precision"] == measured["plan_precision"]
+    strict = {"ops": {"link_backtest": {"config": {"remeasure_above": 0.0}}}}
+    third = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_backtest"], strict)
+    again = materialization_metadata(third, "link_backtest")
+    assert "measured_in_run" not in again and again["why"].startswith("measured: ")
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        rows = con.execute(
+            "SELECT run_id, measured_in_run, crawl_id FROM graph.backtest_runs ORDER BY ran_at"
+        ).fetchall()
+    assert [(run, by) for run, by, _ in rows] == [
+        (first.run_id, first.run_id),
+        (second.run_id, first.run_id),
+        (third.run_id, third.run_id),
+    ]
+    assert rows[0][2] != rows[1][2] == rows[2][2]  # each row names the crawl of its own run
 
 
 # --- page text -----------------------------------------------------------------------------------------

@@ -127,6 +127,76 @@ def training_fingerprint(
     return digest.hexdigest()
 
 
+def settings_fingerprint(candidate_options: CandidateOptions, options: RankerOptions, model_id: str) -> str:
+    """A digest of what a fitted ranker depends on besides the site itself: features and settings."""
+    described = {
+        "features": FEATURES,
+        "candidates": asdict(candidate_options),
+        "ranker": asdict(options),
+        "embedding_model": model_id,
+    }
+    return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SiteState:
+    """A site as a model saw it: a hash per page of what the candidates read of it, and one per in-content
+    link (source, target). Compared with the site now, it says how far the site has moved."""
+
+    pages: pl.DataFrame  # page_id, fingerprint
+    links: np.ndarray  # sorted distinct hashes of the in-content (source page id, target page id) pairs
+
+
+def site_state(page_ids: pl.Series, signals: SiteSignals, links: LinkGraph) -> SiteState:
+    fields = pl.DataFrame(
+        {
+            "path": signals.paths,
+            **{name: pl.Series(signals.texts[name], dtype=pl.String) for name in sorted(signals.texts)},
+            "duplicate_key": pl.Series(signals.duplicate_key or [None] * signals.n, dtype=pl.String),
+        }
+    )
+    pages = pl.DataFrame({"page_id": page_ids.cast(pl.String), "fingerprint": fields.hash_rows(seed=0)})
+    ids = page_ids.cast(pl.String)
+    pairs = pl.DataFrame(
+        {"source": ids.gather(links.source[links.content]), "target": ids.gather(links.target[links.content])}
+    )
+    return SiteState(pages, np.unique(pairs.hash_rows(seed=0).to_numpy()))
+
+
+def drift(before: SiteState, now: SiteState) -> tuple[float, float]:
+    """(share of pages added, removed or changed, share of in-content links added or removed) since
+    `before`, each of the larger of the two sites."""
+    pages = before.pages.join(now.pages, on="page_id", how="full", suffix="_now")
+    changed = pages.filter(
+        pl.col("fingerprint").is_null()
+        | pl.col("fingerprint_now").is_null()
+        | (pl.col("fingerprint") != pl.col("fingerprint_now"))
+    ).height
+    page_share = changed / max(before.pages.height, now.pages.height, 1)
+    link_share = len(np.setxor1d(before.links, now.links)) / max(len(before.links), len(now.links), 1)
+    return page_share, link_share
+
+
+def still_fits(
+    fitted: tuple[str, str, SiteState | None], now: tuple[str, str, SiteState], refit_above: float
+) -> tuple[bool, str]:
+    """Whether a model fitted on `fitted` (inputs fingerprint, settings fingerprint, site state) serves the
+    inputs `now`, and why: the same inputs, or the same settings on a site that has moved by at most
+    `refit_above` (share of pages, and of in-content links) since the fit. A model fitted on 99% of the
+    same examples is the same model in all but noise, and refitting it costs most of a re-run."""
+    if fitted[0] == now[0]:
+        return True, "its inputs are unchanged"
+    if fitted[1] != now[1]:
+        return False, "the features, settings or embedding model changed"
+    if fitted[2] is None:
+        return False, "the kept model does not record the site it was fitted on"
+    pages, links = drift(fitted[2], now[2])
+    moved = f"{pages:.1%} of the pages and {links:.1%} of the in-content links changed since"
+    if max(pages, links) <= refit_above:
+        return True, f"{moved} (kept up to {refit_above:.0%})"
+    return False, f"{moved}, more than {refit_above:.0%}"
+
+
 def _models(kind: ModelKind, seed: int) -> dict[str, object]:
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression

@@ -643,6 +643,11 @@ class BacktestRun(pa.DataFrameModel):
         description="JSON: per plan reason, links, hits, precision and mean probability."
     )
     seconds: pl.Float64 = pa.Field(ge=0, description="Time the backtest took.")
+    measured_in_run: str = pa.Field(
+        nullable=True,
+        description="The run that measured these figures: this one, or an earlier one whose backtest still "
+        "stands (the site changed by at most remeasure_above since).",
+    )
 
     class Config:
         strict = True

@@ -2,16 +2,25 @@
 against them next to a same-budget baseline — every run shows how good its links are."""
 
 import dataclasses
+import hashlib
 import json
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
 from interlink_pipeline.core.link_backtest import pairs_to_hide, run_backtest
 from interlink_pipeline.core.link_plan import PlanOptions, planner_without
-from interlink_pipeline.core.link_ranker import RankerOptions
+from interlink_pipeline.core.link_ranker import (
+    RankerOptions,
+    SiteState,
+    site_state,
+    still_fits,
+    training_fingerprint,
+)
 from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.core.warehouse import NO_FAILURES, ValidationReport
 from interlink_pipeline.defs.embeddings import Embedder
@@ -21,7 +30,10 @@ from interlink_pipeline.defs.relevance import (
     GROUP,
     CandidateSettings,
     LinkBacktestConfig,
+    load_state,
+    ranker_path,
     relevance_inputs,
+    save_state,
 )
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import materialized, record_run, site_asset, user_errors
@@ -53,20 +65,45 @@ def link_backtest(
         )
         yield from _skipped(context, site, base.pages["crawl_id"][0], started)
         return
-    hidden = pairs_to_hide(inputs.links, config.fraction, config.seed)
     ranker_options = RankerOptions(seed=config.seed)
     plan_options = PlanOptions()
-
-    plan = planner_without(base, hidden, plan_options)
-    result = run_backtest(
-        inputs.signals, inputs.links, hidden, plan, candidate_settings.options(), ranker_options, config.k
-    )
-    f = result.figures
     settings = {
         "candidates": dataclasses.asdict(candidate_settings.options()),
         "ranker": dataclasses.asdict(ranker_options),
         "plan": dataclasses.asdict(plan_options),
     }
+    model_id = embedder.identity().model_id
+    measured = json.dumps({**settings, "fraction": config.fraction, "k": config.k, "model": model_id})
+    now = (
+        training_fingerprint(
+            inputs.signals, inputs.links, candidate_settings.options(), ranker_options, model_id
+        ),
+        hashlib.sha256(measured.encode()).hexdigest(),
+        site_state(inputs.pages["page_id"], inputs.signals, inputs.links),
+    )
+    state_path = ranker_path(warehouse, site).with_name("backtest_inputs.joblib")
+    earlier, why = _earlier_measurement(warehouse, site, state_path, now, config.remeasure_above)
+    if earlier is not None:
+        context.log.info(f"{site}: the backtest of run {earlier['measured_in_run'][0]} stands: {why}")
+        row = earlier.with_columns(
+            pl.lit(context.run.run_id).alias("run_id"),
+            pl.lit(datetime.now(UTC).replace(tzinfo=None)).dt.cast_time_unit("us").alias("ran_at"),
+            pl.lit(base.pages["crawl_id"][0]).alias("crawl_id"),
+            pl.lit(time.monotonic() - started).alias("seconds"),
+        )
+        metadata = {
+            **_figures(row.row(0, named=True)),
+            "measured_in_run": row["measured_in_run"][0],
+            "why": why,
+        }
+        yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
+        return
+    hidden = pairs_to_hide(inputs.links, config.fraction, config.seed)
+    plan = planner_without(base, hidden, plan_options)
+    result = run_backtest(
+        inputs.signals, inputs.links, hidden, plan, candidate_settings.options(), ranker_options, config.k
+    )
+    f = result.figures
     row = pl.DataFrame(
         {
             "site": [site],
@@ -91,6 +128,7 @@ def link_backtest(
             "candidate_coverage": [f["candidate_coverage"]],
             "precision_by_reason": [json.dumps(result.by_reason.to_dicts())],
             "seconds": [time.monotonic() - started],
+            "measured_in_run": [context.run.run_id],
         },
         schema_overrides={
             "ran_at": pl.Datetime("us"),
@@ -100,14 +138,56 @@ def link_backtest(
             "k": pl.Int32,
         },
     )
+    context.log.info(
+        f"{site}: {result.hidden_links} links hidden; plan precision {f['plan_precision']:.3f} vs baseline "
+        f"{f['baseline_precision']:.3f}"
+    )
+    metadata = {
+        **_figures(row.row(0, named=True)),
+        "why": f"measured: {why}",
+        "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in result.seconds.items()}),
+    }
+    yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
+    save_state(BacktestInputs(*now[:2], now[2], context.run.run_id), state_path)
+
+
+@dataclass
+class BacktestInputs:
+    """What a backtest measured (inputs and settings fingerprints, the site), kept beside the ranker."""
+
+    fingerprint: str
+    settings: str
+    state: SiteState
+    run_id: str
+
+
+def _earlier_measurement(
+    warehouse: Warehouse, site: str, path: Path, now: tuple, remeasure_above: float
+) -> tuple[pl.DataFrame | None, str]:
+    """The latest backtest row when it still measures this site (see still_fits), and why it does or not."""
+    kept = load_state(path, BacktestInputs)
+    if kept is None:
+        return None, "no earlier backtest of this site"
+    fits, why = still_fits((kept.fingerprint, kept.settings, kept.state), now, remeasure_above)
+    if not fits:
+        return None, why
+    rows = warehouse.query(
+        "SELECT * FROM graph.backtest_runs WHERE site = ? AND run_id = ? ORDER BY ran_at DESC LIMIT 1",
+        [site, kept.run_id],
+    )
+    return (rows, why) if rows.height else (None, "its run is no longer in graph.backtest_runs")
+
+
+def _figures(row: dict) -> dict:
+    """The metadata of a backtest row: ours against the baseline, as figures, a table and bars."""
+    k = row["k"]
     comparison = pl.DataFrame(
         {
-            "figure": ["plan precision", "plan recall", f"candidate precision@{config.k}",
-                       f"candidate recall@{config.k}"],
-            "ours": [f["plan_precision"], f["plan_recall"], f["candidate_precision_at_k"],
-                     f["candidate_recall_at_k"]],
-            "baseline": [f["baseline_precision"], f["baseline_recall"], f["baseline_precision_at_k"],
-                         f["baseline_recall_at_k"]],
+            "figure": ["plan precision", "plan recall", f"candidate precision@{k}", f"candidate recall@{k}"],
+            "ours": [row["plan_precision"], row["plan_recall"], row["candidate_precision_at_k"],
+                     row["candidate_recall_at_k"]],
+            "baseline": [row["baseline_precision"], row["baseline_recall"], row["baseline_precision_at_k"],
+                         row["baseline_recall_at_k"]],
         }
     ).with_columns(
         (pl.col("ours") / pl.col("baseline")).round(2).alias("ratio"), pl.col("ours", "baseline").round(4)
@@ -117,30 +197,28 @@ def link_backtest(
         f"`{name:<24}` ours {_bar(ours, top)} {ours:.3f}<br>`{'':<24}` base {_bar(base, top)} {base:.3f}"
         for name, ours, base in comparison.select("figure", "ours", "baseline").iter_rows()
     )
-    context.log.info(
-        f"{site}: {result.hidden_links} links hidden; plan precision {f['plan_precision']:.3f} vs baseline "
-        f"{f['baseline_precision']:.3f}"
-    )
-    metadata = {
-        "hidden_links": result.hidden_links,
-        "plan_links": int(f["plan_links"]),
-        "plan_precision": MetadataValue.float(round(f["plan_precision"], 4)),
-        "plan_recall": MetadataValue.float(round(f["plan_recall"], 4)),
-        "baseline_precision": MetadataValue.float(round(f["baseline_precision"], 4)),
-        "candidate_precision_at_k": MetadataValue.float(round(f["candidate_precision_at_k"], 4)),
-        "baseline_precision_at_k": MetadataValue.float(round(f["baseline_precision_at_k"], 4)),
-        "candidate_coverage": MetadataValue.float(round(f["candidate_coverage"], 4)),
+    by_reason = pl.DataFrame(json.loads(row["precision_by_reason"]))
+    return {
+        "hidden_links": row["hidden_links"],
+        "plan_links": row["plan_links"],
+        "plan_precision": MetadataValue.float(round(row["plan_precision"], 4)),
+        "plan_recall": MetadataValue.float(round(row["plan_recall"], 4)),
+        "baseline_precision": MetadataValue.float(round(row["baseline_precision"], 4)),
+        "candidate_precision_at_k": MetadataValue.float(round(row["candidate_precision_at_k"], 4)),
+        "baseline_precision_at_k": MetadataValue.float(round(row["baseline_precision_at_k"], 4)),
+        "candidate_coverage": MetadataValue.float(round(row["candidate_coverage"], 4)),
         "ours_vs_baseline": MetadataValue.md(markdown_table(comparison, 10)),
         "chart": MetadataValue.md(chart),
         "precision_by_reason": MetadataValue.md(
             markdown_table(
-                result.by_reason.with_columns(pl.col("precision", "mean_probability").round(3)), 10
+                by_reason.with_columns(
+                    pl.col(c).round(3) for c in ("precision", "mean_probability") if c in by_reason.columns
+                ),
+                10,
             )
         ),
-        "ranker": result.ranker.reason,
-        "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in result.seconds.items()}),
+        "ranker": row["ranker"],
     }
-    yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
 
 
 def _skipped(context, site, crawl_id, started):

@@ -28,7 +28,11 @@ from interlink_pipeline.core.link_candidates import (
 from interlink_pipeline.core.link_ranker import (
     Ranker,
     RankerOptions,
+    SiteState,
     fit_ranker,
+    settings_fingerprint,
+    site_state,
+    still_fits,
     training_examples,
     training_fingerprint,
 )
@@ -98,12 +102,26 @@ class LinkRankerConfig(Config):
     retrain: bool = Field(
         default=False, description="Fit again even when the kept model was fitted on the same inputs."
     )
+    refit_above: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="Keep the fitted model while at most this share of pages and of in-content links changed "
+        "since its fit (a re-crawl); 0 refits on any change.",
+    )
 
 
 class LinkBacktestConfig(Config):
     fraction: float = Field(default=0.2, gt=0, lt=1, description="Share of in-content link pairs hidden.")
     seed: int = Field(default=0, description="Which links are hidden (the same seed hides the same ones).")
     k: int = Field(default=10, ge=1, description="Candidate precision@k and recall@k.")
+    remeasure_above: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="The last backtest stands while at most this share of pages and of in-content links "
+        "changed since it measured (a re-crawl); 0 measures again on any change.",
+    )
 
 
 def options_from(config: Config, kind: type) -> object:
@@ -162,14 +180,30 @@ class KeptRanker:
     run_id: str  # the run that fitted it
     fitted_at: datetime  # UTC, naive
     features: tuple[str, ...] = FEATURES
+    settings: str = ""  # settings_fingerprint
+    state: SiteState | None = None  # the site it was fitted on
 
 
-def save_ranker(kept: KeptRanker, path: Path) -> None:
+def save_state(kept: object, path: Path) -> None:
+    """A fitted ranker or what a backtest measured, kept beside the warehouse (written whole or not)."""
     import joblib
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with replaced_atomically(path) as tmp:
         joblib.dump(kept, tmp)
+
+
+def load_state(path: Path, kind: type) -> object | None:
+    """What save_state kept at `path` when it is a `kind`; None when missing, unreadable or another kind."""
+    import joblib
+
+    if not path.is_file():
+        return None
+    try:
+        kept = joblib.load(path)
+    except Exception:  # a truncated or foreign file is as good as none: it is measured and written again
+        return None
+    return kept if isinstance(kept, kind) else None
 
 
 def load_ranker(path: Path, site: str) -> KeptRanker:
@@ -190,16 +224,19 @@ def load_ranker(path: Path, site: str) -> KeptRanker:
     return kept
 
 
-def reusable_ranker(path: Path, site: str, fingerprint: str) -> KeptRanker | None:
-    """The kept ranker if it was fitted on exactly these inputs; None when there is none, it is
-    unreadable or its inputs differ (then the ranker is fitted again and the file replaced)."""
+def reusable_ranker(
+    path: Path, site: str, now: tuple[str, str, SiteState], refit_above: float
+) -> tuple[KeptRanker | None, str]:
+    """The kept ranker when it still fits these inputs (see still_fits), and why it is kept or fitted
+    again (then the file is replaced)."""
     if not path.is_file():
-        return None
+        return None, "no model was fitted for this site yet"
     try:
         kept = load_ranker(path, site)
-    except InputError:
-        return None
-    return kept if kept.fingerprint == fingerprint else None
+    except InputError as error:
+        return None, str(error)
+    fits, why = still_fits((kept.fingerprint, kept.settings, getattr(kept, "state", None)), now, refit_above)
+    return (kept if fits else None), why
 
 
 def _figure(value: float) -> float:
@@ -274,19 +311,27 @@ def link_ranker(
         path = ranker_path(warehouse, site)
         inputs = relevance_inputs(warehouse, embedder, site)
         options = options_from(config, RankerOptions)
+        model_id = embedder.identity().model_id
         fingerprint = training_fingerprint(
-            inputs.signals, inputs.links, candidate_settings.options(), options, embedder.identity().model_id
+            inputs.signals, inputs.links, candidate_settings.options(), options, model_id
         )
-        kept = None if config.retrain else reusable_ranker(path, site, fingerprint)
+        settings = settings_fingerprint(candidate_settings.options(), options, model_id)
+        state = site_state(inputs.pages["page_id"], inputs.signals, inputs.links)
+        kept, why = (
+            (None, "retrain was set")
+            if config.retrain
+            else reusable_ranker(path, site, (fingerprint, settings, state), config.refit_above)
+        )
         if kept is None:
             builder = CandidateBuilder(inputs.signals, candidate_settings.options())
             examples = training_examples(builder, inputs.links, options)
             fitted = fit_ranker(examples, options)
-            kept = KeptRanker(fitted, fingerprint, context.run.run_id, datetime.now(UTC).replace(tzinfo=None))
-            save_ranker(kept, path)
-            context.log.info(f"{site}: {kept.ranker.reason}")
+            fitted_at = datetime.now(UTC).replace(tzinfo=None)
+            kept = KeptRanker(fitted, fingerprint, context.run.run_id, fitted_at, FEATURES, settings, state)
+            save_state(kept, path)
+            context.log.info(f"{site}: fitted again ({why}): {kept.ranker.reason}")
         else:
-            context.log.info(f"{site}: inputs unchanged since run {kept.run_id}: its model is reused")
+            context.log.info(f"{site}: the model of run {kept.run_id} is reused: {why}")
     ranker = kept.ranker
     row = pl.DataFrame(
         {
@@ -313,6 +358,7 @@ def link_ranker(
     metadata = {
         **_ranker_metadata(ranker),
         "reused": kept.run_id != context.run.run_id,
+        "reused_or_fitted_because": why,
         "fitted_in_run": kept.run_id,
         "model_file": MetadataValue.path(str(path)),
     }
