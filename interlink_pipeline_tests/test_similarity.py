@@ -7,7 +7,13 @@ import polars as pl
 import pytest
 
 from interlink_pipeline.core import similarity
-from interlink_pipeline.core.clusters import ClusterOptions, candidate_ks, label_clusters, topic_clusters
+from interlink_pipeline.core.clusters import (
+    ClusterOptions,
+    PreviousClusters,
+    candidate_ks,
+    label_clusters,
+    topic_clusters,
+)
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
@@ -241,6 +247,46 @@ def test_bad_cluster_settings():
     vectors, _ = _blobs(5, 2)
     with pytest.raises(InputError, match="k=20 must be between 2 and the number of pages minus one"):
         topic_clusters(_ids(10), pl.Series(["x"] * 10), vectors, ClusterOptions(k=20))
+
+
+def test_a_recrawl_refines_the_last_clusters_and_keeps_their_ids_and_labels():
+    """2% of the pages changed: the last centroids are refined (no k search), every cluster keeps its id and
+    label, and the clustering agrees with a full one; 30% changed: k is chosen anew."""
+    from sklearn.metrics import adjusted_rand_score
+
+    vectors, truth = _blobs(40, 12, spread=0.3)
+    ids = _ids(len(vectors))
+    texts = pl.Series([f"topic{t} word{t} page{i}" for i, t in enumerate(truth)])
+    hashes = pl.Series([f"h{i}" for i in range(len(vectors))])
+    pages, clusters, stats = topic_clusters(ids, texts, vectors, text_hashes=hashes)
+    assert stats.mode == "full" and stats.why == "no earlier clustering of this site"
+    previous = PreviousClusters(
+        np.asarray(clusters.sort("cluster_id")["centroid"].to_list(), dtype=np.float32),
+        pages.select("page_id", "cluster_id").with_columns(hashes.alias("text_hash")),
+        clusters.select("cluster_id", "label", "top_terms"),
+        float(1 - pages["distance"].mean()),
+    )
+    rng = np.random.default_rng(5)
+    changed = rng.choice(len(vectors), 10, replace=False)
+    moved = vectors.copy()
+    moved[changed] = _unit(moved[changed] + 0.05 * rng.normal(size=(10, vectors.shape[1])))
+    new_hashes = hashes.scatter(changed, [f"changed{i}" for i in changed])
+    warm_pages, warm_clusters, warm = topic_clusters(
+        ids, texts, moved, text_hashes=new_hashes, previous=previous
+    )
+    assert warm.mode == "warm" and warm.chosen_by == "the last run's centroids" and not warm.silhouette_by_k
+    assert (
+        warm.why
+        == "2.1% of the pages changed, were added or removed since the last run (k chosen anew above 10%)"
+    )
+    assert warm.k == stats.k and warm.labels_kept == stats.k
+    assert warm_clusters.sort("cluster_id")["label"].equals(clusters.sort("cluster_id")["label"])
+    assert adjusted_rand_score(pages["cluster_id"], warm_pages["cluster_id"]) > 0.95
+    full_pages, _, _ = topic_clusters(ids, texts, moved, ClusterOptions(k=stats.k))
+    assert adjusted_rand_score(full_pages["cluster_id"], warm_pages["cluster_id"]) > 0.95
+    many = hashes.scatter(np.arange(150), [f"x{i}" for i in range(150)])
+    _, _, anew = topic_clusters(ids, texts, moved, text_hashes=many, previous=previous)
+    assert anew.mode == "full" and anew.why.endswith("more than 10%: k chosen anew")
 
 
 def test_fewer_than_three_pages_form_one_cluster():

@@ -37,6 +37,7 @@ class ClusterOptions:
     keep_words: tuple[str, ...] = ()  # never treated as stop words
     top_terms: int = 10
     seed: int = 0
+    recluster_above: float = 0.1  # share of pages changed since the last run above which k is chosen anew
 
 
 @dataclass
@@ -46,6 +47,25 @@ class ClusterStats:
     silhouette_by_k: dict[int, float] = field(default_factory=dict)
     language: str = "en"
     seconds: float = 0.0
+    mode: str = "full"  # full, or warm: the last run's centroids refined
+    why: str = ""
+    labels_kept: int = 0  # clusters whose label carried over (their members barely moved)
+
+
+# A warm start may not make the clusters looser than this (mean cosine to the centroid) than last time.
+MAX_COHESION_DROP = 0.02
+# A cluster keeps its label while this share of its members (Jaccard) is the same as last time.
+LABEL_KEPT_ABOVE = 0.9
+
+
+@dataclass(frozen=True)
+class PreviousClusters:
+    """The last run's clustering: what a re-crawl warm-starts from."""
+
+    centroids: np.ndarray  # row i: cluster i's unit centroid
+    members: pl.DataFrame  # page_id, cluster_id, text_hash
+    names: pl.DataFrame  # cluster_id, label, top_terms
+    cohesion: float  # mean cosine of the pages to their centroid
 
 
 def candidate_ks(n: int, options: ClusterOptions) -> list[int]:
@@ -180,13 +200,25 @@ def _nearest(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
 
 
 def topic_clusters(
-    page_ids: pl.Series, texts: pl.Series, vectors: np.ndarray, options: ClusterOptions | None = None
+    page_ids: pl.Series,
+    texts: pl.Series,
+    vectors: np.ndarray,
+    options: ClusterOptions | None = None,
+    *,
+    text_hashes: pl.Series | None = None,
+    previous: PreviousClusters | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, ClusterStats]:
-    """(page rows, cluster rows, stats) for one site's pages."""
+    """(page rows, cluster rows, stats) for one site's pages. Given the pages' `text_hashes` and the last
+    run's clustering, a re-crawl that changed few pages refines the last centroids instead of choosing k
+    anew: cluster ids stay, and a cluster whose members barely moved keeps its label."""
     options = options or ClusterOptions()
     started = time.monotonic()
     n = len(vectors)
-    if n < 3:  # too few pages to compare clusterings: they form one topic
+    warm, why = _warm_start(page_ids, text_hashes, vectors, options, previous)
+    if warm is not None:
+        labels, centroids = warm
+        k, chosen_by, scores = len(centroids), "the last run's centroids", {}
+    elif n < 3:  # too few pages to compare clusterings: they form one topic
         mean = vectors.mean(axis=0)
         labels, centroids = np.zeros(n, dtype=np.int64), (mean / max(np.linalg.norm(mean), 1e-12))[None, :]
         k, chosen_by, scores = 1, "fewer than 3 pages", {}
@@ -197,7 +229,7 @@ def topic_clusters(
     else:
         k, scores = choose_k(vectors, options)
         chosen_by = "silhouette"
-    if k > 1:
+    if warm is None and k > 1:
         labels, centroids = fit_kmeans(vectors, k, options)
     similarity = np.einsum("ij,ij->i", vectors, centroids[labels])
     text_list = texts.to_list()
@@ -211,6 +243,9 @@ def topic_clusters(
             "distance": pl.Series(np.clip(1.0 - similarity, 0.0, 2.0), dtype=pl.Float32),
         }
     )
+    kept = 0
+    if warm is not None:
+        named, kept = _carried_labels(named, page_rows, previous)
     page_rows = page_rows.with_columns(
         (pl.col("distance").rank("ordinal").over("cluster_id") == 1).alias("is_representative")
     )
@@ -219,6 +254,83 @@ def topic_clusters(
         (1 - pl.col("distance")).mean().cast(pl.Float32).alias("cohesion"),
         pl.col("page_id").filter(pl.col("is_representative")).first().alias("representative_page_id"),
     )
-    cluster_rows = named.join(sizes, on="cluster_id").sort("size", descending=True)
-    stats = ClusterStats(k, chosen_by, scores, language, time.monotonic() - started)
+    centroid_rows = pl.DataFrame(
+        {
+            "cluster_id": pl.Series(np.arange(len(centroids)), dtype=pl.Int32),
+            "centroid": pl.Series(centroids.astype(np.float32)).cast(pl.List(pl.Float32)),
+        }
+    )
+    cluster_rows = (
+        named.join(sizes, on="cluster_id")
+        .join(centroid_rows, on="cluster_id")
+        .sort("size", "cluster_id", descending=[True, False])
+    )
+    stats = ClusterStats(
+        k, chosen_by, scores, language, time.monotonic() - started, "warm" if warm else "full", why, kept
+    )
     return page_rows, cluster_rows, stats
+
+
+def _warm_start(
+    page_ids: pl.Series,
+    text_hashes: pl.Series | None,
+    vectors: np.ndarray,
+    options: ClusterOptions,
+    previous: PreviousClusters | None,
+) -> tuple[tuple[np.ndarray, np.ndarray] | None, str]:
+    """(labels, centroids) refined from the last run's centroids, or None; and why."""
+    if previous is None or text_hashes is None or not len(previous.centroids):
+        return None, "no earlier clustering of this site"
+    k = len(previous.centroids)
+    if previous.centroids.shape[1] != vectors.shape[1]:
+        return None, "the embedding model changed"
+    if options.k is not None and options.k != k:
+        return None, f"k is configured to {options.k} (was {k})"
+    if not 2 <= k < len(vectors):
+        return None, f"{len(vectors)} pages are too few for the last run's {k} clusters"
+    now = pl.DataFrame({"page_id": page_ids.cast(pl.String), "text_hash": text_hashes.cast(pl.String)})
+    same = now.join(previous.members, on=["page_id", "text_hash"], how="semi").height
+    removed = previous.members.join(now, on="page_id", how="anti").height
+    changed = (now.height - same) + removed
+    share = changed / max(now.height, previous.members.height)
+    moved = f"{share:.1%} of the pages changed, were added or removed since the last run"
+    if share > options.recluster_above:
+        return None, f"{moved}, more than {options.recluster_above:.0%}: k chosen anew"
+    from sklearn.cluster import KMeans, MiniBatchKMeans
+
+    kind = MiniBatchKMeans if len(vectors) > options.minibatch_above else KMeans
+    extra = {"batch_size": 4096, "max_no_improvement": 20} if kind is MiniBatchKMeans else {}
+    model = kind(k, init=previous.centroids, n_init=1, random_state=options.seed, **extra)
+    labels = model.fit_predict(vectors).astype(np.int32)
+    centroids = model.cluster_centers_.astype(np.float32)
+    centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12, None)
+    cohesion = float(np.einsum("ij,ij->i", vectors, centroids[labels]).mean())
+    if cohesion < previous.cohesion - MAX_COHESION_DROP:
+        return (
+            None,
+            f"{moved}, but the refined clusters are looser (cohesion {previous.cohesion:.3f} → "
+            f"{cohesion:.3f}): k chosen anew",
+        )
+    return (labels, centroids), f"{moved} (k chosen anew above {options.recluster_above:.0%})"
+
+
+def _carried_labels(
+    named: pl.DataFrame, page_rows: pl.DataFrame, previous: PreviousClusters
+) -> tuple[pl.DataFrame, int]:
+    """The last run's label and terms for each cluster whose members barely moved (a stable name for
+    the team), fresh ones for the others."""
+    before = previous.members.group_by("cluster_id").agg(pl.col("page_id").alias("before"))
+    after = page_rows.group_by("cluster_id").agg(pl.col("page_id").alias("after"))
+    overlap = after.join(before, on="cluster_id").with_columns(
+        (
+            pl.col("after").list.set_intersection("before").list.len()
+            / pl.col("after").list.set_union("before").list.len()
+        ).alias("jaccard")
+    )
+    stable = (
+        overlap.filter(pl.col("jaccard") >= LABEL_KEPT_ABOVE)
+        .select("cluster_id")
+        .join(previous.names, on="cluster_id")
+    )
+    carried = pl.concat([named.join(stable, on="cluster_id", how="anti"), stable.select(named.columns)])
+    return _distinct_labels(carried.sort("cluster_id")), stable.height

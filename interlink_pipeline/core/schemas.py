@@ -279,6 +279,9 @@ class PageCluster(pa.DataFrameModel):
     cluster_id: pl.Int32 = pa.Field(ge=0, description="The page's cluster (see ml.clusters).")
     distance: pl.Float32 = pa.Field(ge=0, le=2, description="Cosine distance to the cluster's centroid.")
     is_representative: bool = pa.Field(description="The page closest to its cluster's centroid.")
+    text_hash: str = pa.Field(
+        nullable=True, description="MD5 of the page text it was clustered by (the next run compares it)."
+    )
 
     class Config:
         strict = True
@@ -297,6 +300,9 @@ class Cluster(pa.DataFrameModel):
     size: pl.Int32 = pa.Field(ge=1, description="Pages in the cluster.")
     cohesion: pl.Float32 = pa.Field(ge=-1, le=1.0001, description="Mean cosine of its pages to the centroid.")
     representative_page_id: str = pa.Field(description="The page closest to the centroid.")
+    centroid: pl.List(pl.Float32) = pa.Field(
+        nullable=True, description="Unit-norm centroid of its pages' vectors: where the next run starts from."
+    )
 
     class Config:
         strict = True

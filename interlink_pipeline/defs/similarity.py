@@ -3,11 +3,12 @@
 import time
 from typing import Literal
 
+import numpy as np
 import polars as pl
 from dagster import AssetCheckResult, AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.clusters import ClusterOptions
+from interlink_pipeline.core.clusters import ClusterOptions, PreviousClusters
 from interlink_pipeline.core.clusters import topic_clusters as topic_clusters_core
 from interlink_pipeline.core.encoders import resolve_device
 from interlink_pipeline.core.page_embeddings import read_vectors
@@ -73,6 +74,13 @@ class ClustersConfig(Config):
     extra_stop_words: list[str] = Field(default_factory=list, description="Words never used in labels.")
     keep_words: list[str] = Field(default_factory=list, description="Words never treated as stop words.")
     top_terms: int = Field(default=10, ge=1, le=50, description="Phrases kept per cluster.")
+    recluster_above: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="A re-crawl refines the last run's clusters (ids and settled labels kept) while at most "
+        "this share of pages changed; above it, k is chosen anew.",
+    )
 
 
 @site_asset(
@@ -192,6 +200,21 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
     yield from persist(context, warehouse, site, frames, metadata, started, [k_check])
 
 
+def previous_clusters(warehouse: Warehouse, site: str) -> PreviousClusters | None:
+    """The site's last clustering (centroids, members and names), or None before the first."""
+    clusters = warehouse.read_site("ml.clusters", site).drop_nulls("centroid").sort("cluster_id")
+    if clusters.is_empty() or clusters["cluster_id"].to_list() != list(range(clusters.height)):
+        return None  # a clustering from before centroids were kept, or one with an empty cluster
+    members = warehouse.read_site("ml.page_clusters", site, ["page_id", "cluster_id", "text_hash"])
+    cohesion = float((clusters["cohesion"] * clusters["size"]).sum() / max(1, clusters["size"].sum()))
+    return PreviousClusters(
+        np.asarray(clusters["centroid"].to_list(), dtype=np.float32),
+        members.drop_nulls("text_hash"),
+        clusters.select("cluster_id", "label", "top_terms"),
+        cohesion,
+    )
+
+
 def _strongest(pairs: pl.DataFrame, titles: pl.DataFrame, relation: str, rows: int) -> pl.DataFrame:
     """The top pairs of one relation with their pages' URLs and titles, for the UI preview (named after the
     cut: at 1M pages, naming all 24M pairs would take gigabytes)."""
@@ -222,7 +245,7 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        pages, vectors = read_vectors(warehouse.path, site, ("page_id", "url", "text"))
+        pages, vectors = read_vectors(warehouse.path, site, ("page_id", "url", "text", "text_hash"))
         options = ClusterOptions(
             k=config.k or None,
             k_min=config.k_min or None,
@@ -231,11 +254,19 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
             extra_stop_words=tuple(config.extra_stop_words),
             keep_words=tuple(config.keep_words),
             top_terms=config.top_terms,
+            recluster_above=config.recluster_above,
         )
         page_rows, cluster_rows, stats = topic_clusters_core(
-            pages["page_id"], pages["text"], vectors, options
+            pages["page_id"],
+            pages["text"],
+            vectors,
+            options,
+            text_hashes=pages["text_hash"],
+            previous=previous_clusters(warehouse, site),
         )
-    page_rows = page_rows.with_columns(pl.lit(site).alias("site"))
+    page_rows = page_rows.with_columns(pl.lit(site).alias("site")).join(
+        pages.select("page_id", "text_hash"), on="page_id", how="left", maintain_order="left"
+    )
     cluster_rows = cluster_rows.with_columns(pl.lit(site).alias("site"))
     one_each = AssetCheckResult(
         check_name="every_page_in_one_cluster",
@@ -260,6 +291,9 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
         "example",
     )
     metadata = {
+        "clustering": stats.mode,
+        "clustering_why": stats.why,
+        "labels_kept": stats.labels_kept,
         "k": stats.k,
         "k_chosen_by": stats.chosen_by,
         "language": stats.language,
