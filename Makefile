@@ -64,6 +64,7 @@ bench: install
 	$(BIN)/python -m benchmarks.bench_similarity
 	$(BIN)/python -m benchmarks.bench_link_plan
 	$(BIN)/python -m benchmarks.bench_link_quality
+	$(BIN)/python -m benchmarks.bench_incremental
 
 ## Regenerate the README's table reference from the schemas.
 docs: install
