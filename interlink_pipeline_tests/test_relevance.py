@@ -9,6 +9,7 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.crawl_exports import read_page_text
 from interlink_pipeline.core.errors import InputError
@@ -19,6 +20,7 @@ from interlink_pipeline.core.link_candidates import (
     CandidateBuilder,
     CandidateOptions,
     LinkGraph,
+    NeighbourStore,
     SiteSignals,
     build_candidates,
     page_links,
@@ -215,6 +217,20 @@ def _planner(base, hidden):
     return checked
 
 
+def test_sampled_training_sources_keep_the_features_they_would_have_had(light_inputs):
+    """A site too big for max_training_rows gets features for a sample of its sources only, and those rows
+    are exactly the full examples' rows of the same sources."""
+    _, inputs, _ = light_inputs
+    builder = CandidateBuilder(inputs.signals, CandidateOptions())
+    full = training_examples(builder, inputs.links, RankerOptions())
+    sampled = training_examples(builder, inputs.links, RankerOptions(max_training_rows=full.height // 3))
+    assert 0 < sampled.height < full.height // 2
+    assert sampled["source"].n_unique() < full["source"].n_unique()
+    same_sources = full.filter(pl.col("source").is_in(sampled["source"].unique().implode()))
+    keys = ["fold", "source", "target"]
+    assert_frame_equal(sampled.sort(keys), same_sources.sort(keys))
+
+
 def test_hidden_links_reach_no_feature(light_inputs):
     """What a backtest builds from a site with hidden links equals what it builds from an export that never
     had them: the hidden links enter the scoring and nothing else."""
@@ -379,6 +395,41 @@ def test_a_model_still_fits_a_site_that_moved_little():
         "the features, settings or embedding model changed",
     )
     assert not still_fits(("a", "s", None), ("b", "s", before), 1.0)[0]
+
+
+def test_kept_text_neighbours_follow_a_recrawl_exactly(tmp_path):
+    """The candidates' text neighbours, updated for a re-crawl (some texts changed, one page gone, one
+    new), equal a search from scratch of the final pages; an unchanged site searches nothing."""
+    rng = np.random.default_rng(3)
+
+    def unit(rows):
+        vectors = rng.normal(size=(rows, 16)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    ids = [f"p{i}" for i in range(300)]
+    vectors, texts = unit(300), [f"title {i}" for i in range(300)]
+    vectors[5] = 0.0  # a page without the field
+    texts[5] = None
+    kept = NeighbourStore(tmp_path / "kept", ids, "model-a")
+    kept.search("title", vectors, texts, k=4)
+    assert kept.search("title", vectors, texts, k=4).pages_searched == 0
+
+    changed = [2, 40, 41, 250]
+    vectors[changed] = unit(len(changed))
+    texts = [f"title {i} new" if i in changed else t for i, t in enumerate(texts)]
+    final_ids = [*ids[1:], "p-new"]  # p0 gone, p-new added at the end
+    final_vectors = np.vstack([vectors[1:], unit(1)])
+    final_texts = [*texts[1:], "a new page"]
+    recrawl = NeighbourStore(tmp_path / "kept", final_ids, "model-a")
+    increment = recrawl.search("title", final_vectors, final_texts, k=4)
+    assert increment.mode == "incremental" and increment.pages_changed == len(changed) + 1
+    fresh = NeighbourStore(tmp_path / "fresh", final_ids, "model-a")
+    assert fresh.search("title", final_vectors, final_texts, k=4).mode == "full"
+    updated, expected = recrawl.matrix("title", 4), fresh.matrix("title", 4)
+    assert updated.nnz == expected.nnz == 299 * 5  # k + 1 neighbours of each page with a title
+    assert ((updated != 0) != (expected != 0)).nnz == 0  # the same neighbours
+    assert abs(updated - expected).max() < 1e-6  # scores up to float rounding of another block shape
+    assert updated[4].nnz == 0  # the page without a title has no neighbours and is nobody's
 
 
 def test_a_backtest_stands_while_the_site_barely_changes(

@@ -15,16 +15,25 @@ are given: a backtest passes the visible links, so hidden links reach no feature
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
+import os
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from scipy import sparse
 
-from interlink_pipeline.core.similarity import exact_top
+from interlink_pipeline.core.similarity import (
+    NEIGHBOUR_MARGIN,
+    Increment,
+    exact_top,
+    nearest_pages,
+    neighbour_state,
+)
 from interlink_pipeline.core.site_sections import SiteSections, site_sections
 
 TEXT_FIELDS = ("title", "h1", "meta_description", "body")
@@ -34,6 +43,7 @@ GENERIC_ANCHORS = frozenset(
      "details", "website", "home", "next", "previous", "back", "top", "continue reading"}
 )  # fmt: skip
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+CHUNK_ROWS = 4096  # pairs per vectorised step: small enough to stay in cache
 
 # the features every candidate carries, in the ranker's order
 FEATURES = (
@@ -68,6 +78,16 @@ FEATURES = (
     "menu_parent",
 )
 ORIGINS = ("similar", "hierarchy", "graph", "mention", "serp", "listing", "menu")
+# a pair's origins are gathered as bit flags (an OR per pair is far cheaper than joining strings)
+_ORIGIN_BIT = {name: 1 << i for i, name in enumerate(ORIGINS)}
+_ORIGIN_NAMES = {
+    flags: "+".join(sorted(name for name, bit in _ORIGIN_BIT.items() if flags & bit))
+    for flags in range(1, 1 << len(ORIGINS))
+}
+
+
+def _origin(name: str) -> pl.Expr:
+    return pl.lit(_ORIGIN_BIT[name], dtype=pl.UInt8).alias("origin")
 
 
 @dataclass(frozen=True)
@@ -94,10 +114,60 @@ class SiteSignals:
     cluster: np.ndarray  # topic cluster per page (-1: unknown)
     serp: pl.DataFrame  # source, target, rank: the pages a page's SERP returned
     duplicate_key: list[str | None] | None = None  # pages sharing one are near-duplicates, never candidates
+    # where the text neighbours are kept between steps and runs (None: searched afresh)
+    neighbour_store: NeighbourStore | None = None
 
     @property
     def n(self) -> int:
         return len(self.paths)
+
+
+@dataclass(frozen=True)
+class NeighbourStore:
+    """Where each text field's nearest pages are kept between steps and runs, so the ranker, the candidates
+    and the backtest search a field once, and a re-crawl searches only the pages whose text changed."""
+
+    folder: Path
+    page_ids: list[str]  # per row
+    model: str  # the embedding model: another model, another search
+
+    def search(self, name: str, vectors: np.ndarray, texts: list[str | None], k: int) -> Increment:
+        """Update the field's kept lists (exactly: see similarity.nearest_pages) and return what it took."""
+        present = _present(vectors)
+        hashes = pl.Series([hashlib.sha1((texts[i] or "").encode()).hexdigest() for i in present])
+        ids = pl.Series(self.page_ids, dtype=pl.String).gather(present)
+        path = self.path(name)
+        previous = pl.read_parquet(path) if path.exists() else None
+        idx, scores, floors, increment = nearest_pages(
+            vectors[present], k + 1 + NEIGHBOUR_MARGIN, ids, hashes, self.model, previous
+        )
+        if increment.mode == "incremental" and not (increment.pages_searched or increment.pages_removed):
+            return increment  # nothing moved: the kept lists stand as they are
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")  # steps at once never share one
+        neighbour_state(ids, hashes, self.model, idx, scores, floors).write_parquet(partial)
+        os.replace(partial, path)  # a killed run leaves the last complete lists
+        return increment
+
+    def matrix(self, name: str, k: int) -> sparse.csr_matrix:
+        """The field's k+1 nearest pages per page as a page x page matrix of scores."""
+        n = len(self.page_ids)
+        lists = (
+            pl.read_parquet(self.path(name), columns=["page_id", "neighbour_page_ids", "scores"])
+            .with_columns(pl.col("neighbour_page_ids", "scores").list.head(k + 1))
+            .explode("neighbour_page_ids", "scores")
+            .drop_nulls("scores")
+        )
+        rows = pl.DataFrame({"id": self.page_ids, "row": np.arange(n, dtype=np.int64)})
+        found = lists.join(rows.rename({"id": "page_id"}), on="page_id").join(
+            rows.rename({"id": "neighbour_page_ids", "row": "column"}), on="neighbour_page_ids"
+        )
+        return sparse.csr_matrix(
+            (found["scores"].to_numpy(), (found["row"].to_numpy(), found["column"].to_numpy())), shape=(n, n)
+        )
+
+    def path(self, name: str) -> Path:
+        return self.folder / f"{name}_neighbours.parquet"
 
 
 @dataclass(frozen=True)
@@ -215,43 +285,65 @@ class CandidateBuilder:
         self.signals = signals
         self.options = options or CandidateOptions()
         self.hierarchy = UrlTree(signals.paths)
-        self.neighbours = {
-            name: _neighbour_matrix(signals.vectors[name], self.options.neighbours_per_field)
-            for name in TEXT_FIELDS
-            if name in signals.vectors
-        }
+        self.searches: dict[str, Increment] = {}  # per field, when kept in a NeighbourStore
+        self.neighbours = {name: self._neighbours(name) for name in TEXT_FIELDS if name in signals.vectors}
         self.serp = signals.serp.filter(pl.col("rank") <= self.options.serp_depth)
         self.fixed = pl.concat(
             [
-                _similar_pairs(self.neighbours).with_columns(pl.lit("similar").alias("origin")),
+                _similar_pairs(self.neighbours).with_columns(_origin("similar")),
                 self.hierarchy.pairs(signals.vectors["title"], self.options).with_columns(
-                    pl.lit("hierarchy").alias("origin")
+                    _origin("hierarchy")
                 ),
-                self.serp.select("source", "target", pl.lit("serp").alias("origin")),
+                self.serp.select("source", "target", _origin("serp")),
             ]
         ).select(pl.col("source", "target").cast(pl.Int64), "origin")
+
+    def _neighbours(self, name: str) -> sparse.csr_matrix:
+        vectors, k, store = (
+            self.signals.vectors[name],
+            self.options.neighbours_per_field,
+            self.signals.neighbour_store,
+        )
+        if store is None or len(_present(vectors)) < 2:
+            return _neighbour_matrix(vectors, k)
+        self.searches[name] = store.search(name, vectors, self.signals.texts[name], k)
+        return store.matrix(name, k)
+
+    def searches_done(self) -> str:
+        """Per text field, whether its neighbours were searched in full or updated, and why (metadata)."""
+        return "; ".join(f"{name}: {done.mode} ({done.why})" for name, done in self.searches.items())
 
     def build(self, links: LinkGraph) -> pl.DataFrame:
         """Every proposed (source, target) pair without an existing in-content link, with its FEATURES
         and `origins` (the signals that proposed it, '+'-joined)."""
+        return self.features(self.proposals(links))
+
+    def proposals(self, links: LinkGraph) -> Proposals:
+        """The proposed pairs and their origins, before features: cheap, so a caller can choose which
+        sources' pairs are worth the features (the ranker samples its training sources this way)."""
         signals, options = self.signals, self.options
         content = links.adjacency(signals.n, content=True)
         adamic_adar = _adamic_adar(content)
         mentions = PhraseIndex(signals, links, options).find()
-        proposals = [
+        proposed = [
             self.fixed,
-            _graph_pairs(adamic_adar, options.graph_per_page).with_columns(pl.lit("graph").alias("origin")),
-            mentions.select("source", "target", pl.lit("mention").alias("origin")),
+            _graph_pairs(adamic_adar, options.graph_per_page).with_columns(_origin("graph")),
+            mentions.select("source", "target", _origin("mention")),
             _listing_pairs(content, self.neighbours["title"], options.listings_per_page).with_columns(
-                pl.lit("listing").alias("origin")
+                _origin("listing")
             ),
-            links.sections.pairs().with_columns(pl.lit("menu").alias("origin")),
+            links.sections.pairs().with_columns(_origin("menu")),
         ]
         pairs = (
-            pl.concat([p.select(pl.col("source", "target").cast(pl.Int64), "origin") for p in proposals])
+            pl.concat([p.select(pl.col("source", "target").cast(pl.Int64), "origin") for p in proposed])
             .filter(pl.col("source") != pl.col("target"))
             .group_by("source", "target")
-            .agg(pl.col("origin").unique().sort().str.join("+").alias("origins"))
+            .agg(pl.col("origin").bitwise_or())
+            .select(
+                "source",
+                "target",
+                pl.col("origin").replace_strict(_ORIGIN_NAMES, return_dtype=pl.String).alias("origins"),
+            )
             .join(links.content_pairs(), on=["source", "target"], how="anti")
             .sort("source", "target")
         )
@@ -259,9 +351,36 @@ class CandidateBuilder:
             keys = pl.Series(signals.duplicate_key, dtype=pl.String)
             same = keys.gather(pairs["source"]) == keys.gather(pairs["target"])
             pairs = pairs.filter(~same.fill_null(False))
+        return Proposals(pairs, links, content, adamic_adar, mentions)
+
+    def features(self, proposals: Proposals, sources: pl.Series | None = None) -> pl.DataFrame:
+        """The proposals' FEATURES, for the given sources' pairs only when `sources` is set (a pair's
+        features depend on its source's other pairs, never on other sources')."""
+        pairs = proposals.pairs
+        if sources is not None:
+            pairs = pairs.filter(pl.col("source").is_in(sources.implode()))
         return _features(
-            pairs, signals, links, content, adamic_adar, self.hierarchy, mentions, self.serp, options
+            pairs,
+            self.signals,
+            proposals.links,
+            proposals.content,
+            proposals.adamic_adar,
+            self.hierarchy,
+            proposals.mentions,
+            self.serp,
+            self.options,
         )
+
+
+@dataclass(frozen=True)
+class Proposals:
+    """One link set's proposed pairs and the link-dependent signals their features read."""
+
+    pairs: pl.DataFrame  # source, target, origins
+    links: LinkGraph
+    content: sparse.csr_matrix
+    adamic_adar: sparse.csr_matrix
+    mentions: pl.DataFrame
 
 
 def build_candidates(
@@ -289,7 +408,9 @@ class UrlTree:
         self.depth = np.array([len(s) for s in segments], dtype=np.int64)
         by_path = {"/".join(s): i for i, s in reversed(list(enumerate(segments)))}
         self.section = np.array([by_path.get(s[0], -1) if s else -1 for s in segments], dtype=np.int64)
-        self.section_name = [s[0] if s else "" for s in segments]
+        # prefix[i, d]: an id of page i's first d+1 path segments (-1 past its depth), so two pages' common
+        # prefix length is a vector comparison; a section is a first segment
+        self.prefix = _prefix_ids(segments, int(self.depth.max(initial=0)))
         parent = np.full(self.n, -1, dtype=np.int64)
         for i, s in enumerate(segments):
             for up in range(len(s) - 1, -1, -1):
@@ -298,7 +419,6 @@ class UrlTree:
                     parent[i] = found
                     break
         self.parent = parent
-        self.segments = segments
 
     def pairs(self, vectors: np.ndarray, options: CandidateOptions) -> pl.DataFrame:
         """Parent, the most similar children, the most similar siblings of every page."""
@@ -336,36 +456,31 @@ class UrlTree:
     def relations(self, source: np.ndarray, target: np.ndarray) -> dict[str, np.ndarray]:
         """is_parent (target is the source's parent), is_child, is_sibling, same_section, tree_distance."""
         ps, pt = self.parent[source], self.parent[target]
-        common = np.fromiter(
-            (_common_prefix(self.segments[s], self.segments[t]) for s, t in zip(source, target, strict=True)),
-            dtype=np.int64,
-            count=len(source),
-        )
+        common = np.zeros(len(source), dtype=np.int64)
+        for start in range(0, len(source), CHUNK_ROWS):
+            part = slice(start, start + CHUNK_ROWS)
+            left = self.prefix[source[part]]
+            same = (left == self.prefix[target[part]]) & (left >= 0)
+            common[part] = np.cumprod(same, axis=1).sum(axis=1)
         return {
             "is_parent": (ps == target).astype(np.float32),
             "is_child": (pt == source).astype(np.float32),
             "is_sibling": ((ps == pt) & (ps >= 0)).astype(np.float32),
-            "same_section": np.fromiter(
-                (
-                    self.section_name[s] == self.section_name[t] != ""
-                    for s, t in zip(source, target, strict=True)
-                ),
-                dtype=np.float32,
-                count=len(source),
-            ),
+            "same_section": (common >= 1).astype(np.float32),
             "tree_distance": (self.depth[source] + self.depth[target] - 2 * common).astype(np.float32),
             "source_depth": self.depth[source].astype(np.float32),
             "target_depth": self.depth[target].astype(np.float32),
         }
 
 
-def _common_prefix(a: list[str], b: list[str]) -> int:
-    count = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        count += 1
-    return count
+def _prefix_ids(segments: list[list[str]], depth: int) -> np.ndarray:
+    """An id per distinct path prefix, by page and prefix length; -1 past a page's depth."""
+    ids: dict[tuple[str, ...], int] = {}
+    prefix = np.full((len(segments), max(depth, 1)), -1, dtype=np.int64)
+    for i, parts in enumerate(segments):
+        for d in range(len(parts)):
+            prefix[i, d] = ids.setdefault(tuple(parts[: d + 1]), len(ids))
+    return prefix
 
 
 def _undirected(content: sparse.csr_matrix) -> sparse.csr_matrix:
@@ -406,7 +521,7 @@ def _graph_pairs(scores: sparse.csr_matrix, k: int) -> pl.DataFrame:
 def _neighbour_matrix(vectors: np.ndarray, k: int) -> sparse.csr_matrix:
     """Each page's k nearest other pages by cosine (row: page; pages without the field have none)."""
     n = len(vectors)
-    present = np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)
+    present = _present(vectors)
     if len(present) < 2:
         return sparse.csr_matrix((n, n), dtype=np.float32)
     idx, scores = exact_top(vectors[present], vectors[present], k + 1, query_ids=np.arange(len(present)))
@@ -415,6 +530,11 @@ def _neighbour_matrix(vectors: np.ndarray, k: int) -> sparse.csr_matrix:
     return sparse.csr_matrix(
         (scores.ravel()[keep], (present[rows[keep]], present[idx.ravel()[keep]])), shape=(n, n)
     )
+
+
+def _present(vectors: np.ndarray) -> np.ndarray:
+    """The rows whose field has text (an empty field embeds as a zero row)."""
+    return np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)
 
 
 def _listing_pairs(content: sparse.csr_matrix, neighbours: sparse.csr_matrix, k: int) -> pl.DataFrame:
@@ -550,13 +670,19 @@ def _lookup(matrix: sparse.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np
 
 
 def _rowwise_cos(vectors: np.ndarray | None, rows: np.ndarray, cols: np.ndarray, other=None) -> np.ndarray:
+    """Row-wise dot products, gathered a chunk at a time into reused buffers: gathering millions of pairs'
+    vectors into fresh arrays costs more in page faults than the products themselves."""
     if vectors is None:
         return np.zeros(len(rows), dtype=np.float32)
     right = vectors if other is None else other
     out = np.empty(len(rows), dtype=np.float32)
-    for start in range(0, len(rows), 200_000):
-        part = slice(start, start + 200_000)
-        out[part] = np.einsum("ij,ij->i", vectors[rows[part]], right[cols[part]])
+    left_part = np.empty((min(CHUNK_ROWS, len(rows)), vectors.shape[1]), dtype=vectors.dtype)
+    right_part = np.empty((len(left_part), right.shape[1]), dtype=right.dtype)
+    for start in range(0, len(rows), CHUNK_ROWS):
+        n = min(CHUNK_ROWS, len(rows) - start)
+        np.take(vectors, rows[start : start + n], axis=0, out=left_part[:n])
+        np.take(right, cols[start : start + n], axis=0, out=right_part[:n])
+        out[start : start + n] = np.einsum("ij,ij->i", left_part[:n], right_part[:n])
     return out
 
 

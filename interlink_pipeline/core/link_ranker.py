@@ -81,23 +81,33 @@ def training_examples(builder: CandidateBuilder, links: LinkGraph, options: Rank
     pairs = pairs.with_columns(pl.Series("fold", fold_of_pair, dtype=pl.Int32))
     instances = pl.DataFrame({"source": links.source, "target": links.target, "content": links.content})
     instance_fold = instances.join(pairs, on=["source", "target"], how="left", maintain_order="left")["fold"]
-    frames = []
+    folds = []
     for fold in range(max(2, options.simulation_folds)):
         hidden = (instance_fold == fold).fill_null(False).to_numpy() & links.content
-        built = builder.build(links.subset(~hidden))
+        folds.append(builder.proposals(links.subset(~hidden)))
+    sources = _training_sources([p.pairs for p in folds], options)
+    frames = []
+    for fold, proposals in enumerate(folds):
         positives = pairs.filter(pl.col("fold") == fold).select("source", "target", pl.lit(1).alias("label"))
         frames.append(
-            built.join(positives, on=["source", "target"], how="left").with_columns(
+            builder.features(proposals, sources)
+            .join(positives, on=["source", "target"], how="left")
+            .with_columns(
                 pl.col("label").fill_null(0).cast(pl.Int8), pl.lit(fold, dtype=pl.Int32).alias("fold")
             )
         )
-    examples = pl.concat(frames)
-    if examples.height > options.max_training_rows:
-        sources = examples["source"].unique().sort()
-        keep = int(len(sources) * options.max_training_rows / examples.height)
-        chosen = sources.sample(max(1, keep), seed=options.seed)
-        examples = examples.filter(pl.col("source").is_in(chosen.implode()))
-    return examples
+    return pl.concat(frames)
+
+
+def _training_sources(fold_pairs: list[pl.DataFrame], options: RankerOptions) -> pl.Series | None:
+    """None (every source) while the folds' pairs fit in max_training_rows, else a sample of the source
+    pages sized to fit, so only their pairs get features."""
+    rows = sum(p.height for p in fold_pairs)
+    if rows <= options.max_training_rows:
+        return None
+    sources = pl.concat([p["source"] for p in fold_pairs]).unique().sort()
+    keep = int(len(sources) * options.max_training_rows / rows)
+    return sources.sample(max(1, keep), seed=options.seed)
 
 
 def training_fingerprint(

@@ -21,8 +21,8 @@ from interlink_pipeline.core.link_candidates import (
     CandidateBuilder,
     CandidateOptions,
     LinkGraph,
+    NeighbourStore,
     SiteSignals,
-    build_candidates,
     page_links,
 )
 from interlink_pipeline.core.link_ranker import (
@@ -159,8 +159,19 @@ def relevance_inputs(warehouse: Warehouse, embedder: Embedder, site: str) -> Rel
         .join(index.rename({"page_id": "matched_page_id", "row": "target"}), on="matched_page_id")
         .select("source", "target", pl.col("rank").cast(pl.Int64))
     )
+    store = NeighbourStore(
+        ranker_path(warehouse, site).parent / "neighbours",
+        site_pages["page_id"].cast(pl.String).to_list(),
+        embedder.identity().model_id,
+    )
     signals = SiteSignals(
-        site_pages["path"].to_list(), texts, vectors, cluster, serp, site_pages["duplicate_key"].to_list()
+        site_pages["path"].to_list(),
+        texts,
+        vectors,
+        cluster,
+        serp,
+        site_pages["duplicate_key"].to_list(),
+        store,
     )
     links = page_links(warehouse.read_site("raw.crawl_links", site), site_pages["url_key"])
     return RelevanceInputs(site_pages, signals, links, filled["embedded"])
@@ -322,8 +333,10 @@ def link_ranker(
             if config.retrain
             else reusable_ranker(path, site, (fingerprint, settings, state), config.refit_above)
         )
+        searched = "none: the kept model was reused"
         if kept is None:
             builder = CandidateBuilder(inputs.signals, candidate_settings.options())
+            searched = builder.searches_done()
             examples = training_examples(builder, inputs.links, options)
             fitted = fit_ranker(examples, options)
             fitted_at = datetime.now(UTC).replace(tzinfo=None)
@@ -359,6 +372,7 @@ def link_ranker(
         **_ranker_metadata(ranker),
         "reused": kept.run_id != context.run.run_id,
         "reused_or_fitted_because": why,
+        "text_neighbours": searched,
         "fitted_in_run": kept.run_id,
         "model_file": MetadataValue.path(str(path)),
     }
@@ -379,7 +393,8 @@ def link_candidates(
         site = site_key(context)
         ranker = load_ranker(ranker_path(warehouse, site), site).ranker
         inputs = relevance_inputs(warehouse, embedder, site)
-        built = build_candidates(inputs.signals, inputs.links, candidate_settings.options())
+        builder = CandidateBuilder(inputs.signals, candidate_settings.options())
+        built = builder.build(inputs.links)
         scored = built.with_columns(pl.Series("probability", ranker.probability(built)))
     ids = inputs.pages["page_id"]
     candidates = scored.with_columns(
@@ -410,6 +425,7 @@ def link_candidates(
         "pages_with_candidates": candidates["source_page_id"].n_unique(),
         "pages_with_body_text": int(inputs.pages["body_text"].is_not_null().sum()),
         "texts_embedded": inputs.embedded,
+        "text_neighbours": builder.searches_done(),
         "likely_links": int((candidates["probability"] >= 0.5).sum()),
         "preview": MetadataValue.md(markdown_table(preview, 15)),
     }
