@@ -14,6 +14,7 @@ import pytest
 
 from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.core.similarity import NEIGHBOUR_MARGIN
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline_tests.conftest import (
@@ -163,7 +164,7 @@ def test_degenerate_sites_get_a_whole_plan(case_name, tmp_path, encoder):
 
 # --- faults: a killed process, a full disk, a read-only file --------------------------------------------
 
-UP_TO_THE_PLAN = dg.AssetSelection.assets("link_plan").upstream()
+UP_TO_THE_PLAN = dg.AssetSelection.assets("link_plan", "similarity_pairs").upstream()  # and the pairs
 SMALL_CHUNKS = {"ops": {"page_embeddings": {"config": {"chunk_size": 400}}}}  # vectors committed per 400
 
 # Runs the site's pipeline up to the plan in a child process, and SIGKILLs it at the point `hook` patches.
@@ -263,6 +264,90 @@ def test_a_run_killed_while_embedding_or_writing_the_plan_loses_nothing(tmp_path
     # the same inputs give the same plan, to the last row (score ties are broken by page, not by chance)
     assert run_up_to_the_plan(warehouse, inbox, SAMPLE_HOST).success
     assert plan_state(warehouse, SAMPLE_HOST) == replanned
+
+
+# killed inside the similarity step's write transaction, after ml.page_neighbours' rows are inserted
+DURING_SIMILARITY_WRITE = """
+insert = warehouse._insert
+def _insert(con, table, frame):
+    insert(con, table, frame)
+    if table == "ml.page_neighbours":
+        die()
+warehouse._insert = _insert
+"""
+
+# killed in link_candidates once the kept text neighbours are updated, before any candidate is written
+AFTER_TEXT_NEIGHBOURS = """
+from interlink_pipeline.core.link_candidates import CandidateBuilder
+CandidateBuilder.proposals = lambda self, links: die()
+"""
+
+
+def kept_lists(warehouse, site) -> pl.DataFrame:
+    """Each page's kept nearest pages: ml.page_neighbours and the candidates' per-field lists, as scores
+    (pages with identical texts tie, and either is the exact answer)."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        similar = con.execute(
+            "SELECT 'similarity' AS field, page_id, scores FROM ml.page_neighbours WHERE site = ?", [site]
+        ).pl()
+    fields = [
+        pl.read_parquet(path, columns=["page_id", "scores"]).select(
+            pl.lit(path.name.removesuffix("_neighbours.parquet")).alias("field"), "page_id", "scores"
+        )
+        for path in sorted((warehouse.parent / "models" / site / "neighbours").glob("*_neighbours.parquet"))
+    ]
+    assert fields, "no kept text neighbours"
+    return pl.concat([similar, *fields]).sort("field", "page_id")
+
+
+def test_a_run_killed_midway_leaves_the_next_incremental_run_right(tmp_path, encoder):
+    """Killed while writing the similarity step, then after the candidates' text neighbours were updated:
+    the re-run goes on incrementally from what the killed runs kept, and its kept lists equal a cold
+    run's on the same crawl."""
+    inbox = tmp_path / "inbox"
+    warm, cold = tmp_path / "warm" / "interlink.duckdb", tmp_path / "cold" / "interlink.duckdb"
+    warm.parent.mkdir()
+    cold.parent.mkdir()
+    register_crawl(inbox, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
+    assert run_up_to_the_plan(warm, inbox, SAMPLE_HOST).success
+    planned = plan_state(warm, SAMPLE_HOST)
+    crawl = inbox / SAMPLE_HOST / "internal_all.csv"
+    frame = pl.read_csv(crawl, infer_schema=False)
+    frame.with_columns(  # a re-crawl: 2% of the titles changed
+        pl.when(pl.int_range(pl.len()) % 50 == 3).then(pl.col("Title 1") + " 2027").otherwise("Title 1")
+    ).write_csv(crawl)
+    lists_before = kept_lists(warm, SAMPLE_HOST)
+
+    for hook in (DURING_SIMILARITY_WRITE, AFTER_TEXT_NEIGHBOURS):
+        script = KILLED_RUN.format(hook=hook, warehouse=str(warm), inbox=str(inbox), site=SAMPLE_HOST)
+        killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+        assert killed.returncode == -9, killed.stderr[-3000:]
+        assert plan_state(warm, SAMPLE_HOST) == planned  # the previous plan, whole
+        if hook is DURING_SIMILARITY_WRITE:  # the kept lists are the last complete ones
+            assert kept_lists(warm, SAMPLE_HOST).equals(lists_before)
+
+    result = run_up_to_the_plan(warm, inbox, SAMPLE_HOST)
+    assert result.success
+    # the second killed run had got past the similarity step and updated the candidates' text neighbours:
+    # both go on from there, with nothing left to search
+    similarity = materialization_metadata(result, "similarity_pairs")
+    assert similarity["search"] == "incremental" and similarity["pages_searched"] == 0
+    neighbours = materialization_metadata(result, "link_candidates")["text_neighbours"]
+    assert "full" not in neighbours and "title: incremental (0 changed or added" in neighbours
+    assert plan_state(warm, SAMPLE_HOST) != planned
+
+    assert run_up_to_the_plan(cold, inbox, SAMPLE_HOST).success
+    incremental, full = kept_lists(warm, SAMPLE_HOST), kept_lists(cold, SAMPLE_HOST)
+    assert incremental.select("field", "page_id").equals(full.select("field", "page_id"))
+    # a kept list holds a margin past the answer; an update may drop some of it (a changed page that fell
+    # out), and the page is searched again once too little is left: the answer itself must be exact
+    both = incremental.with_columns(full=full["scores"]).with_columns(
+        answer=pl.col("full").list.len() - NEIGHBOUR_MARGIN
+    )
+    assert (both["scores"].list.len() >= both["answer"]).all()
+    answers = both.select(pl.col("scores", "full").list.head(pl.col("answer")).explode())
+    gaps = answers["scores"] - answers["full"]
+    assert gaps.len() > 10_000 and gaps.abs().max() < 1e-5
 
 
 @pytest.fixture()
