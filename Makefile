@@ -62,6 +62,7 @@ bench: install
 	$(BIN)/python -m benchmarks.bench_ingest
 	$(BIN)/python -m benchmarks.bench_embeddings
 	$(BIN)/python -m benchmarks.bench_similarity
+	$(BIN)/python -m benchmarks.bench_local_search
 	$(BIN)/python -m benchmarks.bench_link_plan
 	$(BIN)/python -m benchmarks.bench_link_quality
 	$(BIN)/python -m benchmarks.bench_incremental

@@ -3,12 +3,13 @@
 import time
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
-from interlink_pipeline.core.serp import page_queries, search_scope
+from interlink_pipeline.core.serp import LocalSearch, page_queries, search_scope
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline_tests.conftest import LIGHT, write_export
 from interlink_pipeline_tests.run_results import failure_message, materialization_metadata, run_serp
@@ -216,6 +217,24 @@ def test_local_provider_offline_and_candidates(warehouse_path, sample_inbox, ins
     assert (candidates["source_page_id"] != candidates["target_page_id"]).all()
     candidate_meta = materialization_metadata(result, "link_candidates")
     assert "| on_page | link_to | probability | origins |" in candidate_meta["preview"]
+
+
+def test_local_search_keeps_the_best_results_ties_by_page(light_pages):
+    """The local engine's top n per query (a partial sort) equals a full sort of every page's BM25 score,
+    best first and ties by page position, for distinctive titles and for one-word queries that tie."""
+    engine = LocalSearch(light_pages, "en")
+    queries = [*light_pages["title"].drop_nulls().to_list()[:20], "chiropractic", "pain", "back", "care"]
+    found = engine.search(queries, 3, block=7)
+    scores = engine.scores(queries).toarray()
+    tied = 0
+    for index, row in enumerate(scores):
+        matching = np.flatnonzero(row)
+        expected = matching[np.lexsort((matching, -row[matching]))][:3]
+        got = found.filter(pl.col("query_index") == index).sort("rank")
+        assert got["row"].to_list() == expected.tolist()
+        assert got["rank"].to_list() == list(range(1, len(expected) + 1))
+        tied += len(matching) > 3 and row[expected[-1]] == np.sort(row[matching])[::-1][3]
+    assert tied >= 1  # a tie at the cut was decided by page position
 
 
 def test_provider_none_and_serper_without_key(warehouse_path, light_inbox, instance):
