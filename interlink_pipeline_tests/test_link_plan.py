@@ -7,6 +7,7 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.graph_metrics import adjacency, click_depth, gini, pagerank, summarize
 from interlink_pipeline.core.inbox import register_crawl
@@ -395,10 +396,14 @@ def _rows_naming(con, page_id: str) -> dict[str, int]:
     return found
 
 
+CANDIDATES_SQL = "SELECT * FROM ml.link_candidates ORDER BY source_page_id, target_page_id"
+
+
 def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, instance, encoder):
-    """The sample re-crawled with 1% of its titles changed and one linked page gone: the new plan keeps at
-    least 95% of the last one's links, graph.link_plan_changes accounts for every link of both plans, and
-    the gone page is left in no table but as the removed links' page."""
+    """The sample re-crawled with 1% of its titles changed, one linked page gone and three in-content links
+    gone: the candidates are updated and equal a rebuild; the new plan keeps at least 95% of the last
+    one's links, graph.link_plan_changes accounts for every link of both plans, and the gone page is left
+    in no table but as the removed links' page."""
     register_crawl(inbox_root, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
     warehouse = tmp_path / "w.duckdb"
     first = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PLAN)
@@ -418,7 +423,12 @@ def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, in
         .alias("Title 1")
     )
     recrawl.write_csv(tmp_path / "internal_all.csv")
-    register_crawl(inbox_root, SAMPLE_HOST, tmp_path / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
+    # and three in-content links gone from one page
+    links = pl.read_csv(SAMPLE_DIR / "all_inlinks.csv", infer_schema=False)
+    content = links.filter(pl.col("Link Position") == "Content")
+    dropped = content.filter(pl.col("Source") == content["Source"][200]).head(3)
+    links.join(dropped, on=links.columns, how="anti").write_csv(tmp_path / "all_inlinks.csv")
+    register_crawl(inbox_root, SAMPLE_HOST, tmp_path / "internal_all.csv", tmp_path / "all_inlinks.csv")
     second = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PLAN)
     assert second.success and all(check.passed for check in _checks(second).values())
     meta = materialization_metadata(second, "link_plan")
@@ -426,6 +436,16 @@ def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, in
         plan = con.execute("SELECT * FROM graph.link_plan").pl()
         changes = con.execute("SELECT * FROM graph.link_plan_changes").pl()
         naming = _rows_naming(con, gone_id)
+        candidates = con.execute(CANDIDATES_SQL).pl()
+    # the candidates were updated, not rebuilt, and are exactly what a build from scratch gives
+    built = materialization_metadata(second, "link_candidates")
+    assert built["build"] == "incremental" and 0 < built["pairs_featured"] < candidates.height / 2
+    assert built["rows_written"] + built["rows_reused"] == candidates.height
+    rebuild = {"ops": {"link_candidates": {"config": {"rebuild": True}}}}
+    third = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, rebuild, ["link_candidates"])
+    assert materialization_metadata(third, "link_candidates")["build"] == "full"
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert_frame_equal(candidates, con.execute(CANDIDATES_SQL).pl())
     pair = ["source_page_id", "target_page_id"]
     kept = changes.filter(pl.col("change") == "kept")
     assert meta["plan_stability"] == round(kept.height / previous.height, 4) >= 0.95

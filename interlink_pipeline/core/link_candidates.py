@@ -44,6 +44,9 @@ GENERIC_ANCHORS = frozenset(
 )  # fmt: skip
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 CHUNK_ROWS = 4096  # pairs per vectorised step: small enough to stay in cache
+# Parents with more pages below them than this have their pages' siblings kept in the NeighbourStore: a
+# re-crawl searches only the changed pages of a large section, the rest take a fraction of a second afresh.
+KEPT_SIBLINGS_ABOVE = 2000
 
 # the features every candidate carries, in the ranker's order
 FEATURES = (
@@ -131,39 +134,71 @@ class NeighbourStore:
     page_ids: list[str]  # per row
     model: str  # the embedding model: another model, another search
 
-    def search(self, name: str, vectors: np.ndarray, texts: list[str | None], k: int) -> Increment:
-        """Update the field's kept lists (exactly: see similarity.nearest_pages) and return what it took."""
-        present = _present(vectors)
-        hashes = pl.Series([hashlib.sha1((texts[i] or "").encode()).hexdigest() for i in present])
-        ids = pl.Series(self.page_ids, dtype=pl.String).gather(present)
+    def search(
+        self,
+        name: str,
+        vectors: np.ndarray,
+        texts: list[str | None],
+        k: int,
+        groups: dict[str, np.ndarray] | None = None,
+    ) -> Increment:
+        """Update the field's kept lists (exactly: see similarity.nearest_pages) and return what it took.
+
+        Each page's neighbours are searched among all pages with the field, or with `groups` ({group key:
+        page rows}) among its own group's pages only (a page's siblings under one parent)."""
+        groups = {"": _present(vectors)} if groups is None else groups
         path = self.path(name)
         previous = pl.read_parquet(path) if path.exists() else None
-        idx, scores, floors, increment = nearest_pages(
-            vectors[present], k + 1 + NEIGHBOUR_MARGIN, ids, hashes, self.model, previous
-        )
-        if increment.mode == "incremental" and not (increment.pages_searched or increment.pages_removed):
+        if previous is not None and "group" not in previous.columns:
+            previous = previous.with_columns(pl.lit("").alias("group"))
+        states, increments = [], []
+        for group, rows in groups.items():
+            hashes = pl.Series([hashlib.sha1((texts[i] or "").encode()).hexdigest() for i in rows])
+            ids = pl.Series(self.page_ids, dtype=pl.String).gather(rows)
+            kept = None if previous is None else previous.filter(pl.col("group") == group)
+            idx, scores, floors, increment = nearest_pages(
+                vectors[rows], k + 1 + NEIGHBOUR_MARGIN, ids, hashes, self.model, kept
+            )
+            increments.append(increment)
+            states.append(
+                neighbour_state(ids, hashes, self.model, idx, scores, floors).with_columns(
+                    pl.lit(group).alias("group")
+                )
+            )
+        increment = Increment.combined(increments)
+        gone = previous is not None and bool(set(previous["group"].unique()) - set(groups))
+        if increment.mode == "incremental" and not (
+            increment.pages_searched or increment.pages_removed or gone
+        ):
             return increment  # nothing moved: the kept lists stand as they are
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.partial")  # steps at once never share one
-        neighbour_state(ids, hashes, self.model, idx, scores, floors).write_parquet(partial)
+        pl.concat(states).write_parquet(partial)
         os.replace(partial, path)  # a killed run leaves the last complete lists
         return increment
 
-    def matrix(self, name: str, k: int) -> sparse.csr_matrix:
-        """The field's k+1 nearest pages per page as a page x page matrix of scores."""
-        n = len(self.page_ids)
+    def pairs(self, name: str, k: int) -> pl.DataFrame:
+        """source, target (page rows), score: each page's k+1 nearest kept pages."""
         lists = (
             pl.read_parquet(self.path(name), columns=["page_id", "neighbour_page_ids", "scores"])
             .with_columns(pl.col("neighbour_page_ids", "scores").list.head(k + 1))
             .explode("neighbour_page_ids", "scores")
             .drop_nulls("scores")
         )
-        rows = pl.DataFrame({"id": self.page_ids, "row": np.arange(n, dtype=np.int64)})
-        found = lists.join(rows.rename({"id": "page_id"}), on="page_id").join(
-            rows.rename({"id": "neighbour_page_ids", "row": "column"}), on="neighbour_page_ids"
+        rows = pl.DataFrame({"id": self.page_ids, "row": np.arange(len(self.page_ids), dtype=np.int64)})
+        return (
+            lists.join(rows.rename({"id": "page_id", "row": "source"}), on="page_id")
+            .join(rows.rename({"id": "neighbour_page_ids", "row": "target"}), on="neighbour_page_ids")
+            .select("source", "target", "scores")
         )
+
+    def matrix(self, name: str, k: int) -> sparse.csr_matrix:
+        """The field's k+1 nearest pages per page as a page x page matrix of scores."""
+        n = len(self.page_ids)
+        found = self.pairs(name, k)
         return sparse.csr_matrix(
-            (found["scores"].to_numpy(), (found["row"].to_numpy(), found["column"].to_numpy())), shape=(n, n)
+            (found["scores"].to_numpy(), (found["source"].to_numpy(), found["target"].to_numpy())),
+            shape=(n, n),
         )
 
     def path(self, name: str) -> Path:
@@ -288,12 +323,16 @@ class CandidateBuilder:
         self.searches: dict[str, Increment] = {}  # per field, when kept in a NeighbourStore
         self.neighbours = {name: self._neighbours(name) for name in TEXT_FIELDS if name in signals.vectors}
         self.serp = signals.serp.filter(pl.col("rank") <= self.options.serp_depth)
+        kept_parents, kept_siblings = self._kept_siblings()
         self.fixed = pl.concat(
             [
                 _similar_pairs(self.neighbours).with_columns(_origin("similar")),
-                self.hierarchy.pairs(signals.vectors["title"], self.options).with_columns(
-                    _origin("hierarchy")
-                ),
+                pl.concat(
+                    [
+                        self.hierarchy.pairs(signals.vectors["title"], self.options, kept_parents),
+                        kept_siblings,
+                    ]
+                ).with_columns(_origin("hierarchy")),
                 self.serp.select("source", "target", _origin("serp")),
             ]
         ).select(pl.col("source", "target").cast(pl.Int64), "origin")
@@ -308,6 +347,23 @@ class CandidateBuilder:
             return _neighbour_matrix(vectors, k)
         self.searches[name] = store.search(name, vectors, self.signals.texts[name], k)
         return store.matrix(name, k)
+
+    def _kept_siblings(self) -> tuple[set[int], pl.DataFrame]:
+        """The parents with more than KEPT_SIBLINGS_ABOVE pages below them, and those pages' nearest
+        siblings (source, target), searched through the NeighbourStore (a re-crawl searches only what
+        changed); smaller groups are searched afresh by UrlTree.pairs."""
+        store = self.signals.neighbour_store
+        groups = self.hierarchy.groups(above=KEPT_SIBLINGS_ABOVE) if store is not None else {}
+        if not groups:
+            return set(), pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64})
+        self.searches["siblings"] = store.search(
+            "siblings",
+            self.signals.vectors["title"],
+            self.signals.texts["title"],
+            self.options.siblings_per_page,
+            {store.page_ids[parent]: members for parent, members in groups.items()},
+        )
+        return set(groups), store.pairs("siblings", self.options.siblings_per_page).select("source", "target")
 
     def searches_done(self) -> str:
         """Per text field, whether its neighbours were searched in full or updated, and why (metadata)."""
@@ -359,17 +415,31 @@ class CandidateBuilder:
         pairs = proposals.pairs
         if sources is not None:
             pairs = pairs.filter(pl.col("source").is_in(sources.implode()))
-        return _features(
-            pairs,
-            self.signals,
-            proposals.links,
-            proposals.content,
-            proposals.adamic_adar,
-            self.hierarchy,
-            proposals.mentions,
-            self.serp,
-            self.options,
-        )
+        return self.source_features(proposals, self.pair_features(proposals, pairs))
+
+    def pair_features(self, proposals: Proposals, pairs: pl.DataFrame) -> pl.DataFrame:
+        """`pairs` (some of the proposals) with the FEATURES a pair has on its own; source_features adds
+        the others once every candidate of their sources is there."""
+        return _pair_features(pairs, self.signals, proposals, self.hierarchy, self.serp, self.options)
+
+    def source_features(self, proposals: Proposals, pairs: pl.DataFrame) -> pl.DataFrame:
+        """Every candidate of some sources, in (source, target) order, with the FEATURES computed over
+        each source's candidates together: the target's rank among them by title and by body cosine (1 =
+        the closest; ties share a rank, so a field a site lacks says nothing), and the listing
+        similarity (one matrix product per source: the same whatever else is computed)."""
+        s, t = pairs["source"].to_numpy(), pairs["target"].to_numpy()
+        listing = _listing_similarity(proposals.content, self.signals.vectors["title"], s, t)
+        return pairs.with_columns(
+            *(
+                pl.col(f"cos_{field}")
+                .rank("min", descending=True)
+                .over("source")
+                .cast(pl.Float32)
+                .alias(f"rank_{field}")
+                for field in ("title", "body")
+            ),
+            pl.Series("listing_similarity", listing, dtype=pl.Float32),
+        ).select("source", "target", "origins", *FEATURES, "mention_offset")
 
 
 @dataclass(frozen=True)
@@ -420,21 +490,29 @@ class UrlTree:
                     break
         self.parent = parent
 
-    def pairs(self, vectors: np.ndarray, options: CandidateOptions) -> pl.DataFrame:
-        """Parent, the most similar children, the most similar siblings of every page."""
+    def groups(self, above: int = 0) -> dict[int, np.ndarray]:
+        """{parent: the pages right below it} for the parents with more than `above` such pages."""
         has_parent = np.flatnonzero(self.parent >= 0)
-        frames = [
-            pl.DataFrame({"source": has_parent, "target": self.parent[has_parent]}),
-        ]
         groups = (
             pl.DataFrame({"page": has_parent, "parent": self.parent[has_parent]})
             .group_by("parent", maintain_order=True)
             .agg("page")
+            .filter(pl.col("page").list.len() > above)
         )
-        for parent, members in groups.iter_rows():
-            members = np.asarray(members, dtype=np.int64)
+        return {parent: np.asarray(pages, dtype=np.int64) for parent, pages in groups.iter_rows()}
+
+    def pairs(
+        self, vectors: np.ndarray, options: CandidateOptions, siblings_found: set[int] = frozenset()
+    ) -> pl.DataFrame:
+        """Parent, the most similar children, the most similar siblings of every page (but of the pages
+        below the `siblings_found` parents, whose siblings are searched elsewhere)."""
+        has_parent = np.flatnonzero(self.parent >= 0)
+        frames = [
+            pl.DataFrame({"source": has_parent, "target": self.parent[has_parent]}),
+        ]
+        for parent, members in self.groups().items():
             frames.append(self._nearest(parent, members, vectors, options.children_per_page, parent_row=True))
-            if len(members) > 1:
+            if len(members) > 1 and parent not in siblings_found:
                 idx, _ = exact_top(
                     vectors[members], vectors[members], min(options.siblings_per_page + 1, len(members)),
                     query_ids=np.arange(len(members)),
@@ -488,14 +566,20 @@ def _undirected(content: sparse.csr_matrix) -> sparse.csr_matrix:
     return sparse.csr_matrix(both)
 
 
-def _adamic_adar(content: sparse.csr_matrix) -> sparse.csr_matrix:
-    """Adamic–Adar on the undirected link graph: common neighbours, each weighted 1/log(its degree).
-    Pages linked with nearly every page (sitewide content links) say nothing and are left out."""
+def adamic_adar_weights(content: sparse.csr_matrix) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """The undirected link graph and each page's weight as a common neighbour: 1/log(its degree), 0 for
+    pages linked with nearly every page (sitewide content links say nothing)."""
     both = _undirected(content)
     degree = np.asarray(both.sum(axis=1)).ravel()
     cap = max(50.0, 5 * math.sqrt(both.shape[0]))
     weight = np.where((degree > 1) & (degree <= cap), 1.0 / np.log(np.maximum(degree, 2)), 0.0)
-    return sparse.csr_matrix(both @ sparse.diags(weight.astype(np.float32)) @ both)
+    return both, weight.astype(np.float32)
+
+
+def _adamic_adar(content: sparse.csr_matrix) -> sparse.csr_matrix:
+    """Adamic–Adar on the undirected link graph: common neighbours, each weighted (adamic_adar_weights)."""
+    both, weight = adamic_adar_weights(content)
+    return sparse.csr_matrix(both @ sparse.diags(weight) @ both)
 
 
 def _graph_pairs(scores: sparse.csr_matrix, k: int) -> pl.DataFrame:
@@ -686,20 +770,19 @@ def _rowwise_cos(vectors: np.ndarray | None, rows: np.ndarray, cols: np.ndarray,
     return out
 
 
-def _features(
+def _pair_features(
     pairs: pl.DataFrame,
     signals: SiteSignals,
-    links: LinkGraph,
-    content: sparse.csr_matrix,
-    adamic_adar: sparse.csr_matrix,
+    proposals: Proposals,
     hierarchy: UrlTree,
-    mentions: pl.DataFrame,
     serp: pl.DataFrame,
     options: CandidateOptions,
 ) -> pl.DataFrame:
+    """The FEATURES that each pair has on its own (CandidateBuilder.source_features adds the others)."""
     s = pairs["source"].to_numpy()
     t = pairs["target"].to_numpy()
     v = signals.vectors
+    links, content = proposals.links, proposals.content
     navigation = links.adjacency(signals.n, content=False)
     inlinks = np.asarray(content.sum(axis=0)).ravel()
     outlinks = np.asarray(content.sum(axis=1)).ravel()
@@ -713,7 +796,7 @@ def _features(
         "two_hop": _lookup(sparse.csr_matrix(content @ content), s, t),
         "cocitation": _lookup(sparse.csr_matrix(content.T @ content), s, t),
         "coupling": _lookup(sparse.csr_matrix(content @ content.T), s, t),
-        "adamic_adar": _lookup(adamic_adar, s, t),
+        "adamic_adar": _lookup(proposals.adamic_adar, s, t),
         "reverse_link": _lookup(content, t, s),
         "navigation_link": np.maximum(_lookup(navigation, s, t), _lookup(navigation, t, s)),
         "target_inlinks": np.log1p(inlinks[t]).astype(np.float32),
@@ -721,32 +804,19 @@ def _features(
         "same_cluster": ((signals.cluster[s] == signals.cluster[t]) & (signals.cluster[s] >= 0)).astype(
             np.float32
         ),
-        "listing_similarity": _listing_similarity(content, v["title"], s, t),
         "menu_parent": np.isin(
             s * signals.n + t, links.sections.parent * signals.n + links.sections.child
         ).astype(np.float32),
     }
-    frame = pairs.with_columns(
-        pl.Series(name, values, dtype=pl.Float32) for name, values in columns.items()
-    ).with_columns(
-        # a target's rank among the source's candidates by a field: 1 = the closest (ties share a rank, so
-        # a field a site lacks says nothing)
-        pl.col(f"cos_{field}")
-        .rank("min", descending=True)
-        .over("source")
-        .cast(pl.Float32)
-        .alias(f"rank_{field}")
-        for field in ("title", "body")
-    )
     best_rank = pl.col("rank").min()
     serp_score = serp.group_by("source", "target").agg(
         ((options.serp_depth - best_rank + 1) / options.serp_depth).cast(pl.Float32).alias("serp_score")
     )
-    frame = (
-        frame.join(mentions, on=["source", "target"], how="left")
-        .join(serp_score, on=["source", "target"], how="left")
+    return (
+        pairs.with_columns(pl.Series(name, values, dtype=pl.Float32) for name, values in columns.items())
+        .join(proposals.mentions, on=["source", "target"], how="left", maintain_order="left")
+        .join(serp_score, on=["source", "target"], how="left", maintain_order="left")
         .with_columns(
             pl.col("mention_commonness", "mention_words", "mention_title", "serp_score").fill_null(0.0)
         )
     )
-    return frame.select("source", "target", "origins", *FEATURES, "mention_offset")

@@ -434,6 +434,30 @@ class LinkCandidate(pa.DataFrameModel):
         return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
 
 
+class CandidatePage(pa.DataFrameModel):
+    """ml.candidate_pages: per page, what its candidate pairs read of it at the last build, so that the next
+    build after a re-crawl recomputes only the pairs of pages that changed (the build's state)."""
+
+    site: str = pa.Field(description=SITE)
+    page_id: str = pa.Field(description=PAGE_ID)
+    candidates: pl.Int32 = pa.Field(ge=0, description="Its candidate pairs as a source.")
+    inputs_hash: str = pa.Field(
+        description="Hash of what a pair's features read of the page: its texts, URL, parent, topic, SERP "
+        "results, in-content links both ways (with the titles it links to and its link neighbours' "
+        "Adamic–Adar weights), navigation links and menu children."
+    )
+    settings_hash: str = pa.Field(
+        description="Hash of the features, candidate settings and embedding model the pairs were built with."
+    )
+    scored_by: str = pa.Field(
+        description="The run that fitted the ranker whose probabilities the pairs carry."
+    )
+
+    class Config:
+        strict = True
+        unique = ["site", "page_id"]
+
+
 class LinkRankerRun(pa.DataFrameModel):
     """ml.link_ranker_runs: one row per fitted link ranker: which model, why, and how it validated."""
 
@@ -692,6 +716,7 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "serp.results": SerpResult,
     "ml.link_ranker_runs": LinkRankerRun,
     "ml.link_candidates": LinkCandidate,
+    "ml.candidate_pages": CandidatePage,
     "graph.link_plan": PlannedLink,
     "graph.page_metrics": PageMetrics,
     "graph.link_plan_changes": LinkPlanChange,

@@ -200,6 +200,24 @@ class Increment:
     pages_changed: int = 0  # changed or added since the last search
     pages_removed: int = 0
 
+    @classmethod
+    def combined(cls, parts: list[Increment]) -> Increment:
+        """One account of several searches (one per group of pages): full when any was."""
+        if len(parts) == 1:
+            return parts[0]
+        changed, removed = sum(p.pages_changed for p in parts), sum(p.pages_removed for p in parts)
+        full = [p.why for p in parts if p.mode == "full"]
+        return cls(
+            "full" if full else "incremental",
+            "; ".join(dict.fromkeys(full))
+            if full
+            else f"{changed:,} changed or added and {removed:,} removed pages in {len(parts)} groups",
+            sum(p.pages_searched for p in parts),
+            pages_merged=sum(p.pages_merged for p in parts),
+            pages_changed=changed,
+            pages_removed=removed,
+        )
+
 
 def neighbour_state(
     page_ids: pl.Series,

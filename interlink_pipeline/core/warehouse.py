@@ -8,6 +8,7 @@ failing at once.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -250,19 +251,36 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, tables: list[str] | None = Non
                 con.execute(f'COMMENT ON COLUMN {_quoted(table)}."{name}" IS {_literal(description)}')
 
 
+@dataclass(frozen=True)
+class RowChanges:
+    """A patch to one site's rows of a large table: the `upserted` rows replace the stored rows with the
+    same key (or are added), and the stored rows whose key is in `deleted` go. A re-crawl that changes
+    a few thousand of a million rows writes those, not the million."""
+
+    key: tuple[str, ...]  # the table's key within a site
+    upserted: pl.DataFrame  # whole rows
+    deleted: pl.DataFrame  # the key columns of the rows to remove
+
+    @property
+    def height(self) -> int:
+        return self.upserted.height
+
+
 def replace_site_rows(
     path: str | Path,
     site: str,
-    frames: Mapping[str, pl.DataFrame],
+    frames: Mapping[str, pl.DataFrame | RowChanges],
     *,
     lock_timeout_s: float = LOCK_TIMEOUT_S,
 ) -> dict[str, ValidationReport]:
-    """Validate every frame, then replace `site`'s rows in all their tables in one transaction.
+    """Validate every frame, then replace `site`'s rows in all their tables in one transaction (a
+    RowChanges patches the site's rows instead: see there).
 
     Raises ContractError (nothing written) when a frame breaks its schema or holds another site's rows.
     """
-    reports = {table: validate(table, frame) for table, frame in frames.items()}
-    for table, frame in frames.items():
+    written = {t: f.upserted if isinstance(f, RowChanges) else f for t, f in frames.items()}
+    reports = {table: validate(table, frame) for table, frame in written.items()}
+    for table, frame in written.items():
         if frame.height and not (frame["site"] == site).all():
             raise ValueError(f"{table}: frame holds rows of sites other than '{site}'")
     if not all(report.passed for report in reports.values()):
@@ -270,9 +288,28 @@ def replace_site_rows(
     with connect(path, lock_timeout_s=lock_timeout_s) as con, _transaction(con):
         ensure_tables(con, list(frames))
         for table, frame in frames.items():
-            con.execute(f"DELETE FROM {_quoted(table)} WHERE site = ?", [site])
-            _insert(con, table, frame)
+            if isinstance(frame, RowChanges):
+                _delete_keys(con, table, site, frame)
+            else:
+                con.execute(f"DELETE FROM {_quoted(table)} WHERE site = ?", [site])
+            _insert(con, table, written[table])
+            if isinstance(frame, RowChanges):  # only the patch was checked: say how many rows there are
+                stored = con.execute(f"SELECT count(*) FROM {_quoted(table)} WHERE site = ?", [site])
+                reports[table] = dataclasses.replace(reports[table], stored_rows=stored.fetchone()[0])
     return reports
+
+
+def _delete_keys(con: duckdb.DuckDBPyConnection, table: str, site: str, changes: RowChanges) -> None:
+    """Delete the site's rows whose key is deleted or upserted by `changes`."""
+    keys = pl.concat([changes.deleted.select(changes.key), changes.upserted.select(changes.key)])
+    if keys.is_empty():
+        return
+    con.register("changed_keys", keys.to_arrow())
+    match = " AND ".join(f'stored."{k}" = changed_keys."{k}"' for k in changes.key)
+    con.execute(
+        f"DELETE FROM {_quoted(table)} stored USING changed_keys WHERE stored.site = ? AND {match}", [site]
+    )
+    con.unregister("changed_keys")
 
 
 def update_site_rows(
@@ -472,7 +509,9 @@ def snapshot_path(warehouse_path: str | Path, configured: str = "") -> Path:
 
 # Tables left out of the analyst snapshot: vectors, request caches and search state, large and of no use to
 # a query.
-SNAPSHOT_SKIPS = frozenset({"ml.embedding_cache", "ml.page_embeddings", "ml.page_neighbours", "serp.cache"})
+SNAPSHOT_SKIPS = frozenset(
+    {"ml.embedding_cache", "ml.page_embeddings", "ml.page_neighbours", "ml.candidate_pages", "serp.cache"}
+)
 
 
 def publish_snapshot(

@@ -14,6 +14,14 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
 from pydantic import Field
 
+from interlink_pipeline.core.candidate_updates import (
+    KEY,
+    PAGE_STATE,
+    STORED,
+    KeptCandidates,
+    score_candidates,
+    settings_hash,
+)
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.link_candidates import (
@@ -37,14 +45,14 @@ from interlink_pipeline.core.link_ranker import (
     training_fingerprint,
 )
 from interlink_pipeline.core.page_embeddings import field_vectors
-from interlink_pipeline.core.previews import counts_table, markdown_table
+from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.defs.crawl import pages, raw_links
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.serp import serp_results
 from interlink_pipeline.defs.similarity import topic_clusters
-from interlink_pipeline.defs.tables import persist, record_run, site_asset, user_errors
+from interlink_pipeline.defs.tables import persist, record_run, site_asset, user_errors, with_site
 
 GROUP = "relevance"
 PAGE_COLUMNS = [
@@ -379,49 +387,78 @@ def link_ranker(
     yield from record_run(context, warehouse, site, "ml.link_ranker_runs", row, metadata, started)
 
 
-@site_asset("ml.link_candidates", group=GROUP, deps=[link_ranker])
+class LinkCandidatesConfig(Config):
+    rebuild: bool = Field(
+        default=False,
+        description="Build every pair anew; by default a re-crawl recomputes only what its changes touch.",
+    )
+
+
+@site_asset("ml.link_candidates", "ml.candidate_pages", group=GROUP, deps=[link_ranker])
 def link_candidates(
     context: AssetExecutionContext,
+    config: LinkCandidatesConfig,
     warehouse: Warehouse,
     embedder: Embedder,
     candidate_settings: CandidateSettings,
 ):
     """Every pair some signal proposes (text fields, URL hierarchy, link graph, phrases, SERP), each
-    signal's score kept, and the ranker's probability that the site's editors would link it."""
+    signal's score kept, and the ranker's probability that the site's editors would link it. After a
+    re-crawl only the pairs of changed pages get their features again, and only changed rows are scored
+    and written (the same rows as a full build)."""
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        ranker = load_ranker(ranker_path(warehouse, site), site).ranker
+        kept_ranker = load_ranker(ranker_path(warehouse, site), site)
         inputs = relevance_inputs(warehouse, embedder, site)
         builder = CandidateBuilder(inputs.signals, candidate_settings.options())
-        built = builder.build(inputs.links)
-        scored = built.with_columns(pl.Series("probability", ranker.probability(built)))
-    ids = inputs.pages["page_id"]
-    candidates = scored.with_columns(
-        pl.col("probability").rank("ordinal", descending=True).over("source").cast(pl.Int32).alias("rank")
-    ).select(
-        pl.lit(site).alias("site"),
-        pl.Series("source_page_id", ids.gather(scored["source"]), dtype=pl.String),
-        pl.Series("target_page_id", ids.gather(scored["target"]), dtype=pl.String),
-        "probability",
-        "rank",
-        "origins",
-        *FEATURES,
-        pl.col("mention_offset").cast(pl.Int32),
-    )
+        kept = (
+            None
+            if config.rebuild
+            else KeptCandidates(
+                warehouse.read_site("ml.link_candidates", site, [*KEY, *STORED]),
+                warehouse.read_site("ml.candidate_pages", site, list(PAGE_STATE)),
+            )
+        )
+        scored = score_candidates(
+            builder,
+            inputs.links,
+            inputs.pages["page_id"],
+            kept_ranker.ranker.probability,
+            kept_ranker.run_id,
+            settings_hash(builder, embedder.identity().model_id),
+            kept,
+        )
+    candidates = scored.rows
     names = inputs.pages.select("page_id", pl.coalesce("title", "h1", "url").alias("name"))
     preview = (
-        candidates.sort("probability", descending=True)
+        candidates.sort("probability", descending=True, maintain_order=True)
         .head(15)
         .join(names.rename({"page_id": "source_page_id", "name": "on_page"}), on="source_page_id")
         .join(names.rename({"page_id": "target_page_id", "name": "link_to"}), on="target_page_id")
         .select("on_page", "link_to", pl.col("probability").round(3), "origins")
     )
-    origins = candidates.select(pl.col("origins").str.split("+")).explode("origins")
+    by_origin = (
+        candidates.group_by("origins")
+        .len("n")
+        .with_columns(pl.col("origins").str.split("+"))
+        .explode("origins")
+        .group_by("origins")
+        .agg(pl.col("n").sum().alias("candidates"))
+        .sort(["candidates", "origins"], descending=[True, False])
+    )
     metadata = {
         "candidates": candidates.height,
-        "ranker": ranker.reason,
-        "by_origin": MetadataValue.md(counts_table(origins, "origins", "candidates")),
+        "ranker": kept_ranker.ranker.reason,
+        "build": scored.mode,
+        "build_why": scored.why,
+        "pages_changed": scored.pages_changed,
+        "pairs_featured": scored.pairs_featured,
+        "pairs_scored": scored.pairs_scored,
+        "rows_written": scored.rows_written,
+        "rows_removed": scored.rows_removed,
+        "rows_reused": candidates.height - scored.rows_written,
+        "by_origin": MetadataValue.md(markdown_table(by_origin, 10)),
         "pages_with_candidates": candidates["source_page_id"].n_unique(),
         "pages_with_body_text": int(inputs.pages["body_text"].is_not_null().sum()),
         "texts_embedded": inputs.embedded,
@@ -429,4 +466,8 @@ def link_candidates(
         "likely_links": int((candidates["probability"] >= 0.5).sum()),
         "preview": MetadataValue.md(markdown_table(preview, 15)),
     }
-    yield from persist(context, warehouse, site, {"ml.link_candidates": candidates}, metadata, started)
+    frames = {
+        "ml.link_candidates": with_site(scored.write, site),
+        "ml.candidate_pages": with_site(scored.pages, site),
+    }
+    yield from persist(context, warehouse, site, frames, metadata, started)

@@ -28,7 +28,7 @@ class Warehouse(ConfigurableResource):
         return warehouse.snapshot_path(self.path, self.snapshot_path)
 
     def replace_site_rows(
-        self, site: str, frames: dict[str, pl.DataFrame]
+        self, site: str, frames: dict[str, pl.DataFrame | warehouse.RowChanges]
     ) -> dict[str, warehouse.ValidationReport]:
         return warehouse.replace_site_rows(self.path, site, frames, lock_timeout_s=self.lock_timeout_s)
 

@@ -1,5 +1,6 @@
 """What every table-writing asset shares: table metadata, schema checks, and the validated write."""
 
+import dataclasses
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.core.warehouse import (
     NO_FAILURES,
     ContractError,
+    RowChanges,
     ValidationReport,
     duckdb_type,
     merge_rows,
@@ -109,16 +111,23 @@ def user_errors() -> Iterator[None]:
         raise Failure(description=str(exc), allow_retries=False) from None
 
 
+def with_site(rows: pl.DataFrame | RowChanges, site: str) -> pl.DataFrame | RowChanges:
+    """A table's rows (or a patch's rows) as stored: with the site as their first column."""
+    if isinstance(rows, RowChanges):
+        return dataclasses.replace(rows, upserted=with_site(rows.upserted, site))
+    return rows.select(pl.lit(site).alias("site"), pl.all())
+
+
 def persist(
     context: AssetExecutionContext,
     warehouse: Any,
     site: str,
-    frames: Mapping[str, pl.DataFrame],
+    frames: Mapping[str, pl.DataFrame | RowChanges],
     metadata: dict[str, Any],
     started: float,
     invariants: Sequence[AssetCheckResult] = (),
 ) -> Iterator[AssetCheckResult | MaterializeResult]:
-    """Validate and write `frames` for `site`; yield check results and the materialisation.
+    """Validate and write `frames` (or patches) for `site`; yield check results and the materialisation.
 
     `invariants` are the asset's own checks, computed on the frames: if one fails with ERROR severity,
     nothing is written; WARN results (e.g. a constraint that cannot be met) are recorded with the write.

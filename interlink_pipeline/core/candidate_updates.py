@@ -1,0 +1,295 @@
+"""Scored link candidates, kept across re-crawls.
+
+A pair's features read a few things of its two pages — texts, URL and parent, topic, SERP results, in-content
+links both ways (with the titles the page links to and its link neighbours' Adamic–Adar weights), navigation
+links, menu children — plus the phrases of the target found in the source's text, and, for the two ranks,
+the source's other candidates. So after a re-crawl, once the pairs are proposed again (cheap), only the new
+pairs, the pairs of a changed page and the pairs whose phrase match changed get their features again; the
+ranks are taken again over all pairs; only the rows whose features changed are scored again (all of them
+when the ranker was fitted again); and only the rows that differ are written. The result equals a full
+build on the same inputs (a test compares them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import polars as pl
+
+from interlink_pipeline.core.link_candidates import (
+    FEATURES,
+    CandidateBuilder,
+    LinkGraph,
+    Proposals,
+    adamic_adar_weights,
+)
+from interlink_pipeline.core.warehouse import RowChanges
+
+# Bumped whenever what a build computes from the same inputs changes: the next build is then full.
+BUILD_FORMAT = 1
+# Above this share of changed pages, one full build costs less than the comparisons.
+FULL_BUILD_SHARE = 0.25
+PAIR = ["source", "target"]
+KEY = ("source_page_id", "target_page_id")
+MENTION = ["mention_commonness", "mention_words", "mention_title", "mention_offset"]
+STORED = ["probability", "rank", "origins", *FEATURES, "mention_offset"]  # columns a row may differ in
+# the features a pair has on its own; the others are taken over each source's candidates together
+LOCAL = [f for f in FEATURES if f not in ("rank_title", "rank_body", "listing_similarity")] + [
+    "mention_offset"
+]
+PAGE_STATE = ("page_id", "inputs_hash", "settings_hash", "scored_by")  # what a build reads of the last
+
+
+Probability = Callable[[pl.DataFrame], np.ndarray]  # rows with FEATURES -> the ranker's probabilities
+
+
+@dataclass(frozen=True)
+class KeptCandidates:
+    """The last build of a site: its ml.link_candidates rows and ml.candidate_pages rows."""
+
+    rows: pl.DataFrame  # source_page_id, target_page_id, and the STORED columns
+    pages: pl.DataFrame  # page_id, inputs_hash, settings_hash, scored_by
+
+
+@dataclass
+class ScoredCandidates:
+    """What a build found, in page ids (the rows of ml.link_candidates without the site), how to write it,
+    and what it recomputed."""
+
+    rows: pl.DataFrame
+    write: pl.DataFrame | RowChanges  # the whole table, or a patch of the last build's rows
+    pages: pl.DataFrame  # ml.candidate_pages rows without the site
+    mode: str  # full or incremental
+    why: str
+    pages_changed: int  # changed or added since the last build (all pages for a full build)
+    pairs_featured: int  # pairs whose features were computed
+    pairs_scored: int  # rows the ranker scored
+    rows_removed: int = 0
+
+    @property
+    def rows_written(self) -> int:
+        return self.write.height
+
+
+def settings_hash(builder: CandidateBuilder, model_id: str) -> str:
+    """What the features of the same pages depend on besides the pages: settings, features, model, code."""
+    described = {
+        "format": BUILD_FORMAT,
+        "features": FEATURES,
+        "candidates": asdict(builder.options),
+        "embedding_model": model_id,
+        "polars": pl.__version__,  # its hashes make the pages' hashes
+    }
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+
+def page_inputs(builder: CandidateBuilder, proposals: Proposals, page_ids: pl.Series) -> pl.Series:
+    """Per page row, a hash of everything a candidate pair's features read of that page (see the module's
+    docstring): a pair whose pages keep their hash, and whose proposal and phrase match are unchanged,
+    keeps its features."""
+    signals, links, n = builder.signals, proposals.links, builder.signals.n
+    ids = page_ids.cast(pl.String)
+    parent = builder.hierarchy.parent
+    title_hash = pl.Series(signals.texts["title"], dtype=pl.String).hash(seed=1).cast(pl.String)
+    own = pl.DataFrame(
+        {
+            **{f"text_{name}": pl.Series(texts, dtype=pl.String) for name, texts in signals.texts.items()},
+            "path": pl.Series(signals.paths, dtype=pl.String),
+            "parent": ids.gather(np.maximum(parent, 0)).scatter(np.flatnonzero(parent < 0), None),
+            "cluster": signals.cluster,
+            "duplicate_key": pl.Series(signals.duplicate_key or [None] * n, dtype=pl.String),
+        }
+    )
+    content = proposals.content.tocoo()
+    navigation = links.adjacency(n, content=False).tocoo()
+    both, weight = adamic_adar_weights(proposals.content)
+    both = both.tocoo()
+    sections = links.sections.pairs()
+    serp = builder.serp
+    lists = {
+        "links_out": (content.row, ids.gather(content.col) + "|" + title_hash.gather(content.col)),
+        "links_in": (content.col, ids.gather(content.row)),
+        "navigation_out": (navigation.row, ids.gather(navigation.col)),
+        "link_neighbours": (
+            both.row,
+            ids.gather(both.col) + "|" + pl.Series(weight[both.col]).cast(pl.String),
+        ),
+        "serp": (serp["source"], ids.gather(serp["target"]) + "|" + serp["rank"].cast(pl.String)),
+        "menu_children": (sections["source"], ids.gather(sections["target"])),
+    }
+    hashed = [_hashed_lists(rows, values, n).alias(name) for name, (rows, values) in lists.items()]
+    return own.with_columns(hashed).hash_rows(seed=0).cast(pl.String)
+
+
+def _hashed_lists(rows: np.ndarray | pl.Series, values: pl.Series, n: int) -> pl.Series:
+    """Per page row 0..n-1, a hash of the sorted values given for it (0 for none)."""
+    hashed = (
+        pl.DataFrame({"row": pl.Series(rows, dtype=pl.Int64), "value": values})
+        .group_by("row")
+        .agg(pl.col("value").sort())
+        .with_columns(pl.col("value").hash(seed=2))
+    )
+    out = np.zeros(n, dtype=np.uint64)
+    out[hashed["row"].to_numpy()] = hashed["value"].to_numpy()
+    return pl.Series(out)
+
+
+def score_candidates(
+    builder: CandidateBuilder,
+    links: LinkGraph,
+    page_ids: pl.Series,
+    probability: Probability,
+    scored_by: str,
+    settings: str,
+    kept: KeptCandidates | None = None,
+) -> ScoredCandidates:
+    """The site's candidates for `links`, scored by `probability` (the ranker fitted in run `scored_by`):
+    built in full, or from `kept` (the last build) when that was built with the same `settings` and few
+    pages changed since."""
+    ids = page_ids.cast(pl.String)
+    proposals = builder.proposals(links)
+    inputs = pl.DataFrame({"page_id": ids, "inputs_hash": page_inputs(builder, proposals, ids)})
+    why = _full_build_reason(kept, settings)
+    if why is None:
+        changed = inputs.join(kept.pages, on=["page_id", "inputs_hash"], how="anti")
+        removed = kept.pages.join(inputs, on="page_id", how="anti").height
+        why = f"{changed.height:,} of {len(ids):,} pages changed or added, {removed:,} removed"
+        if changed.height + removed <= FULL_BUILD_SHARE * len(ids):
+            return _updated(builder, proposals, inputs, changed, probability, scored_by, settings, kept, why)
+        why += ": a full build is cheaper"
+    frame = builder.features(proposals)
+    frame = frame.with_columns(pl.Series("probability", probability(frame), dtype=pl.Float32))
+    rows = _in_page_ids(frame, ids)
+    pages = _pages(inputs, rows, settings, scored_by)
+    return ScoredCandidates(rows, rows, pages, "full", why, len(ids), frame.height, frame.height)
+
+
+def _full_build_reason(kept: KeptCandidates | None, settings: str) -> str | None:
+    if kept is None or kept.pages.is_empty():
+        return "no earlier build of this site (or a rebuild was asked for)"
+    if kept.pages["settings_hash"][0] != settings:
+        return "the features, candidate settings or embedding model changed"
+    return None
+
+
+def _updated(
+    builder: CandidateBuilder,
+    proposals: Proposals,
+    inputs: pl.DataFrame,
+    changed: pl.DataFrame,
+    probability: Probability,
+    scored_by: str,
+    settings: str,
+    kept: KeptCandidates,
+    why: str,
+) -> ScoredCandidates:
+    """The build from the last one: features for the pairs that need them, the ranks again, scores for
+    the rows whose features changed, and the rows that differ."""
+    ids = inputs["page_id"]
+    index = pl.DataFrame({"page_id": ids, "row": np.arange(len(ids), dtype=np.int64)})
+    before = (
+        kept.rows.join(index.rename({"page_id": "source_page_id", "row": "source"}), on="source_page_id")
+        .join(index.rename({"page_id": "target_page_id", "row": "target"}), on="target_page_id")
+        .drop(KEY)
+        .with_columns(pl.col("mention_offset").cast(pl.Int64))
+    )
+    changed_rows = changed.join(index, on="page_id")["row"].implode()
+    pairs = proposals.pairs.join(
+        proposals.mentions.select(*PAIR, *MENTION), on=PAIR, how="left", maintain_order="left"
+    ).join(
+        before.select(*PAIR, *(pl.col(c).alias(f"{c}_before") for c in MENTION), pl.lit(True).alias("kept")),
+        on=PAIR,
+        how="left",
+        maintain_order="left",
+    )
+    # a pair without a phrase match has null mention columns here and zeros (offset: null) stored
+    found = [pl.col(c).fill_null(0) if c != "mention_offset" else pl.col(c) for c in MENTION]
+    fresh = (
+        pl.col("kept").is_null()
+        | pl.col("source").is_in(changed_rows)
+        | pl.col("target").is_in(changed_rows)
+        | pl.any_horizontal(f.ne_missing(pl.col(f"{c}_before")) for f, c in zip(found, MENTION, strict=True))
+    )
+    needed = pairs.filter(fresh).select(*PAIR, "origins")
+    reused = (
+        pairs.filter(~fresh)
+        .select(*PAIR, "origins")
+        .join(before.select(*PAIR, *LOCAL), on=PAIR, how="left", maintain_order="left")
+    )
+    frame = builder.source_features(
+        proposals,
+        pl.concat([builder.pair_features(proposals, needed), reused], how="diagonal_relaxed").sort(PAIR),
+    )
+    # a row keeps its probability while its features and the ranker are those that gave it
+    frame = frame.join(
+        before.select(*PAIR, "probability", *(pl.col(f).alias(f"{f}_before") for f in FEATURES)),
+        on=PAIR,
+        how="left",
+        maintain_order="left",
+    )
+    rescored = (
+        frame.select(
+            pl.col("probability").is_null()
+            | pl.any_horizontal(pl.col(f).ne_missing(pl.col(f"{f}_before")) for f in FEATURES)
+        )
+        .to_series()
+        .to_numpy()
+    )
+    if kept.pages["scored_by"][0] != scored_by:  # another fit: every row is scored again
+        rescored[:] = True
+    scores = frame["probability"].to_numpy(allow_copy=True).copy()
+    scores[rescored] = probability(frame.filter(pl.Series(rescored)))
+    frame = frame.with_columns(pl.Series("probability", scores, dtype=pl.Float32))
+    rows = _in_page_ids(frame, ids)
+    upserted = _differing(rows, kept.rows)
+    removed = kept.rows.join(rows, on=list(KEY), how="anti").select(KEY)
+    return ScoredCandidates(
+        rows,
+        RowChanges(KEY, upserted, removed),
+        _pages(inputs, rows, settings, scored_by),
+        "incremental",
+        why,
+        changed.height,
+        needed.height,
+        int(rescored.sum()),
+        removed.height,
+    )
+
+
+def _in_page_ids(frame: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
+    """ml.link_candidates rows (without the site) from scored pairs of page rows in (source, target)
+    order; rank 1 is each source's most probable candidate (ties by target)."""
+    return frame.select(
+        ids.gather(frame["source"]).alias("source_page_id"),
+        ids.gather(frame["target"]).alias("target_page_id"),
+        "probability",
+        pl.col("probability").rank("ordinal", descending=True).over("source").cast(pl.Int32).alias("rank"),
+        "origins",
+        *FEATURES,
+        pl.col("mention_offset").cast(pl.Int32),
+    )
+
+
+def _differing(rows: pl.DataFrame, before: pl.DataFrame) -> pl.DataFrame:
+    """The `rows` that are new or differ from the `before` row of the same pair in any stored column."""
+    compared = rows.join(before, on=list(KEY), how="left", suffix="_before", maintain_order="left")
+    differs = pl.col("probability_before").is_null() | pl.any_horizontal(
+        pl.col(c).ne_missing(pl.col(f"{c}_before")) for c in STORED
+    )
+    return compared.filter(differs).select(rows.columns)
+
+
+def _pages(inputs: pl.DataFrame, rows: pl.DataFrame, settings: str, scored_by: str) -> pl.DataFrame:
+    """ml.candidate_pages rows (without the site)."""
+    counts = rows.group_by("source_page_id").len("candidates").rename({"source_page_id": "page_id"})
+    return inputs.join(counts, on="page_id", how="left", maintain_order="left").select(
+        "page_id",
+        pl.col("candidates").fill_null(0).cast(pl.Int32),
+        "inputs_hash",
+        pl.lit(settings).alias("settings_hash"),
+        pl.lit(scored_by).alias("scored_by"),
+    )
