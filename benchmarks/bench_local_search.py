@@ -21,9 +21,10 @@ import numpy as np
 import polars as pl
 
 from benchmarks.harness import generated_site, print_table, save
-from interlink_pipeline.core import serp
+from interlink_pipeline.core import local_search
 from interlink_pipeline.core.crawl_exports import read_crawl_export
 from interlink_pipeline.core.pages import clean_pages
+from interlink_pipeline.core.serp import page_queries
 from interlink_pipeline.core.text import stop_words, words
 
 SITE = "www.alpinegear.example"
@@ -34,13 +35,13 @@ def _full_sort(value: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
     return np.argsort(-value, kind="stable")[:n]
 
 
-def pipeline(pages: pl.DataFrame, queries: list[str], best=serp._best) -> list[list[int]]:
-    engine = serp.LocalSearch(pages, "en")
-    chosen, serp._best = serp._best, best
+def pipeline(pages: pl.DataFrame, queries: list[str], best=local_search._best) -> list[list[int]]:
+    engine = local_search.LocalSearch(pages, "en")
+    chosen, local_search._best = local_search._best, best
     try:
         found = engine.search(queries, TOP)
     finally:
-        serp._best = chosen
+        local_search._best = chosen
     answers: list[list[int]] = [[] for _ in queries]
     for index, row in found.sort("query_index", "rank").select("query_index", "row").iter_rows():
         answers[index].append(row)
@@ -49,7 +50,7 @@ def pipeline(pages: pl.DataFrame, queries: list[str], best=serp._best) -> list[l
 
 def pipeline_scores(pages: pl.DataFrame, queries: list[str], answers: list[list[int]], block: int = 2000):
     """The pipeline's BM25 score of each answer (pages that tie on score are equally right answers)."""
-    engine = serp.LocalSearch(pages, "en")
+    engine = local_search.LocalSearch(pages, "en")
     scored = []
     for start in range(0, len(queries), block):
         scores = engine.scores(queries[start : start + block])
@@ -107,7 +108,7 @@ def main() -> None:
     args = parser.parse_args()
     crawl = read_crawl_export(generated_site(args.pages) / "internal_all.csv", SITE).frame
     pages = clean_pages(crawl, SITE).pages
-    queries = serp.page_queries(pages, SITE, "{query}")["base_query"].to_list()
+    queries = page_queries(pages, SITE, "{query}")["base_query"].to_list()
     stops = stop_words("en")
     fields = [pl.col(c).fill_null("") for c in ("title", "title", "h1", "meta_description")]
     texts = pages.select(pl.concat_str(fields, separator=" ")).to_series()

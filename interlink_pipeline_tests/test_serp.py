@@ -7,11 +7,14 @@ import numpy as np
 import polars as pl
 import pytest
 
+from interlink_pipeline.core.crawl_exports import read_crawl_export
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.local_search import LocalSearch, search_kept
+from interlink_pipeline.core.pages import clean_pages
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
-from interlink_pipeline.core.serp import LocalSearch, page_queries, search_scope
+from interlink_pipeline.core.serp import page_queries, search_scope
 from interlink_pipeline.defs.serp import SerpApi
-from interlink_pipeline_tests.conftest import LIGHT, write_export
+from interlink_pipeline_tests.conftest import LIGHT, SAMPLE_DIR, write_export
 from interlink_pipeline_tests.run_results import failure_message, materialization_metadata, run_serp
 from interlink_pipeline_tests.serper_server import KEY, serper_for
 
@@ -253,3 +256,44 @@ def test_timing_guard_for_the_fake_server(light_pages):
         response = httpx.post(server.endpoint, json={"q": "chiropractor"}, headers={"X-API-KEY": KEY})
         assert response.status_code == 200 and response.json()["organic"]
         assert time.monotonic() - started < 2
+
+
+def _recrawled(pages: pl.DataFrame, rng: np.random.Generator, round_: int) -> pl.DataFrame:
+    """The next crawl: 1% of the titles changed (words of other titles added), three pages gone, three new
+    (copies of others under new ids: pages that tie with them), sorted by page id."""
+    n = pages.height
+    titles = pages["title"].to_list()
+    for i in rng.choice(n, n // 100, replace=False):
+        titles[i] = f"{titles[i] or ''} {titles[rng.integers(n)] or ''} edition {round_}"
+    changed = pages.with_columns(pl.Series("title", titles))
+    gone = rng.choice(n, 3, replace=False)
+    new = changed.sample(3, seed=round_).with_columns(pl.col("page_id") + f"-new{round_}")
+    return pl.concat([changed.filter(~pl.int_range(pl.len()).is_in(gone)), new]).sort("page_id")
+
+
+def test_the_kept_local_index_answers_as_a_full_search_under_its_statistics():
+    """Successive re-crawls through the kept index: only new queries are searched, and every answer is
+    exactly a full search's under the kept statistics (ties by page id included); past refresh_above of
+    the pages changed, the index is built afresh, and a full build answers as the engine always did."""
+    raw = read_crawl_export(SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST).frame
+    pages = clean_pages(raw, SAMPLE_HOST).pages.sort("page_id")
+    rng = np.random.default_rng(5)
+    queries = pages.select(pl.coalesce("title", "text")).to_series().to_list()
+    found, index, search = search_kept(pages, queries, 10, "", None, 0.05, None)
+    assert search.mode == "full" and found.equals(LocalSearch(pages).search(queries, 10).drop("score"))
+    moved = 0
+    for round_ in range(3):
+        pages = _recrawled(pages, rng, round_)
+        queries = pages.select(pl.coalesce("title", "text")).to_series().to_list()
+        found, index, search = search_kept(pages, queries, 10, "", None, 0.05, index)
+        assert search.mode == "incremental" and search.pages_removed == 3
+        assert 3 <= search.pages_changed <= pages.height // 100 + 3
+        assert search.pages_searched <= search.pages_changed  # the new queries, nothing else
+        full = LocalSearch(pages, statistics=index.statistics).search(queries, 10)
+        assert found.equals(full.drop("score"))
+        moved += search.pages_changed + search.pages_removed
+    assert index.changed_since_build == moved
+    same, _, unchanged = search_kept(pages, queries, 10, "", None, 0.05, index)  # nothing to search
+    assert unchanged.pages_searched == 0 and same.equals(found)
+    _, _, again = search_kept(_recrawled(pages, rng, 9), queries, 10, "", None, 0.05, index)
+    assert again.mode == "full" and "more than 5%" in again.why

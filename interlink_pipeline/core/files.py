@@ -39,3 +39,25 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def save_state(kept: object, path: Path) -> None:
+    """What a step keeps for its next run (a fitted ranker, an index…), pickled, written whole or not."""
+    import joblib
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with replaced_atomically(path) as tmp:
+        joblib.dump(kept, tmp)
+
+
+def load_state(path: Path, kind: type) -> object | None:
+    """What save_state kept at `path` when it is a `kind`; None when missing, unreadable or another kind."""
+    import joblib
+
+    if not path.is_file():
+        return None
+    try:
+        kept = joblib.load(path)
+    except Exception:  # a truncated or foreign file is as good as none: it is measured and written again
+        return None
+    return kept if isinstance(kept, kind) else None

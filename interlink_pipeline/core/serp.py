@@ -10,7 +10,7 @@ Providers share one shape — queries in, ranked result URLs out:
   arrive, so a re-run pays for nothing it already has and a run that dies continues where it stopped. The
   API key is never written to logs, metadata, tables or messages.
 - `local`: BM25 over the site's own titles, H1s and meta descriptions, offline and free (not cached: its
-  answers change with the crawl).
+  answers change with the crawl; its index is kept between runs instead: see local_search).
 - `none`: no SERP evidence.
 """
 
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.text import detect_language, stop_words, words
+from interlink_pipeline.core.local_search import KeptIndex, search_kept
+from interlink_pipeline.core.similarity import Increment
 from interlink_pipeline.core.urls import url_parts
 from interlink_pipeline.core.warehouse import merge_rows, query
 
@@ -60,6 +60,7 @@ class SerpOptions:
     max_failed_share: float = 0.0
     country: str | None = None
     language: str | None = None
+    refresh_above: float = 0.05  # local provider: a full index build once this share of pages changed
     endpoint: str = SERPER_ENDPOINT
     cost_per_request_usd: float = 0.001
 
@@ -310,96 +311,6 @@ def fresh_cutoff(options: SerpOptions) -> datetime:
     return datetime.now(UTC).replace(tzinfo=None) - timedelta(days=options.cache_ttl_days)
 
 
-# --- the local provider: BM25 over the site's own pages ----------------------------------------------
-
-
-class LocalSearch:
-    """BM25 (k1=1.2, b=0.75) over each page's title (counted twice), H1 and meta description.
-
-    When every word of every page is a stop word ("Home of one page site"), stop words count like any
-    other; a site without a single word has an empty index, and every search finds nothing."""
-
-    def __init__(self, pages: pl.DataFrame, language: str | None = None, k1: float = 1.2, b: float = 0.75):
-        from scipy import sparse
-        from sklearn.feature_extraction.text import CountVectorizer
-
-        documents = (
-            pages.select(
-                pl.concat_str(
-                    [pl.col(c).fill_null("") for c in ("title", "title", "h1", "meta_description")],
-                    separator=" ",
-                )
-            )
-            .to_series()
-            .to_list()
-        )
-        self.language = language or detect_language(documents)
-        self._paths = pages["path"].to_numpy()
-        self._weights = None
-        for stops in (stop_words(self.language), frozenset()):
-            self._vectorizer = CountVectorizer(
-                analyzer=lambda text, stops=stops: [w for w in words(text) if w not in stops]
-            )
-            try:
-                counts = self._vectorizer.fit_transform(documents).tocsr().astype(np.float32)
-                break
-            except ValueError:  # empty vocabulary
-                continue
-        else:
-            return
-        lengths = np.asarray(counts.sum(axis=1)).ravel()
-        average = lengths.mean() if len(lengths) else 1.0
-        df = np.bincount(counts.indices, minlength=counts.shape[1])
-        idf = np.log1p((counts.shape[0] - df + 0.5) / (df + 0.5)).astype(np.float32)
-        rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
-        tf = counts.data
-        norm = k1 * (1 - b + b * lengths[rows] / max(average, 1e-9))
-        weights = idf[counts.indices] * tf * (k1 + 1) / (tf + norm)
-        self._weights = sparse.csr_matrix(
-            (weights, counts.indices, counts.indptr), shape=counts.shape
-        ).T.tocsr()
-
-    def scores(self, queries: list[str]):
-        """Each query's BM25 score for each page (sparse, queries x pages); a query word counts once."""
-        matrix = self._vectorizer.transform(queries)
-        matrix.data[:] = 1.0
-        return (matrix @ self._weights).tocsr()
-
-    def search(self, queries: list[str], n: int, path_prefix: str = "", block: int = 2000) -> pl.DataFrame:
-        """query_index, rank (1 = best), row (the page's position in `pages`): the top `n` of each query."""
-        allowed = np.char.startswith(self._paths.astype(str), path_prefix) if path_prefix else None
-        out_query, out_rank, out_row = [], [], []
-        for start in range(0, len(queries) if self._weights is not None else 0, block):
-            scores = self.scores(queries[start : start + block])
-            for i in range(scores.shape[0]):
-                row = scores.indices[scores.indptr[i] : scores.indptr[i + 1]]
-                value = scores.data[scores.indptr[i] : scores.indptr[i + 1]]
-                if allowed is not None:
-                    keep = allowed[row]
-                    row, value = row[keep], value[keep]
-                if not len(row):
-                    continue
-                top = _best(value, row, n)
-                out_query.extend([start + i] * len(top))
-                out_rank.extend(range(1, len(top) + 1))
-                out_row.extend(row[top].tolist())
-        return pl.DataFrame(
-            {"query_index": out_query, "rank": out_rank, "row": out_row},
-            schema={"query_index": pl.Int64, "rank": pl.Int32, "row": pl.Int64},
-        )
-
-
-def _best(value: np.ndarray, row: np.ndarray, n: int) -> np.ndarray:
-    """Positions of the `n` highest values, best first, ties by row: a partition, then a sort of the few
-    (a full sort of every matching page cost half the search on large sites)."""
-    if len(value) > n:
-        cutoff = np.partition(value, len(value) - n)[len(value) - n]
-        keep = np.flatnonzero(value >= cutoff)
-    else:
-        keep = np.arange(len(value))
-    return keep[np.lexsort((row[keep], -value[keep]))][:n]
-
-
 # --- results ---------------------------------------------------------------------------------------
 
 
@@ -445,6 +356,8 @@ class SerpRun:
     fetch: FetchReport = field(default_factory=FetchReport)
     excluded_results: int = 0
     seconds: float = 0.0
+    index: KeptIndex | None = None  # local provider: the index to keep for the next run
+    search: Increment | None = None  # local provider: what it searched and reused
 
     def cost_usd(self, options: SerpOptions) -> float:
         return self.fetch.billed * options.cost_per_request_usd
@@ -463,8 +376,11 @@ def serp_evidence(
     options: SerpOptions,
     api_key: str | None,
     main_queries: pl.DataFrame | None = None,
+    kept_index: KeptIndex | None = None,
 ) -> tuple[pl.DataFrame, SerpRun]:
-    """serp.results rows for the site's pages (empty for provider none), and what it took."""
+    """serp.results rows for the site's pages (empty for provider none), and what it took; the local
+    provider answers through `kept_index` (the last run's) where it serves, and returns the one to keep
+    in `run.index`."""
     started = time.monotonic()
     provider = resolve_provider(options.provider, api_key)
     asked = page_queries(pages, site, options.query_template, main_queries)
@@ -488,8 +404,16 @@ def serp_evidence(
         )
     elif provider == "local":
         _, prefix = search_scope(options.query_template, site)
-        engine = LocalSearch(pages, options.language)
-        found = engine.search(asked["base_query"].to_list(), depth, prefix)
+        ordered = pages.sort("page_id")  # ties go to the first page by id, whatever order the rows came in
+        found, run.index, run.search = search_kept(
+            ordered,
+            asked["base_query"].to_list(),
+            depth,
+            prefix,
+            options.language,
+            options.refresh_above,
+            kept_index,
+        )
         results = (
             found.join(
                 asked.with_row_index("query_index").select(
@@ -498,7 +422,7 @@ def serp_evidence(
                 on="query_index",
             )
             .join(
-                pages.with_row_index("row").select(
+                ordered.with_row_index("row").select(
                     pl.col("row").cast(pl.Int64),
                     pl.col("url").alias("result_url"),
                     pl.col("title").alias("result_title"),

@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
+from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.link_backtest import pairs_to_hide, run_backtest
 from interlink_pipeline.core.link_plan import PlanOptions, planner_without
 from interlink_pipeline.core.link_ranker import (
@@ -30,10 +31,9 @@ from interlink_pipeline.defs.relevance import (
     GROUP,
     CandidateSettings,
     LinkBacktestConfig,
-    load_state,
     ranker_path,
     relevance_inputs,
-    save_state,
+    with_vectors,
 )
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import materialized, record_run, site_asset, user_errors
@@ -56,14 +56,14 @@ def link_backtest(
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        inputs = relevance_inputs(warehouse, embedder, site)
-        base = plan_inputs(warehouse, site)
+        inputs = relevance_inputs(warehouse, embedder, site, vectors=False)
+        crawl_id = warehouse.read_site("staging.pages", site, ["crawl_id"])["crawl_id"][0]
     if not inputs.links.content.any():
         context.log.warning(
             f"{site}: backtest skipped: no in-content links to hide (register an All Inlinks export with "
             "link positions to measure the plan on the site's own links)"
         )
-        yield from _skipped(context, site, base.pages["crawl_id"][0], started)
+        yield from _skipped(context, site, crawl_id, started)
         return
     ranker_options = RankerOptions(seed=config.seed)
     plan_options = PlanOptions()
@@ -88,7 +88,7 @@ def link_backtest(
         row = earlier.with_columns(
             pl.lit(context.run.run_id).alias("run_id"),
             pl.lit(datetime.now(UTC).replace(tzinfo=None)).dt.cast_time_unit("us").alias("ran_at"),
-            pl.lit(base.pages["crawl_id"][0]).alias("crawl_id"),
+            pl.lit(crawl_id).alias("crawl_id"),
             pl.lit(time.monotonic() - started).alias("seconds"),
         )
         metadata = {
@@ -98,6 +98,9 @@ def link_backtest(
         }
         yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
         return
+    with user_errors():
+        inputs = with_vectors(inputs, warehouse, embedder)
+        base = plan_inputs(warehouse, site)
     hidden = pairs_to_hide(inputs.links, config.fraction, config.seed)
     plan = planner_without(base, hidden, plan_options)
     result = run_backtest(
@@ -109,7 +112,7 @@ def link_backtest(
             "site": [site],
             "run_id": [context.run.run_id],
             "ran_at": [datetime.now(UTC).replace(tzinfo=None)],
-            "crawl_id": [base.pages["crawl_id"][0]],
+            "crawl_id": [crawl_id],
             "seed": [config.seed],
             "fraction": [config.fraction],
             "hidden_links": [result.hidden_links],

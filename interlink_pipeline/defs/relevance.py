@@ -23,7 +23,7 @@ from interlink_pipeline.core.candidate_updates import (
     settings_hash,
 )
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.files import replaced_atomically
+from interlink_pipeline.core.files import save_state
 from interlink_pipeline.core.link_candidates import (
     FEATURES,
     CandidateBuilder,
@@ -147,14 +147,16 @@ class RelevanceInputs:
     embedded: int  # texts the model embedded (the rest came from the cache)
 
 
-def relevance_inputs(warehouse: Warehouse, embedder: Embedder, site: str) -> RelevanceInputs:
-    """Everything the candidates are built from: pages, text vectors per field, SERP, clusters, links."""
+def relevance_inputs(
+    warehouse: Warehouse, embedder: Embedder, site: str, vectors: bool = True
+) -> RelevanceInputs:
+    """Everything the candidates are built from: pages, text vectors per field (unless `vectors` is
+    false: with_vectors adds them when they turn out to be needed), SERP, clusters, links."""
     site_pages = warehouse.read_site("staging.pages", site, PAGE_COLUMNS).sort("page_id")
     if site_pages.is_empty():
         raise InputError(f"staging.pages has no rows for {site}: materialise pages first.")
     index = site_pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
     texts = {name: site_pages[column].to_list() for name, column in FIELD_COLUMNS.items()}
-    vectors, filled = field_vectors(warehouse.path, embedder.identity().model_id, texts, embedder.encoder)
     clusters = warehouse.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]).join(
         index, on="page_id"
     )
@@ -168,26 +170,36 @@ def relevance_inputs(warehouse: Warehouse, embedder: Embedder, site: str) -> Rel
         .select("source", "target", pl.col("rank").cast(pl.Int64))
     )
     store = NeighbourStore(
-        ranker_path(warehouse, site).parent / "neighbours",
+        warehouse.kept_state(site) / "neighbours",
         site_pages["page_id"].cast(pl.String).to_list(),
         embedder.identity().model_id,
     )
     signals = SiteSignals(
         site_pages["path"].to_list(),
         texts,
-        vectors,
+        {},
         cluster,
         serp,
         site_pages["duplicate_key"].to_list(),
         store,
     )
     links = page_links(warehouse.read_site("raw.crawl_links", site), site_pages["url_key"])
-    return RelevanceInputs(site_pages, signals, links, filled["embedded"])
+    inputs = RelevanceInputs(site_pages, signals, links, 0)
+    return with_vectors(inputs, warehouse, embedder) if vectors else inputs
+
+
+def with_vectors(inputs: RelevanceInputs, warehouse: Warehouse, embedder: Embedder) -> RelevanceInputs:
+    """The inputs with each text field's vectors, through the embedding cache (what it lacks is embedded)."""
+    texts = inputs.signals.texts
+    vectors, filled = field_vectors(warehouse.path, embedder.identity().model_id, texts, embedder.encoder)
+    return dataclasses.replace(
+        inputs, signals=dataclasses.replace(inputs.signals, vectors=vectors), embedded=filled["embedded"]
+    )
 
 
 def ranker_path(warehouse: Warehouse, site: str) -> Path:
     """Where the site's fitted ranker is kept, beside the warehouse."""
-    return Path(warehouse.path).resolve().parent / "models" / site / "link_ranker.joblib"
+    return warehouse.kept_state(site) / "link_ranker.joblib"
 
 
 @dataclass
@@ -201,28 +213,6 @@ class KeptRanker:
     features: tuple[str, ...] = FEATURES
     settings: str = ""  # settings_fingerprint
     state: SiteState | None = None  # the site it was fitted on
-
-
-def save_state(kept: object, path: Path) -> None:
-    """A fitted ranker or what a backtest measured, kept beside the warehouse (written whole or not)."""
-    import joblib
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with replaced_atomically(path) as tmp:
-        joblib.dump(kept, tmp)
-
-
-def load_state(path: Path, kind: type) -> object | None:
-    """What save_state kept at `path` when it is a `kind`; None when missing, unreadable or another kind."""
-    import joblib
-
-    if not path.is_file():
-        return None
-    try:
-        kept = joblib.load(path)
-    except Exception:  # a truncated or foreign file is as good as none: it is measured and written again
-        return None
-    return kept if isinstance(kept, kind) else None
 
 
 def load_ranker(path: Path, site: str) -> KeptRanker:
@@ -328,7 +318,7 @@ def link_ranker(
     with user_errors():
         site = site_key(context)
         path = ranker_path(warehouse, site)
-        inputs = relevance_inputs(warehouse, embedder, site)
+        inputs = relevance_inputs(warehouse, embedder, site, vectors=False)
         options = options_from(config, RankerOptions)
         model_id = embedder.identity().model_id
         fingerprint = training_fingerprint(
@@ -343,6 +333,7 @@ def link_ranker(
         )
         searched = "none: the kept model was reused"
         if kept is None:
+            inputs = with_vectors(inputs, warehouse, embedder)
             builder = CandidateBuilder(inputs.signals, candidate_settings.options())
             searched = builder.searches_done()
             examples = training_examples(builder, inputs.links, options)

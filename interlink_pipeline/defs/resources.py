@@ -24,6 +24,11 @@ class Warehouse(ConfigurableResource):
         "snapshots/<file name> beside the warehouse.",
     )
 
+    def kept_state(self, site: str) -> Path:
+        """Where a site's steps keep what their next run starts from (models, indexes, neighbour lists):
+        models/<site>/ beside the warehouse."""
+        return Path(self.path).resolve().parent / "models" / site
+
     def analyst_snapshot(self) -> Path:
         return warehouse.snapshot_path(self.path, self.snapshot_path)
 

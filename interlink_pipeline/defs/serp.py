@@ -11,6 +11,8 @@ from pydantic import Field
 
 from interlink_pipeline.core.crawl_exports import read_queries_export
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import load_state, save_state
+from interlink_pipeline.core.local_search import KeptIndex
 from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.core.serp import SERPER_ENDPOINT, SerpOptions, serp_evidence, top_queries
 from interlink_pipeline.defs.crawl import pages
@@ -67,6 +69,13 @@ class SerpResultsConfig(Config):
     )
     country: str | None = Field(default=None, description="Serper 'gl' (e.g. 'es').")
     language: str | None = Field(default=None, description="Serper 'hl' / the local engine's stop words.")
+    refresh_above: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="Local provider: a re-crawl answers from the kept index (statistics as at its last full "
+        "build) until this share of pages changed since; then the index is built in full again.",
+    )
     cost_per_request_usd: float = Field(default=0.001, ge=0, description="For the cost estimate in metadata.")
     queries_file: str | None = Field(
         default=None,
@@ -104,8 +113,15 @@ def serp_results(
             exclude_url_patterns=tuple(config.exclude_url_patterns),
             endpoint=serp_api.endpoint,
         )
+        index_path = warehouse.kept_state(site) / "local_search.joblib"
         results, run = serp_evidence(
-            warehouse.path, site, site_pages, options, serp_api.api_key, main_queries
+            warehouse.path,
+            site,
+            site_pages,
+            options,
+            serp_api.api_key,
+            main_queries,
+            load_state(index_path, KeptIndex),
         )
     matched = results["matched_page_id"].is_not_null().sum()
     context.log.info(
@@ -136,4 +152,14 @@ def serp_results(
             markdown_table(results.select("query", "rank", "result_url", "matched_page_id"))
         ),
     }
+    if run.search is not None:
+        metadata |= {
+            "index": run.search.mode,
+            "index_why": run.search.why,
+            "queries_searched": run.search.pages_searched,
+            "queries_reused": run.search.pages_merged,
+            "pages_changed": run.search.pages_changed,
+        }
     yield from persist(context, warehouse, site, {"serp.results": results}, metadata, started)
+    if run.index is not None:  # after the write: a run that fails keeps the last index
+        save_state(run.index, index_path)
