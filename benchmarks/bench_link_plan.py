@@ -122,21 +122,30 @@ def centrality_agreement(warehouse: Path, samples: int) -> dict:
     import duckdb
     from scipy.stats import spearmanr
 
-    from interlink_pipeline.core.link_plan import PlanOptions, betweenness
+    from interlink_pipeline.core.link_plan import PlanOptions, betweenness, relatedness_edges
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
         ids = con.execute("SELECT page_id FROM staging.pages WHERE site = ? ORDER BY page_id", [SITE]).pl()
-        edges = con.execute(
+        similar = con.execute(
             "SELECT source_page_id AS a, target_page_id AS b FROM ml.similarity_pairs WHERE site = ? "
-            "AND relation = 'similar' UNION ALL SELECT source_page_id, target_page_id FROM "
-            "ml.link_candidates WHERE site = ?",
-            [SITE, SITE],
+            "AND relation = 'similar'",
+            [SITE],
+        ).pl()
+        candidates = con.execute(
+            "SELECT source_page_id AS source, target_page_id AS target FROM ml.link_candidates "
+            "WHERE site = ?",
+            [SITE],
         ).pl()
     index = ids.with_row_index("i").with_columns(pl.col("i").cast(pl.Int64))
-    edges = edges.join(index.rename({"page_id": "a", "i": "ia"}), on="a").join(
-        index.rename({"page_id": "b", "i": "ib"}), on="b"
-    )
-    edges = edges.select(pl.col("ia").alias("a"), pl.col("ib").alias("b"))
+
+    def indexed(frame: pl.DataFrame, a: str, b: str) -> pl.DataFrame:
+        return (
+            frame.join(index.rename({"page_id": a, "i": "ia"}), on=a)
+            .join(index.rename({"page_id": b, "i": "ib"}), on=b)
+            .select(pl.col("ia").alias(a), pl.col("ib").alias(b))
+        )
+
+    edges = relatedness_edges(indexed(similar, "a", "b"), indexed(candidates, "source", "target"))
     n = ids.height
     started = time.monotonic()
     exact, _ = betweenness(n, edges, PlanOptions(exact_centrality_below=n + 1))

@@ -17,6 +17,7 @@ from interlink_pipeline.core.link_plan import (
     SiteGraph,
     anchor_phrases,
     betweenness,
+    centrality,
     check_plan,
     choose_anchors,
     existing_links,
@@ -285,7 +286,7 @@ def test_graph_metrics():
 
 
 def test_betweenness_exact_and_estimated_agree_on_the_centre():
-    star = pl.DataFrame({"a": [0] * 50 + list(range(1, 50)), "b": list(range(1, 51)) + list(range(51, 100))})
+    star = pl.DataFrame({"u": [0] * 50 + list(range(1, 50)), "v": list(range(1, 51)) + list(range(51, 100))})
     exact, method = betweenness(100, star, PlanOptions(exact_centrality_below=1000))
     estimate, estimated = betweenness(
         100, star, PlanOptions(exact_centrality_below=10, centrality_samples=40)
@@ -294,6 +295,50 @@ def test_betweenness_exact_and_estimated_agree_on_the_centre():
     assert np.argmax(exact) == np.argmax(estimate) == 0
     again, _ = betweenness(100, star, PlanOptions(exact_centrality_below=10, centrality_samples=40))
     assert np.array_equal(estimate, again)  # sampled, yet the same plan every run
+
+
+def test_a_kept_centrality_estimate_is_reused_until_the_graph_moves_past_the_limit():
+    rng = np.random.default_rng(3)
+    n = 400
+    ids = np.array([f"p{i:04d}" for i in range(n)])
+    u = rng.integers(0, n, 3000)
+    pairs = (
+        pl.DataFrame({"a": u, "b": (u + rng.integers(1, 40, 3000)) % n})
+        .filter(pl.col("a") != pl.col("b"))
+        .select(pl.min_horizontal("a", "b").alias("u"), pl.max_horizontal("a", "b").alias("v"))
+        .unique()
+        .sort("u", "v")
+    )
+    sampled = PlanOptions(exact_centrality_below=10, centrality_samples=50, recompute_centrality_above=0.05)
+    scores, method, kept = centrality(ids, pairs, sampled, None)
+    assert kept is not None and method.endswith("(no estimate kept)")
+
+    # a page added at the front (every position shifts), one removed, a few edges changed: reused
+    moved = np.concatenate([["p0000a"], ids[:-1]])  # p0399 removed; p0000a is new, at position 1
+    position = {page: i for i, page in enumerate(moved)}
+    kept_pairs = pairs.filter(pl.col("v") < n - 1).with_columns(
+        pl.col("u").replace_strict({i: position[ids[i]] for i in range(n - 1)}, return_dtype=pl.Int64),
+        pl.col("v").replace_strict({i: position[ids[i]] for i in range(n - 1)}, return_dtype=pl.Int64),
+    )
+    extra = pl.DataFrame({"u": [0, 1, 2], "v": [1, 5, 9]}, schema={"u": pl.Int64, "v": pl.Int64})
+    changed = pl.concat([kept_pairs, extra]).unique().sort("u", "v")
+    again, why, still = centrality(moved, changed, sampled, kept)
+    assert still is kept and "reused" in why
+    assert again[position["p0000a"]] == 0  # new: the least central until the next estimate
+    expected = dict(zip(ids.tolist(), scores.tolist(), strict=True))
+    assert all(again[i] == expected[page] for i, page in enumerate(moved) if page != "p0000a")
+
+    # most edges replaced: measured again, and that estimate is kept
+    rewired = pairs.with_columns(((pl.col("v") + 7) % n).alias("v")).filter(pl.col("u") != pl.col("v"))
+    rewired = rewired.select(pl.min_horizontal("u", "v").alias("u"), pl.max_horizontal("u", "v").alias("v"))
+    fresh, why, renewed = centrality(ids, rewired.unique().sort("u", "v"), sampled, kept)
+    assert renewed is not kept and "recomputed" in why
+    assert np.array_equal(fresh, betweenness(n, rewired.unique().sort("u", "v"), sampled)[0])
+
+    # exact betweenness is always measured, never kept
+    exact, method, none = centrality(ids, pairs, PlanOptions(exact_centrality_below=n + 1), kept)
+    assert none is None and method == "exact betweenness"
+    assert np.array_equal(exact, betweenness(n, pairs, PlanOptions(exact_centrality_below=n + 1))[0])
 
 
 def _plan(warehouse_path, inbox, instance, site, config=None):

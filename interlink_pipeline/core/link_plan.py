@@ -3,7 +3,8 @@
 Steps, each adding links only where the source page has spare out-link budget and the link does not exist:
 
 1. **Centrality.** Betweenness on the relatedness graph (link candidates and similar pairs, undirected):
-   pages that sit between topics. Exact below `exact_centrality_below` pages, sampled above.
+   pages that sit between topics. Exact below `exact_centrality_below` pages, sampled above; a sampled
+   estimate is reused on a re-crawl while at most `recompute_centrality_above` of the graph's edges changed.
 2. **Hubs** (`hub`, placed on the home page): the site's main sections (the top level of its menu), then
    the most central page of each of the largest topic clusters, then the most central pages overall, up
    to `hub_links`.
@@ -55,6 +56,7 @@ class PlanOptions:
     max_depth: int = 4
     exact_centrality_below: int = 5_000
     centrality_samples: int = 512
+    recompute_centrality_above: float = 0.05  # share of relatedness edges changed since a kept estimate
     anchor_max_words: int = 6  # anchors are whole phrases of at most this many words
     anchor_max_targets: int = 1  # an anchor text points at no more targets than this across the site
     min_probability: float = 0.1  # topical links less likely than this are never added to fill a budget
@@ -89,6 +91,7 @@ class SiteGraph:
     # the last plan's links to keep (source, target page indices, reason, score, evidence, placement),
     # in the order they were planned; kept first, before any new link
     kept: pl.DataFrame | None = None
+    kept_centrality: KeptCentrality | None = None  # the last run's sampled estimate, reused while it holds
 
     def __post_init__(self) -> None:
         self.nodes = max(self.nodes, len(self.page_ids))
@@ -138,16 +141,47 @@ def existing_links(links: pl.DataFrame, url_keys: pl.Series) -> tuple[pl.DataFra
     return edges, n + others.height
 
 
-def betweenness(n: int, edges: pl.DataFrame, options: PlanOptions) -> tuple[np.ndarray, str]:
-    """Betweenness centrality of the undirected relatedness graph (exact, or sampled on large graphs)."""
+@dataclass(frozen=True)
+class KeptCentrality:
+    """A sampled centrality estimate and the graph it was measured on, for the next run to reuse."""
+
+    page_ids: np.ndarray
+    scores: np.ndarray
+    method: str
+    edges: np.ndarray  # sorted hashes of the relatedness graph's undirected edges, by page id
+    samples: int
+
+
+def relatedness_edges(similar: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
+    """The undirected relatedness graph (u < v page indices), sorted: similar pairs and link candidates."""
+    both = pl.concat(
+        [
+            similar.select("a", "b"),
+            candidates.select(pl.col("source").alias("a"), pl.col("target").alias("b")),
+        ]
+    )
+    return (
+        both.select(pl.min_horizontal("a", "b").alias("u"), pl.max_horizontal("a", "b").alias("v"))
+        .unique()
+        .sort("u", "v")
+    )
+
+
+def edge_hashes(page_ids: np.ndarray, pairs: pl.DataFrame) -> np.ndarray:
+    """A sorted hash per undirected edge, by its pages' ids: the same edge hashes alike whatever the
+    pages' positions, so two runs' graphs compare."""
+    by_page = pl.Series(page_ids).cast(pl.String).hash(seed=29).to_numpy()
+    low, high = by_page[pairs["u"].to_numpy()], by_page[pairs["v"].to_numpy()]
+    lo, hi = np.minimum(low, high), np.maximum(low, high)  # by id, not by position
+    with np.errstate(over="ignore"):
+        return np.unique(lo * np.uint64(0x9E3779B97F4A7C15) + hi)
+
+
+def betweenness(n: int, pairs: pl.DataFrame, options: PlanOptions) -> tuple[np.ndarray, str]:
+    """Betweenness centrality of the undirected graph `pairs` (exact, or sampled on large graphs)."""
     import networkit as nk
 
     graph = nk.Graph(n, weighted=False, directed=False)
-    pairs = (
-        edges.select(pl.min_horizontal("a", "b").alias("u"), pl.max_horizontal("a", "b").alias("v"))
-        .unique()
-        .sort("u", "v")
-    )  # the same graph, built in the same order, every run
     graph.addEdges((pairs["u"].to_numpy().astype(np.uint64), pairs["v"].to_numpy().astype(np.uint64)))
     if n < options.exact_centrality_below:
         algorithm = nk.centrality.Betweenness(graph, normalized=True)
@@ -162,6 +196,46 @@ def betweenness(n: int, edges: pl.DataFrame, options: PlanOptions) -> tuple[np.n
     # normalising divides by (n-1)(n-2), so graphs of one or two pages give NaN: no page is between others
     scores = np.nan_to_num(np.asarray(algorithm.scores(), dtype=np.float64), nan=0.0)
     return np.round(scores, 12), method
+
+
+def centrality(
+    page_ids: np.ndarray, pairs: pl.DataFrame, options: PlanOptions, kept: KeptCentrality | None
+) -> tuple[np.ndarray, str, KeptCentrality | None]:
+    """Each page's betweenness, how it was had, and the estimate to keep for the next run (None when
+    exact: exact scores are cheap below `exact_centrality_below` pages and are always measured).
+
+    A kept sampled estimate is reused while at most `recompute_centrality_above` of the edges changed
+    since it was measured: sampling already moves the scores more than such a change does. Pages new
+    since then score 0 (the least central); removed ones are dropped."""
+    n = len(page_ids)
+    if n < options.exact_centrality_below:
+        scores, method = betweenness(n, pairs, options)
+        return scores, method, None
+    edges = edge_hashes(page_ids, pairs)
+    samples = min(options.centrality_samples, n)
+    if kept is not None and kept.samples == samples:
+        changed = len(np.setxor1d(kept.edges, edges, assume_unique=True)) / max(
+            1, len(np.union1d(kept.edges, edges))
+        )
+        if changed <= options.recompute_centrality_above:
+            scores = (
+                pl.DataFrame({"page_id": page_ids})
+                .join(
+                    pl.DataFrame({"page_id": kept.page_ids, "score": kept.scores}),
+                    on="page_id",
+                    how="left",
+                    maintain_order="left",
+                )["score"]
+                .fill_null(0.0)
+                .to_numpy()
+            )
+            limit = options.recompute_centrality_above
+            return scores, f"{kept.method}, reused: {changed:.1%} of edges changed (limit {limit:.0%})", kept
+        reason = f"recomputed: {changed:.1%} of relatedness edges changed since the last estimate"
+    else:
+        reason = "no estimate kept" if kept is None else "sample size changed"
+    scores, method = betweenness(n, pairs, options)
+    return scores, f"{method} ({reason})", KeptCentrality(page_ids.copy(), scores, method, edges, samples)
 
 
 class Planner:
@@ -195,6 +269,7 @@ class Planner:
         self.planned_targets: list[int] = []
         self.neighbours = self._neighbour_lists()
         self.stats = PlanStats()
+        self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run
         self.refused: dict[tuple[int, int], str] = {}  # links of the last plan not kept, and why
 
     def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -295,13 +370,9 @@ class Planner:
     def run(self) -> None:
         o, g = self.o, self.g
         started = time.monotonic()
-        related_edges = pl.concat(
-            [
-                g.similar.select("a", "b"),
-                g.candidates.select(pl.col("source").alias("a"), pl.col("target").alias("b")),
-            ]
+        self.centrality, self.stats.centrality, self.kept_centrality = centrality(
+            g.page_ids, relatedness_edges(g.similar, g.candidates), o, g.kept_centrality
         )
-        self.centrality, self.stats.centrality = betweenness(self.n, related_edges, o)
         self.stats.seconds["centrality"] = time.monotonic() - started
         quantile = np.argsort(np.argsort(self.centrality, kind="stable"), kind="stable") / max(1, self.n - 1)
         self.quota = (o.min_inlinks + np.round(quantile * (o.max_inlinks - o.min_inlinks))).astype(np.int64)
@@ -663,10 +734,11 @@ def plan_site(
     existing: pl.DataFrame,
     options: PlanOptions,
     kept: pl.DataFrame | None = None,
+    kept_centrality: KeptCentrality | None = None,
 ) -> tuple[pl.DataFrame, Planner, SiteGraph]:
     """The plan from scored candidates (source, target, probability, origins) and the existing links,
-    keeping the last plan's `kept` links first; the planned links carry the candidate's probability (null
-    when no signal proposed the pair)."""
+    keeping the last plan's `kept` links first (and reusing `kept_centrality` while it holds); the planned
+    links carry the candidate's probability (null when no signal proposed the pair)."""
     scored = candidates.select(
         "source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance")
     )
@@ -681,6 +753,7 @@ def plan_site(
         vectors=inputs.vectors,
         sections=inputs.sections,
         kept=kept,
+        kept_centrality=kept_centrality,
     )
     planned, planner = plan_links(graph, options)
     planned = planned.join(

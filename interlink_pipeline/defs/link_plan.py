@@ -10,10 +10,12 @@ import polars as pl
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
+from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph_metrics import UNREACHABLE, GraphSummary, adjacency, out_degree, summarize
 from interlink_pipeline.core.link_candidates import page_links
 from interlink_pipeline.core.link_plan import (
     PLAN_INVARIANTS,
+    KeptCentrality,
     PlanCheck,
     PlanInputs,
     PlanOptions,
@@ -76,6 +78,14 @@ class LinkPlanConfig(Config):
     )
     centrality_samples: int = Field(
         default=512, ge=8, description="Sampled sources for estimated betweenness."
+    )
+    recompute_centrality_above: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="A re-crawl reuses the last sampled betweenness estimate (new pages score 0) until this "
+        "share of the relatedness graph's edges changed since it was measured; exact betweenness is always "
+        "measured.",
     )
     anchor_max_words: int = Field(
         default=6, ge=1, description="Longest anchor phrase, in words (phrases are never cut)."
@@ -195,8 +205,14 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
             warehouse.read_site("graph.page_metrics", site, ["page_id", "plan_fingerprint"]),
             fingerprints,
         )
+        centrality_path = warehouse.kept_state(site) / "centrality.joblib"
         planned, planner, graph = plan_site(
-            inputs, candidates, existing, options, kept if options.keep_previous else None
+            inputs,
+            candidates,
+            existing,
+            options,
+            kept if options.keep_previous else None,
+            load_state(centrality_path, KeptCentrality),
         )
     glue = function_words(detect_language(pages["title"].drop_nulls().head(2000).to_list()))
     anchors, offsets = plan_anchors(inputs, planned, candidates, options, glue)
@@ -366,6 +382,8 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
         "graph.link_plan_changes": changes,
     }
     yield from persist(context, warehouse, site, frames, metadata, started, checks)
+    if planner.kept_centrality is not None:  # after the write: a run that fails keeps the last estimate
+        save_state(planner.kept_centrality, centrality_path)
 
 
 def _check_results(checks: list[PlanCheck]) -> list[AssetCheckResult]:
