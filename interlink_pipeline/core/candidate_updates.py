@@ -224,21 +224,20 @@ def _updated(
         proposals,
         pl.concat([builder.pair_features(proposals, needed), reused], how="diagonal_relaxed").sort(PAIR),
     )
-    # a row keeps its probability while its features and the ranker are those that gave it
-    frame = frame.join(
-        before.select(*PAIR, "probability", *(pl.col(f).alias(f"{f}_before") for f in FEATURES)),
+    # a row keeps its probability while its features and the ranker are those that gave it (compared by
+    # a hash of the row's features: two full-width frames side by side would double the step's memory)
+    frame = frame.with_columns(_row_hash(before.schema, FEATURES).alias("features_hash")).join(
+        before.select(*PAIR, "probability", _row_hash(before.schema, FEATURES).alias("hash_before")),
         on=PAIR,
         how="left",
         maintain_order="left",
     )
     rescored = (
-        frame.select(
-            pl.col("probability").is_null()
-            | pl.any_horizontal(pl.col(f).ne_missing(pl.col(f"{f}_before")) for f in FEATURES)
-        )
+        frame.select(pl.col("probability").is_null() | (pl.col("features_hash") != pl.col("hash_before")))
         .to_series()
         .to_numpy()
     )
+    frame = frame.drop("features_hash", "hash_before")
     if kept.pages["scored_by"][0] != scored_by:  # another fit: every row is scored again
         rescored[:] = True
     scores = frame["probability"].to_numpy(allow_copy=True).copy()
@@ -274,13 +273,18 @@ def _in_page_ids(frame: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
     )
 
 
+def _row_hash(schema: pl.Schema, columns: list[str]) -> pl.Expr:
+    """A hash of each row's `columns`, cast to `schema` (the stored types) so equal values hash alike."""
+    return pl.struct(pl.col(c).cast(schema[c]) for c in columns).hash(seed=3)
+
+
 def _differing(rows: pl.DataFrame, before: pl.DataFrame) -> pl.DataFrame:
     """The `rows` that are new or differ from the `before` row of the same pair in any stored column."""
-    compared = rows.join(before, on=list(KEY), how="left", suffix="_before", maintain_order="left")
-    differs = pl.col("probability_before").is_null() | pl.any_horizontal(
-        pl.col(c).ne_missing(pl.col(f"{c}_before")) for c in STORED
+    hashes = before.select(*KEY, _row_hash(before.schema, STORED).alias("hash_before"))
+    compared = rows.with_columns(_row_hash(before.schema, STORED).alias("row_hash")).join(
+        hashes, on=list(KEY), how="left", maintain_order="left"
     )
-    return compared.filter(differs).select(rows.columns)
+    return compared.filter(pl.col("row_hash").ne_missing(pl.col("hash_before"))).select(rows.columns)
 
 
 def _pages(inputs: pl.DataFrame, rows: pl.DataFrame, settings: str, scored_by: str) -> pl.DataFrame:
