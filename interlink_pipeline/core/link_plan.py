@@ -198,6 +198,13 @@ def betweenness(n: int, pairs: pl.DataFrame, options: PlanOptions) -> tuple[np.n
     return np.round(scores, 12), method
 
 
+def _changed_share(before: np.ndarray, now: np.ndarray) -> float:
+    """The share of edges in one of two sorted, unique hash arrays but not the other (of all edges)."""
+    at = np.minimum(np.searchsorted(before, now), max(0, len(before) - 1))
+    common = int((before[at] == now).sum()) if len(before) else 0
+    return (len(before) + len(now) - 2 * common) / max(1, len(before) + len(now) - common)
+
+
 def centrality(
     page_ids: np.ndarray, pairs: pl.DataFrame, options: PlanOptions, kept: KeptCentrality | None
 ) -> tuple[np.ndarray, str, KeptCentrality | None]:
@@ -214,9 +221,7 @@ def centrality(
     edges = edge_hashes(page_ids, pairs)
     samples = min(options.centrality_samples, n)
     if kept is not None and kept.samples == samples:
-        changed = len(np.setxor1d(kept.edges, edges, assume_unique=True)) / max(
-            1, len(np.union1d(kept.edges, edges))
-        )
+        changed = _changed_share(kept.edges, edges)
         if changed <= options.recompute_centrality_above:
             scores = (
                 pl.DataFrame({"page_id": page_ids})
