@@ -26,6 +26,7 @@ from interlink_pipeline.core.link_plan import (
 )
 from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.site_sections import SiteSections
+from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words
 from interlink_pipeline_tests.conftest import (
     LIGHT,
@@ -295,6 +296,15 @@ def test_betweenness_exact_and_estimated_agree_on_the_centre():
     assert np.argmax(exact) == np.argmax(estimate) == 0
     again, _ = betweenness(100, star, PlanOptions(exact_centrality_below=10, centrality_samples=40))
     assert np.array_equal(estimate, again)  # sampled, yet the same plan every run
+
+
+def test_sorted_hash_sets_agree_with_numpy_set_routines():
+    rng = np.random.default_rng(11)
+    for size in (0, 1, 2, 50, 5000):
+        a = rng.integers(0, max(1, size), size).astype(np.uint64)
+        b = rng.integers(0, max(1, size), rng.integers(0, size + 2)).astype(np.uint64)
+        assert np.array_equal(sorted_unique(a), np.unique(a))
+        assert shared_count(np.unique(a), np.unique(b)) == len(np.intersect1d(a, b))
 
 
 def test_a_kept_centrality_estimate_is_reused_until_the_graph_moves_past_the_limit():

@@ -40,6 +40,7 @@ from interlink_pipeline.core.graph_metrics import UNREACHABLE, adjacency, click_
 from interlink_pipeline.core.link_candidates import LinkGraph, followed_hyperlinks
 from interlink_pipeline.core.similarity import exact_top
 from interlink_pipeline.core.site_sections import SiteSections
+from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 
 REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
 
@@ -174,7 +175,7 @@ def edge_hashes(page_ids: np.ndarray, pairs: pl.DataFrame) -> np.ndarray:
     low, high = by_page[pairs["u"].to_numpy()], by_page[pairs["v"].to_numpy()]
     lo, hi = np.minimum(low, high), np.maximum(low, high)  # by id, not by position
     with np.errstate(over="ignore"):
-        return np.unique(lo * np.uint64(0x9E3779B97F4A7C15) + hi)
+        return sorted_unique(lo * np.uint64(0x9E3779B97F4A7C15) + hi)
 
 
 def betweenness(n: int, pairs: pl.DataFrame, options: PlanOptions) -> tuple[np.ndarray, str]:
@@ -200,8 +201,7 @@ def betweenness(n: int, pairs: pl.DataFrame, options: PlanOptions) -> tuple[np.n
 
 def _changed_share(before: np.ndarray, now: np.ndarray) -> float:
     """The share of edges in one of two sorted, unique hash arrays but not the other (of all edges)."""
-    at = np.minimum(np.searchsorted(before, now), max(0, len(before) - 1))
-    common = int((before[at] == now).sum()) if len(before) else 0
+    common = shared_count(before, now)
     return (len(before) + len(now) - 2 * common) / max(1, len(before) + len(now) - common)
 
 

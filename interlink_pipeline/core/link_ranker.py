@@ -32,6 +32,7 @@ from interlink_pipeline.core.link_candidates import (
     LinkGraph,
     SiteSignals,
 )
+from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 
 ModelKind = Literal["auto", "gradient_boosting", "logistic"]
 DEFAULT_WEIGHTS = Path(__file__).with_name("default_ranker.json")
@@ -170,7 +171,7 @@ def site_state(page_ids: pl.Series, signals: SiteSignals, links: LinkGraph) -> S
     pairs = pl.DataFrame(
         {"source": ids.gather(links.source[links.content]), "target": ids.gather(links.target[links.content])}
     )
-    return SiteState(pages, np.unique(pairs.hash_rows(seed=0).to_numpy()))
+    return SiteState(pages, sorted_unique(pairs.hash_rows(seed=0).to_numpy()))
 
 
 def drift(before: SiteState, now: SiteState) -> tuple[float, float]:
@@ -183,7 +184,8 @@ def drift(before: SiteState, now: SiteState) -> tuple[float, float]:
         | (pl.col("fingerprint") != pl.col("fingerprint_now"))
     ).height
     page_share = changed / max(before.pages.height, now.pages.height, 1)
-    link_share = len(np.setxor1d(before.links, now.links)) / max(len(before.links), len(now.links), 1)
+    moved = len(before.links) + len(now.links) - 2 * shared_count(before.links, now.links)
+    link_share = moved / max(len(before.links), len(now.links), 1)
     return page_share, link_share
 
 
