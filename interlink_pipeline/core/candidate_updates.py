@@ -226,8 +226,10 @@ def _updated(
     )
     # a row keeps its probability while its features and the ranker are those that gave it (compared by
     # a hash of the row's features: two full-width frames side by side would double the step's memory)
-    frame = frame.with_columns(_row_hash(before.schema, FEATURES).alias("features_hash")).join(
-        before.select(*PAIR, "probability", _row_hash(before.schema, FEATURES).alias("hash_before")),
+    frame = frame.with_columns(_row_hashes(frame, before.schema, FEATURES).alias("features_hash")).join(
+        before.select(*PAIR, "probability").with_columns(
+            _row_hashes(before, before.schema, FEATURES).alias("hash_before")
+        ),
         on=PAIR,
         how="left",
         maintain_order="left",
@@ -273,15 +275,15 @@ def _in_page_ids(frame: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
     )
 
 
-def _row_hash(schema: pl.Schema, columns: list[str]) -> pl.Expr:
+def _row_hashes(frame: pl.DataFrame, schema: pl.Schema, columns: list[str]) -> pl.Series:
     """A hash of each row's `columns`, cast to `schema` (the stored types) so equal values hash alike."""
-    return pl.struct(pl.col(c).cast(schema[c]) for c in columns).hash(seed=3)
+    return frame.select(pl.col(c).cast(schema[c]) for c in columns).hash_rows(seed=3)
 
 
 def _differing(rows: pl.DataFrame, before: pl.DataFrame) -> pl.DataFrame:
     """The `rows` that are new or differ from the `before` row of the same pair in any stored column."""
-    hashes = before.select(*KEY, _row_hash(before.schema, STORED).alias("hash_before"))
-    compared = rows.with_columns(_row_hash(before.schema, STORED).alias("row_hash")).join(
+    hashes = before.select(*KEY).with_columns(_row_hashes(before, before.schema, STORED).alias("hash_before"))
+    compared = rows.with_columns(_row_hashes(rows, before.schema, STORED).alias("row_hash")).join(
         hashes, on=list(KEY), how="left", maintain_order="left"
     )
     return compared.filter(pl.col("row_hash").ne_missing(pl.col("hash_before"))).select(rows.columns)

@@ -44,6 +44,7 @@ GENERIC_ANCHORS = frozenset(
 )  # fmt: skip
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 CHUNK_ROWS = 4096  # pairs per vectorised step: small enough to stay in cache
+PAIRS_PER_SPARSE_STEP = 262_144  # pairs whose sparse rows are gathered at a time (bounded memory)
 # Parents with more pages below them than this have their pages' siblings kept in the NeighbourStore: a
 # re-crawl searches only the changed pages of a large section, the rest take a fraction of a second afresh.
 KEPT_SIBLINGS_ABOVE = 2000
@@ -753,6 +754,19 @@ def _lookup(matrix: sparse.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np
     return np.asarray(matrix[rows, cols]).ravel().astype(np.float32)
 
 
+def _row_dots(
+    left: sparse.csr_matrix, right: sparse.csr_matrix, rows: np.ndarray, cols: np.ndarray
+) -> np.ndarray:
+    """Per pair, the dot product of `left`'s row and `right`'s col-th row: the pair's entry of
+    left @ right.T, without the product (on a site whose pages share popular link targets it has billions
+    of entries). Counts of shared links, exact."""
+    out = np.empty(len(rows), dtype=np.float32)
+    for start in range(0, len(rows), PAIRS_PER_SPARSE_STEP):
+        part = slice(start, start + PAIRS_PER_SPARSE_STEP)
+        out[part] = np.asarray(left[rows[part]].multiply(right[cols[part]]).sum(axis=1)).ravel()
+    return out
+
+
 def _rowwise_cos(vectors: np.ndarray | None, rows: np.ndarray, cols: np.ndarray, other=None) -> np.ndarray:
     """Row-wise dot products, gathered a chunk at a time into reused buffers: gathering millions of pairs'
     vectors into fresh arrays costs more in page faults than the products themselves."""
@@ -784,6 +798,7 @@ def _pair_features(
     v = signals.vectors
     links, content = proposals.links, proposals.content
     navigation = links.adjacency(signals.n, content=False)
+    incoming = sparse.csr_matrix(content.T)  # row t: the pages linking to t
     inlinks = np.asarray(content.sum(axis=0)).ravel()
     outlinks = np.asarray(content.sum(axis=1)).ravel()
     columns: dict[str, np.ndarray] = {
@@ -793,9 +808,9 @@ def _pair_features(
         "cos_body": _rowwise_cos(v.get("body"), s, t),
         "cos_body_title": _rowwise_cos(v.get("body"), s, t, v.get("title")),
         **hierarchy.relations(s, t),
-        "two_hop": _lookup(sparse.csr_matrix(content @ content), s, t),
-        "cocitation": _lookup(sparse.csr_matrix(content.T @ content), s, t),
-        "coupling": _lookup(sparse.csr_matrix(content @ content.T), s, t),
+        "two_hop": _row_dots(content, incoming, s, t),
+        "cocitation": _row_dots(incoming, incoming, s, t),
+        "coupling": _row_dots(content, content, s, t),
         "adamic_adar": _lookup(proposals.adamic_adar, s, t),
         "reverse_link": _lookup(content, t, s),
         "navigation_link": np.maximum(_lookup(navigation, s, t), _lookup(navigation, t, s)),

@@ -390,11 +390,13 @@ def _merge(
                     [torch.from_numpy(old_scores[block]).to(device), queries.to(device) @ fresh.T], 1
                 )
                 top = torch.topk(scored, width, dim=1)
-                choices = top.indices.cpu().numpy()
-                known = np.concatenate(
-                    [old_idx[block], np.broadcast_to(fresh_rows, (len(choices), len(fresh_rows)))], 1
+                choices = top.indices.cpu().numpy()  # < kept: a kept neighbour; else a fresh page
+                kept = old_idx.shape[1]
+                out_idx[block] = np.where(
+                    choices < kept,
+                    np.take_along_axis(old_idx[block], np.minimum(choices, kept - 1), axis=1),
+                    fresh_rows[np.maximum(choices - kept, 0)],
                 )
-                out_idx[block] = np.take_along_axis(known, choices, axis=1)
                 out_scores[block] = top.values.cpu().numpy()
     out_scores[out_scores < floors[:, None]] = -np.inf
     full = np.isfinite(out_scores[:, -1])
