@@ -40,7 +40,7 @@ from interlink_pipeline.core.graph_metrics import UNREACHABLE, adjacency, click_
 from interlink_pipeline.core.link_candidates import LinkGraph, followed_hyperlinks
 from interlink_pipeline.core.similarity import exact_top
 from interlink_pipeline.core.site_sections import SiteSections
-from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
+from interlink_pipeline.core.sorted_sets import differing_count, sorted_unique
 
 REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
 
@@ -201,8 +201,8 @@ def betweenness(n: int, pairs: pl.DataFrame, options: PlanOptions) -> tuple[np.n
 
 def _changed_share(before: np.ndarray, now: np.ndarray) -> float:
     """The share of edges in one of two sorted, unique hash arrays but not the other (of all edges)."""
-    common = shared_count(before, now)
-    return (len(before) + len(now) - 2 * common) / max(1, len(before) + len(now) - common)
+    differing = differing_count(before, now)
+    return differing / max(1, (len(before) + len(now) + differing) // 2)  # of the union
 
 
 def centrality(

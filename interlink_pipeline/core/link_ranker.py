@@ -32,7 +32,7 @@ from interlink_pipeline.core.link_candidates import (
     LinkGraph,
     SiteSignals,
 )
-from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
+from interlink_pipeline.core.sorted_sets import differing_count, sorted_unique
 
 ModelKind = Literal["auto", "gradient_boosting", "logistic"]
 DEFAULT_WEIGHTS = Path(__file__).with_name("default_ranker.json")
@@ -184,8 +184,7 @@ def drift(before: SiteState, now: SiteState) -> tuple[float, float]:
         | (pl.col("fingerprint") != pl.col("fingerprint_now"))
     ).height
     page_share = changed / max(before.pages.height, now.pages.height, 1)
-    moved = len(before.links) + len(now.links) - 2 * shared_count(before.links, now.links)
-    link_share = moved / max(len(before.links), len(now.links), 1)
+    link_share = differing_count(before.links, now.links) / max(len(before.links), len(now.links), 1)
     return page_share, link_share
 
 

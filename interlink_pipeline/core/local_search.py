@@ -66,20 +66,19 @@ class LocalSearch:
             for dropped in (True, False):
                 stops = stop_words(language) if dropped else frozenset()
                 tokens = [[w for w in words(t) if w not in stops] for t in texts]
-                vocabulary = sorted({w for doc in tokens for w in doc})
+                vocabulary = {w: i for i, w in enumerate(sorted({w for doc in tokens for w in doc}))}
                 if vocabulary:
                     break
             else:
                 return
-            counts = _counts(tokens, dict(zip(vocabulary, range(len(vocabulary)), strict=True)))
-            lengths = np.asarray(counts.sum(axis=1)).ravel()
+            counts = _counts(tokens, vocabulary)
             df = np.bincount(counts.indices, minlength=counts.shape[1])
             self.statistics = IndexStatistics(
                 language,
                 dropped,
-                dict(zip(vocabulary, range(len(vocabulary)), strict=True)),
+                vocabulary,
                 _idf(counts.shape[0], df),
-                float(lengths.mean()),
+                float(np.asarray(counts.sum(axis=1)).mean()),
                 counts.shape[0],
             )
         else:

@@ -23,3 +23,8 @@ def shared_count(before: np.ndarray, now: np.ndarray) -> int:
         return 0
     at = np.minimum(np.searchsorted(before, now), len(before) - 1)
     return int((before[at] == now).sum())
+
+
+def differing_count(before: np.ndarray, now: np.ndarray) -> int:
+    """How many values are in one of two sorted unique arrays but not the other."""
+    return len(before) + len(now) - 2 * shared_count(before, now)

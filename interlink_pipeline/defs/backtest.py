@@ -31,7 +31,6 @@ from interlink_pipeline.defs.relevance import (
     GROUP,
     CandidateSettings,
     LinkBacktestConfig,
-    ranker_path,
     relevance_inputs,
     with_vectors,
 )
@@ -81,7 +80,7 @@ def link_backtest(
         hashlib.sha256(measured.encode()).hexdigest(),
         site_state(inputs.pages["page_id"], inputs.signals, inputs.links),
     )
-    state_path = ranker_path(warehouse, site).with_name("backtest_inputs.joblib")
+    state_path = warehouse.kept_state(site) / "backtest_inputs.joblib"
     earlier, why = _earlier_measurement(warehouse, site, state_path, now, config.remeasure_above)
     if earlier is not None:
         context.log.info(f"{site}: the backtest of run {earlier['measured_in_run'][0]} stands: {why}")
