@@ -1,11 +1,12 @@
 """Scored link candidates, kept across re-crawls.
 
-A pair's features read a few things of its two pages — texts, URL and parent, topic, SERP results, in-content
-links both ways (with the titles the page links to and its link neighbours' Adamic–Adar weights), navigation
-links, menu children — plus the phrases of the target found in the source's text, and, for the two ranks,
-the source's other candidates. So after a re-crawl, once the pairs are proposed again (cheap), only the new
-pairs, the pairs of a changed page and the pairs whose phrase match changed get their features again; the
-ranks are taken again over all pairs; only the rows whose features changed are scored again (all of them
+A pair's features read a few things of its two pages — texts, URL and parent, topic, in-content links both
+ways (with its link neighbours' Adamic–Adar weights), navigation links, menu children — plus two things of
+the pair itself, the phrases of the target found in the source's text and the target's place in the source's
+SERP, and, for the two ranks and the listing similarity, the source's other candidates. So after a re-crawl,
+once the pairs are proposed again (cheap), only the new pairs, the pairs of a changed page and the pairs
+whose phrase match or SERP place changed get their features again; the per-source features are taken again
+over all pairs; only the rows whose features changed are scored again (all of them
 when the ranker was fitted again); and only the rows that differ are written. The result equals a full
 build on the same inputs (a test compares them).
 """
@@ -26,6 +27,7 @@ from interlink_pipeline.core.link_candidates import (
     LinkGraph,
     Proposals,
     adamic_adar_weights,
+    serp_scores,
 )
 from interlink_pipeline.core.warehouse import RowChanges
 
@@ -36,6 +38,7 @@ FULL_BUILD_SHARE = 0.25
 PAIR = ["source", "target"]
 KEY = ("source_page_id", "target_page_id")
 MENTION = ["mention_commonness", "mention_words", "mention_title", "mention_offset"]
+PAIR_INPUTS = [*MENTION, "serp_score"]  # a pair's own inputs, compared pair by pair (not in the page hash)
 STORED = ["probability", "rank", "origins", *FEATURES, "mention_offset"]  # columns a row may differ in
 # the features a pair has on its own; the others are taken over each source's candidates together
 LOCAL = [f for f in FEATURES if f not in ("rank_title", "rank_body", "listing_similarity")] + [
@@ -94,7 +97,6 @@ def page_inputs(builder: CandidateBuilder, proposals: Proposals, page_ids: pl.Se
     signals, links, n = builder.signals, proposals.links, builder.signals.n
     ids = page_ids.cast(pl.String)
     parent = builder.hierarchy.parent
-    title_hash = pl.Series(signals.texts["title"], dtype=pl.String).hash(seed=1).cast(pl.String)
     own = pl.DataFrame(
         {
             **{f"text_{name}": pl.Series(texts, dtype=pl.String) for name, texts in signals.texts.items()},
@@ -109,16 +111,14 @@ def page_inputs(builder: CandidateBuilder, proposals: Proposals, page_ids: pl.Se
     both, weight = adamic_adar_weights(proposals.content)
     both = both.tocoo()
     sections = links.sections.pairs()
-    serp = builder.serp
     lists = {
-        "links_out": (content.row, ids.gather(content.col) + "|" + title_hash.gather(content.col)),
+        "links_out": (content.row, ids.gather(content.col)),
         "links_in": (content.col, ids.gather(content.row)),
         "navigation_out": (navigation.row, ids.gather(navigation.col)),
         "link_neighbours": (
             both.row,
             ids.gather(both.col) + "|" + pl.Series(weight[both.col]).cast(pl.String),
         ),
-        "serp": (serp["source"], ids.gather(serp["target"]) + "|" + serp["rank"].cast(pl.String)),
         "menu_children": (sections["source"], ids.gather(sections["target"])),
     }
     hashed = [_hashed_lists(rows, values, n).alias(name) for name, (rows, values) in lists.items()]
@@ -198,21 +198,31 @@ def _updated(
         .with_columns(pl.col("mention_offset").cast(pl.Int64))
     )
     changed_rows = changed.join(index, on="page_id")["row"].implode()
-    pairs = proposals.pairs.join(
-        proposals.mentions.select(*PAIR, *MENTION), on=PAIR, how="left", maintain_order="left"
-    ).join(
-        before.select(*PAIR, *(pl.col(c).alias(f"{c}_before") for c in MENTION), pl.lit(True).alias("kept")),
-        on=PAIR,
-        how="left",
-        maintain_order="left",
+    pairs = (
+        proposals.pairs.join(
+            proposals.mentions.select(*PAIR, *MENTION), on=PAIR, how="left", maintain_order="left"
+        )
+        .join(
+            serp_scores(builder.serp, builder.options.serp_depth), on=PAIR, how="left", maintain_order="left"
+        )
+        .join(
+            before.select(
+                *PAIR, *(pl.col(c).alias(f"{c}_before") for c in PAIR_INPUTS), pl.lit(True).alias("kept")
+            ),
+            on=PAIR,
+            how="left",
+            maintain_order="left",
+        )
     )
-    # a pair without a phrase match has null mention columns here and zeros (offset: null) stored
-    found = [pl.col(c).fill_null(0) if c != "mention_offset" else pl.col(c) for c in MENTION]
+    # a pair without a phrase match or SERP place has nulls here and zeros (offset: null) stored
+    found = [pl.col(c).fill_null(0) if c != "mention_offset" else pl.col(c) for c in PAIR_INPUTS]
     fresh = (
         pl.col("kept").is_null()
         | pl.col("source").is_in(changed_rows)
         | pl.col("target").is_in(changed_rows)
-        | pl.any_horizontal(f.ne_missing(pl.col(f"{c}_before")) for f, c in zip(found, MENTION, strict=True))
+        | pl.any_horizontal(
+            f.ne_missing(pl.col(f"{c}_before")) for f, c in zip(found, PAIR_INPUTS, strict=True)
+        )
     )
     needed = pairs.filter(fresh).select(*PAIR, "origins")
     reused = (

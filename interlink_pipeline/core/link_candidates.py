@@ -784,6 +784,14 @@ def _rowwise_cos(vectors: np.ndarray | None, rows: np.ndarray, cols: np.ndarray,
     return out
 
 
+def serp_scores(serp: pl.DataFrame, depth: int) -> pl.DataFrame:
+    """source, target, serp_score: 1 for the target first in the source's SERP, 1/depth for last."""
+    best_rank = pl.col("rank").min()
+    return serp.group_by("source", "target").agg(
+        ((depth - best_rank + 1) / depth).cast(pl.Float32).alias("serp_score")
+    )
+
+
 def _pair_features(
     pairs: pl.DataFrame,
     signals: SiteSignals,
@@ -823,14 +831,12 @@ def _pair_features(
             s * signals.n + t, links.sections.parent * signals.n + links.sections.child
         ).astype(np.float32),
     }
-    best_rank = pl.col("rank").min()
-    serp_score = serp.group_by("source", "target").agg(
-        ((options.serp_depth - best_rank + 1) / options.serp_depth).cast(pl.Float32).alias("serp_score")
-    )
     return (
         pairs.with_columns(pl.Series(name, values, dtype=pl.Float32) for name, values in columns.items())
         .join(proposals.mentions, on=["source", "target"], how="left", maintain_order="left")
-        .join(serp_score, on=["source", "target"], how="left", maintain_order="left")
+        .join(
+            serp_scores(serp, options.serp_depth), on=["source", "target"], how="left", maintain_order="left"
+        )
         .with_columns(
             pl.col("mention_commonness", "mention_words", "mention_title", "serp_score").fill_null(0.0)
         )
