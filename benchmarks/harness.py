@@ -127,7 +127,7 @@ def generated_site(pages: int, with_links: bool = False) -> Path:
     """A generated site under benchmarks/.data (made once, reused)."""
     folder = DATA / f"site-{pages}{'-links' if with_links else ''}"
     if not (folder / "internal_all.csv").exists():
-        from interlink_pipeline.core.sample_site import generate_site, write_site
+        from interlink_pipeline.sample import generate_site, write_site
 
         print(f"generating a {pages:,}-page site in {folder} …", flush=True)
         write_site(generate_site(pages, with_links=with_links), folder)

@@ -354,7 +354,7 @@ def _backtest(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from interlink_pipeline.core.sample_site import generate_site, write_site
+    from interlink_pipeline.sample import generate_site, write_site
 
     started = time.monotonic()
     site = generate_site(args.pages, seed=args.seed, with_links=not args.no_links)

@@ -14,7 +14,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.sample import SAMPLE_HOST
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = PROJECT_ROOT / "data" / "sample"

@@ -2,7 +2,7 @@
 
 import duckdb
 
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import NUTRI, run_cli
 
 

@@ -24,10 +24,10 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.inbox import register_crawl
 from interlink_pipeline.core.page_embeddings import embed_site
 from interlink_pipeline.core.pages import clean_pages
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.urls import stable_ids
 from interlink_pipeline.core.warehouse import ContractError, replace_site_rows
 from interlink_pipeline.definitions import build_defs
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import LIGHT, NUTRI, SAMPLE_DIR
 
 TEXTS = [

@@ -4,9 +4,9 @@ import dagster as dg
 import duckdb
 import pytest
 
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import LIGHT, write_export
 from interlink_pipeline_tests.run_results import failure_message
 

@@ -24,10 +24,10 @@ from interlink_pipeline.core.link_plan import (
     mention_span,
     plan_links,
 )
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.site_sections import SiteSections
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import (
     LIGHT,
     NUTRI,

@@ -5,8 +5,8 @@ import pytest
 
 from interlink_pipeline.core.crawl_exports import read_crawl_export
 from interlink_pipeline.core.pages import EXCLUSION_REASONS, CleaningOptions, clean_pages, detect_brand
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.warehouse import validate
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import LIGHT, NUTRI, SAMPLE_DIR, SF_HEADER, sf_row, write_export
 
 SITE = "www.example.com"

@@ -1,14 +1,17 @@
 """Project-level promises: a pure core, a reproducible sample, a README that lists every table."""
 
 import ast
+import fnmatch
+import tomllib
 from pathlib import Path
 
 import polars as pl
 
-from interlink_pipeline.core.sample_site import TOPICS, generate_site, write_site
 from interlink_pipeline.core.schemas import TABLES
 from interlink_pipeline.core.table_docs import END, START, tables_markdown
 from interlink_pipeline.core.warehouse import table_columns
+from interlink_pipeline.sample import generate_site, write_site
+from interlink_pipeline.sample.vocabulary import TOPICS
 from interlink_pipeline_tests.conftest import PROJECT_ROOT, SAMPLE_DIR
 
 CORE = PROJECT_ROOT / "interlink_pipeline" / "core"
@@ -27,6 +30,22 @@ def test_core_never_imports_dagster():
     assert not offenders
 
 
+def test_every_file_the_package_reads_is_shipped():
+    """A data file beside the code (weights, word lists) is in a built wheel only through package-data."""
+    shipped = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]
+    package = PROJECT_ROOT / "interlink_pipeline"
+    data = [
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*")
+        if path.is_file() and path.suffix not in (".py", ".pyc")
+    ]
+    assert data, "the package reads data files: this test must see them"
+    missing = [f for f in data if not any(fnmatch.fnmatch(f, g) for g in shipped["interlink_pipeline"])]
+    assert not missing, f"not in [tool.setuptools.package-data]: {missing}"
+
+
 def test_bundled_sample_is_the_generator_output(tmp_path):
     paths = write_site(generate_site(), tmp_path)
     assert set(paths) == {"crawl", "links", "truth"}
@@ -39,7 +58,7 @@ def test_generator_is_deterministic_and_covers_every_topic():
     assert first.crawl.equals(second.crawl) and first.links.equals(second.links)
     assert not first.crawl.equals(generate_site(800, seed=4).crawl)
     truth = first.truth
-    assert set(truth.filter(pl.col("topic") != "")["topic"]) == {t[0] for t in TOPICS}
+    assert set(truth.filter(pl.col("topic") != "")["topic"]) == {t.slug for t in TOPICS}
     assert set(truth["page_type"]) >= {
         "home",
         "category",

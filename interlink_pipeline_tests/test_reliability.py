@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 
 from interlink_pipeline.core.inbox import register_crawl
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.similarity import NEIGHBOUR_MARGIN
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.serp import SerpApi
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import (
     LIGHT,
     SAMPLE_DIR,

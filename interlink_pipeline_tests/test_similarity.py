@@ -16,7 +16,6 @@ from interlink_pipeline.core.clusters import (
 )
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.inbox import register_crawl
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.similarity import (
     SimilarityOptions,
     exact_top,
@@ -28,6 +27,7 @@ from interlink_pipeline.core.similarity import (
 )
 from interlink_pipeline.core.text import detect_language, stop_words
 from interlink_pipeline.definitions import build_defs
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import NUTRI, SAMPLE_DIR, run_site
 from interlink_pipeline_tests.run_results import materialization_metadata
 

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from interlink_pipeline.core.inbox import register_crawl
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import (
     LIGHT,
     PROJECT_ROOT,

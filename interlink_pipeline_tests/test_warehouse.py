@@ -11,7 +11,6 @@ import pytest
 from interlink_pipeline.core.crawl_exports import read_crawl_export
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.pages import clean_pages
-from interlink_pipeline.core.sample_site import SAMPLE_HOST
 from interlink_pipeline.core.schemas import TABLES
 from interlink_pipeline.core.warehouse import (
     ContractError,
@@ -22,6 +21,7 @@ from interlink_pipeline.core.warehouse import (
     replace_site_rows,
     table_columns,
 )
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import SAMPLE_DIR
 
 

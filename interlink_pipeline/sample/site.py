@@ -1,0 +1,55 @@
+"""A generated site: its crawl export, its All Inlinks export and the topic of every page, and how they are
+written to disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from interlink_pipeline.sample.crawl import crawl_export, junk_rows
+from interlink_pipeline.sample.links import inlinks_export
+from interlink_pipeline.sample.pages import content_pages, paginated_listings
+
+SAMPLE_HOST = "www.alpinegear.example"
+SAMPLE_PAGES = 1700  # content pages; the crawl adds ~18% other rows, so ~2,000 rows
+
+
+@dataclass(frozen=True)
+class GeneratedSite:
+    host: str
+    crawl: pl.DataFrame  # Internal: All export, Screaming Frog headers
+    links: pl.DataFrame | None  # All Inlinks export
+    truth: pl.DataFrame  # url, page_type, topic for every page meant to be linked
+
+
+def generate_site(
+    pages: int = SAMPLE_PAGES, *, seed: int = 7, host: str = SAMPLE_HOST, with_links: bool = True
+) -> GeneratedSite:
+    """A site with about `pages` linkable pages (plus the non-linkable rows a crawl also holds)."""
+    if pages < 200:
+        raise ValueError("generate at least 200 pages (the site has 20 topics with categories)")
+    rng = np.random.default_rng(seed)
+    base = f"https://{host}"
+    content = content_pages(pages, rng)
+    content = content.with_columns((pl.lit(base) + pl.col("path")).alias("url"))
+    listings = paginated_listings(content, base)
+    junk = junk_rows(content, rng, base)
+    links = inlinks_export(content, listings, base) if with_links else None
+    crawl = crawl_export(content, listings, junk, links, rng)
+    truth = content.select("url", "page_type", "topic")
+    return GeneratedSite(host, crawl, links, truth)
+
+
+def write_site(site: GeneratedSite, folder: Path) -> dict[str, Path]:
+    """Write the exports as Screaming Frog does (UTF-8 with BOM, every field quoted)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"crawl": folder / "internal_all.csv", "truth": folder / "ground_truth.csv"}
+    site.crawl.write_csv(paths["crawl"], include_bom=True, quote_style="always")
+    site.truth.write_csv(paths["truth"])
+    if site.links is not None:
+        paths["links"] = folder / "all_inlinks.csv"
+        site.links.write_csv(paths["links"], include_bom=True, quote_style="always")
+    return paths
