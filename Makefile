@@ -41,8 +41,9 @@ postgres:
 	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
 	  || echo "PostgreSQL is not installed: the deployment test will skip"
 
-## The test suite (what .ci/run calls).
-test: install browser postgres
+## The test suite (what .ci/run calls): lint, the code location's definitions, then the tests.
+test: install browser postgres lint
+	$(BIN)/dg check defs
 	$(BIN)/python -m pytest -m "not slow"
 
 ## Heavier tests: scale and fault injection.
