@@ -1,12 +1,10 @@
 """marts: the dbt project's models, downstream of the pipeline's tables, and the analysts' snapshot."""
 
 import json
-import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from dagster_dbt import (
     dbt_assets,
 )
 
-from interlink_pipeline.core.warehouse import DUCKDB_PATH_ENV, publish_snapshot
+from interlink_pipeline.core.warehouse import publish_snapshot
 from interlink_pipeline.defs import link_plan as _registers_tables  # noqa: F401  (fills TABLE_WRITERS)
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
@@ -39,6 +37,7 @@ dbt_project = DbtProject(project_dir=DBT_DIR, profiles_dir=DBT_DIR)
 _venv_dbt = Path(sys.executable).with_name("dbt")
 DBT_EXECUTABLE = str(_venv_dbt) if _venv_dbt.exists() else (shutil.which("dbt") or "dbt")
 
+dbt_project.prepare_if_dev()  # under `dagster dev`, edited models show on reload
 if not dbt_project.manifest_path.exists():
     raise FileNotFoundError(
         f"{dbt_project.manifest_path} is missing: the dbt manifest is prepared at install time, never at "
@@ -68,20 +67,6 @@ class PipelineTables(DagsterDbtTranslator):
         return spec and spec._replace(partitions_def=site_partitions)
 
 
-@contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 @dbt_assets(
     manifest=dbt_project.manifest_path,
     project=dbt_project,
@@ -97,10 +82,10 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
     (per site: executed on their own from the UI, they test the chosen site's rows)."""
     with user_errors():
         site = site_key(context)
-    # dbt reads the warehouse path from the environment (profiles.yml): the same file as the assets
-    with _environment(**{DUCKDB_PATH_ENV: str(Path(warehouse.path).resolve())}):
-        invocation = dbt.cli(["build", "--vars", json.dumps({"site": site})], context=context)
-        yield from invocation.stream()
+    # the profile's path (profiles.yml): the same file as the assets
+    dbt_vars = {"site": site, "duckdb_path": str(Path(warehouse.path).resolve())}
+    invocation = dbt.cli(["build", "--vars", json.dumps(dbt_vars)], context=context)
+    yield from invocation.stream()
     # each invocation writes a fresh target folder (about 3 MB) that nothing reads once its events are in
     shutil.rmtree(invocation.target_path, ignore_errors=True)
 
