@@ -21,6 +21,7 @@ from interlink_pipeline.core.previews import counts_table, markdown_table
 from interlink_pipeline.core.warehouse import empty_frame
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
+from interlink_pipeline.defs.settings import options_from
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 GROUP = "ingest"
@@ -223,14 +224,7 @@ def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Wareho
         raw = warehouse.read_site("raw.crawl_pages", site)
         if raw.is_empty():
             raise InputError(f"raw.crawl_pages has no rows for {site}: materialise raw_crawl for it first.")
-        options = CleaningOptions(
-            text_source=config.text_source,
-            branding_pattern=config.branding_pattern,
-            drop_parameter_urls=config.drop_parameter_urls,
-            drop_paginated=config.drop_paginated,
-            keep_query_params=tuple(config.keep_query_params),
-            min_brand_share=config.min_brand_share,
-        )
+        options = options_from(config, CleaningOptions)
         cleaned = clean_pages(raw, site, options, warehouse.read_site("raw.page_text", site, ["url", "text"]))
         kept, excluded = cleaned.pages, cleaned.excluded
         if kept.is_empty():

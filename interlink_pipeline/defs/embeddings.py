@@ -22,6 +22,7 @@ from interlink_pipeline.core.warehouse import ContractError
 from interlink_pipeline.defs.crawl import pages
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.settings import options_from
 from interlink_pipeline.defs.tables import failed_checks, materialized, site_asset, user_errors
 
 MODEL_ENV = "INTERLINK_EMBEDDING_MODEL"
@@ -54,9 +55,7 @@ class Embedder(ConfigurableResource):
     )
 
     def settings(self) -> EncoderSettings:
-        return EncoderSettings(
-            self.model, self.device, self.backend, self.batch_size, self.half_precision, self.allow_download
-        )
+        return options_from(self, EncoderSettings)
 
     def identity(self) -> ModelIdentity:
         """The model's id, device and precision, without loading it."""

@@ -32,8 +32,9 @@ from interlink_pipeline.core.previews import markdown_table
 from interlink_pipeline.core.text import detect_language, function_words
 from interlink_pipeline.defs.crawl import raw_links
 from interlink_pipeline.defs.partitions import site_key
-from interlink_pipeline.defs.relevance import link_candidates, options_from
+from interlink_pipeline.defs.relevance import link_candidates
 from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.settings import options_from
 from interlink_pipeline.defs.similarity import topic_clusters
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 

@@ -51,6 +51,7 @@ from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.serp import serp_results
+from interlink_pipeline.defs.settings import options_from
 from interlink_pipeline.defs.similarity import topic_clusters
 from interlink_pipeline.defs.tables import persist, record_run, site_asset, user_errors, with_site
 
@@ -129,13 +130,6 @@ class LinkBacktestConfig(Config):
         le=1,
         description="The last backtest stands while at most this share of pages and of in-content links "
         "changed since it measured (a re-crawl); 0 measures again on any change.",
-    )
-
-
-def options_from(config: Config, kind: type) -> object:
-    """The core options dataclass filled from the Dagster config of the same field names."""
-    return kind(
-        **{f.name: getattr(config, f.name) for f in dataclasses.fields(kind) if hasattr(config, f.name)}
     )
 
 

@@ -1,6 +1,5 @@
 """serp_results: search-engine evidence: the pages a search engine ranks for each page's main query."""
 
-import dataclasses
 import os
 import time
 from typing import Literal
@@ -18,6 +17,7 @@ from interlink_pipeline.core.serp import SERPER_ENDPOINT, SerpOptions, serp_evid
 from interlink_pipeline.defs.crawl import pages
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
+from interlink_pipeline.defs.settings import options_from
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 KEY_ENV = "SERPER_API_KEY"
@@ -107,12 +107,7 @@ def serp_results(
             if queries_path
             else None
         )
-        fields = {f.name for f in dataclasses.fields(SerpOptions)} - {"endpoint", "exclude_url_patterns"}
-        options = SerpOptions(
-            **{name: getattr(config, name) for name in fields},
-            exclude_url_patterns=tuple(config.exclude_url_patterns),
-            endpoint=serp_api.endpoint,
-        )
+        options = options_from(config, SerpOptions, endpoint=serp_api.endpoint)
         index_path = warehouse.kept_state(site) / "local_search.joblib"
         results, run = serp_evidence(
             warehouse.path,

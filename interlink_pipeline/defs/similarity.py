@@ -22,6 +22,7 @@ from interlink_pipeline.core.warehouse import empty_frame
 from interlink_pipeline.defs.embeddings import page_embeddings
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.settings import options_from
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 GROUP = "ml"
@@ -106,20 +107,7 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
         model = warehouse.query(
             "SELECT any_value(model) AS model FROM ml.page_embeddings WHERE site = ?", [site]
         )["model"][0]
-        options = SimilarityOptions(
-            k=config.k,
-            min_score=config.min_score,
-            max_per_target=config.max_per_target or None,
-            candidates_per_page=config.candidates_per_page,
-            source_paths=tuple(config.source_paths),
-            target_paths=tuple(config.target_paths),
-            exclude_source_paths=tuple(config.exclude_source_paths),
-            exclude_target_paths=tuple(config.exclude_target_paths),
-            method=config.method,
-            ann_threshold=config.ann_threshold,
-            ann_cells_probed=config.ann_cells_probed,
-            device=resolve_device(config.device),
-        )
+        options = options_from(config, SimilarityOptions, device=resolve_device(config.device))
         pairs, stats = similar_pairs(
             pages["page_id"],
             pages["path"],
@@ -246,16 +234,7 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
     with user_errors():
         site = site_key(context)
         pages, vectors = read_vectors(warehouse.path, site, ("page_id", "url", "text", "text_hash"))
-        options = ClusterOptions(
-            k=config.k or None,
-            k_min=config.k_min or None,
-            k_max=config.k_max or None,
-            language=config.language or None,
-            extra_stop_words=tuple(config.extra_stop_words),
-            keep_words=tuple(config.keep_words),
-            top_terms=config.top_terms,
-            recluster_above=config.recluster_above,
-        )
+        options = options_from(config, ClusterOptions)
         page_rows, cluster_rows, stats = topic_clusters_core(
             pages["page_id"],
             pages["text"],

@@ -1,0 +1,69 @@
+"""One declaration per setting: every Dagster config field is a core setting of the same name and default,
+or is listed here with what it is instead."""
+
+import dataclasses
+
+import pytest
+
+from interlink_pipeline.core.clusters import ClusterOptions
+from interlink_pipeline.core.encoders import EncoderSettings, resolve_device
+from interlink_pipeline.core.link_candidates import CandidateOptions
+from interlink_pipeline.core.link_plan import PlanOptions
+from interlink_pipeline.core.link_ranker import RankerOptions
+from interlink_pipeline.core.pages import CleaningOptions
+from interlink_pipeline.core.serp import SerpOptions
+from interlink_pipeline.core.similarity import SimilarityOptions
+from interlink_pipeline.defs.crawl import PagesConfig
+from interlink_pipeline.defs.embeddings import Embedder
+from interlink_pipeline.defs.link_plan import LinkPlanConfig
+from interlink_pipeline.defs.relevance import CandidateSettings, LinkRankerConfig
+from interlink_pipeline.defs.serp import SerpApi, SerpResultsConfig
+from interlink_pipeline.defs.settings import options_from
+from interlink_pipeline.defs.similarity import ClustersConfig, SimilarityConfig
+
+# (config, core settings, what the shell resolves itself, core fields that are not user settings, config
+# fields that steer the step rather than the core's computation)
+PAIRS = [
+    (PagesConfig, CleaningOptions, {}, set(), set()),
+    (Embedder, EncoderSettings, {}, set(), set()),
+    (CandidateSettings, CandidateOptions, {}, set(), set()),
+    (LinkRankerConfig, RankerOptions, {}, set(), {"retrain", "refit_above"}),
+    (LinkPlanConfig, PlanOptions, {}, set(), set()),
+    (
+        SerpResultsConfig,
+        SerpOptions,
+        {"endpoint": SerpApi().endpoint},  # the API's address is the resource's
+        set(),
+        {"queries_file", "queries_column_map"},  # what the queries are read from
+    ),
+    (SimilarityConfig, SimilarityOptions, {"device": resolve_device("auto")}, set(), set()),
+    (
+        ClustersConfig,
+        ClusterOptions,
+        {},
+        # how k is searched and sampled: fixed by the benchmarks, not a user's choice
+        {"candidates", "selection_sample", "silhouette_sample", "minibatch_above", "seed"},
+        set(),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "core", "resolved", "fixed", "steering"), PAIRS, ids=[pair[0].__name__ for pair in PAIRS]
+)
+def test_config_and_core_settings_agree(config, core, resolved, fixed, steering):
+    core_fields = {f.name for f in dataclasses.fields(core)}
+    config_fields = set(config.model_fields)
+    lacking = core_fields - config_fields
+    assert lacking == (set(resolved) - config_fields) | fixed, f"{core.__name__} fields the config lacks"
+    assert config_fields - core_fields == steering, f"{config.__name__} fields the core does not take"
+    # the config's defaults are the core's defaults
+    assert options_from(config(), core, **resolved) == core(**resolved)
+
+
+def test_a_config_zero_or_empty_means_the_core_none():
+    options = options_from(ClustersConfig(k=0, language="", extra_stop_words=["x"]), ClusterOptions)
+    assert options.k is None and options.language is None and options.extra_stop_words == ("x",)
+    assert options_from(SimilarityConfig(max_per_target=0), SimilarityOptions).max_per_target is None
+    # where the config itself takes None, "" is a value: keep titles whole
+    assert options_from(PagesConfig(branding_pattern=""), CleaningOptions).branding_pattern == ""
