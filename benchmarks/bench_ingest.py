@@ -13,9 +13,9 @@ from benchmarks.harness import generated_site, measure, print_table, save
 PIPELINE = """
 import tempfile, time
 from pathlib import Path
-from interlink_pipeline.core.crawl_exports import read_crawl_export
-from interlink_pipeline.core.pages import clean_pages
-from interlink_pipeline.core.warehouse import read_site, replace_site_rows
+from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.warehouse.store import read_site, replace_site_rows
 site, path = "www.alpinegear.example", Path({path!r})
 warehouse = Path(tempfile.mkdtemp()) / "bench.duckdb"
 started = time.monotonic()

@@ -55,8 +55,8 @@ RESULT = {"seconds": seconds, "links": after["planned_links"], "orphans_before":
 
 PLAIN = """
 import time, duckdb, numpy as np, polars as pl
-from interlink_pipeline.core.graph_metrics import adjacency, summarize
-from interlink_pipeline.core.link_plan import existing_links
+from interlink_pipeline.core.graph.metrics import adjacency, summarize
+from interlink_pipeline.core.graph.link_plan import existing_links
 started = time.monotonic()
 with duckdb.connect({warehouse!r}, read_only=True) as con:
     pages = con.execute("SELECT page_id, url_key, is_home FROM staging.pages WHERE site = ? ORDER BY page_id",
@@ -102,7 +102,7 @@ def prepared_warehouse(pages: int) -> Path:
     """A warehouse with every asset upstream of link_plan materialised for a generated site (made once)."""
     warehouse = DATA / f"planned-{pages}.duckdb"
     if not warehouse.exists():
-        from interlink_pipeline.core.inbox import register_crawl
+        from interlink_pipeline.core.ingest.inbox import register_crawl
 
         folder = generated_site(pages, with_links=True)
         inbox = Path(tempfile.mkdtemp()) / "inbox"
@@ -122,7 +122,7 @@ def centrality_agreement(warehouse: Path, samples: int) -> dict:
     import duckdb
     from scipy.stats import spearmanr
 
-    from interlink_pipeline.core.link_plan import PlanOptions, betweenness, relatedness_edges
+    from interlink_pipeline.core.graph.link_plan import PlanOptions, betweenness, relatedness_edges
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
         ids = con.execute("SELECT page_id FROM staging.pages WHERE site = ? ORDER BY page_id", [SITE]).pl()

@@ -54,7 +54,7 @@ def _folder(name: str) -> Path:
 def _prepare(name: str) -> tuple[str, Path, Path]:
     """A fresh warehouse and inbox for the set, its exports registered (lightchiropractic without its
     editorial links)."""
-    from interlink_pipeline.core.inbox import register_crawl
+    from interlink_pipeline.core.ingest.inbox import register_crawl
 
     site, crawl, text = SETS[name]
     work = DATA / "quality" / name
@@ -146,11 +146,11 @@ DEFAULT_WEIGHTS_CONFIG = {"ops": {"link_ranker": {"config": {"min_positives": 10
 
 def editorial_recovery(run_config: dict) -> dict:
     """lightchiropractic: the plan built without the 52 editorial links, searched for them."""
-    from interlink_pipeline.core.link_backtest import baseline_lists, same_budget_baseline
-    from interlink_pipeline.core.link_candidates import page_links
-    from interlink_pipeline.core.page_embeddings import read_vectors
+    from interlink_pipeline.core.graph.backtest import baseline_lists, same_budget_baseline
+    from interlink_pipeline.core.graph.link_candidates import page_links
+    from interlink_pipeline.core.ml.page_embeddings import read_vectors
     from interlink_pipeline.core.urls import url_parts
-    from interlink_pipeline.core.warehouse import read_site
+    from interlink_pipeline.core.warehouse.store import read_site
 
     site, warehouse, inbox = _prepare("lightchiropractic")
     seconds = _materialize(warehouse, inbox, site, THROUGH_PLAN, run_config)

@@ -21,10 +21,10 @@ import numpy as np
 import polars as pl
 
 from benchmarks.harness import generated_site, print_table, save
-from interlink_pipeline.core import local_search
-from interlink_pipeline.core.crawl_exports import read_crawl_export
-from interlink_pipeline.core.pages import clean_pages
-from interlink_pipeline.core.serp import page_queries
+from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.serp import local_search
+from interlink_pipeline.core.serp.evidence import page_queries
 from interlink_pipeline.core.text import stop_words, words
 
 SITE = "www.alpinegear.example"

@@ -37,7 +37,7 @@ RAM_GB = 24
 
 EXACT = """
 import time, numpy as np, polars as pl
-from interlink_pipeline.core.similarity import SimilarityOptions, similar_pairs
+from interlink_pipeline.core.ml.similarity import SimilarityOptions, similar_pairs
 vectors = np.load({path!r})
 ids = pl.Series([f"{{i:016x}}" for i in range(len(vectors))])
 started = time.monotonic()
@@ -59,7 +59,7 @@ RESULT = {{"seconds": time.monotonic() - started}}
 
 KMEANS = """
 import time, numpy as np, polars as pl
-from interlink_pipeline.core.clusters import topic_clusters
+from interlink_pipeline.core.ml.clusters import topic_clusters
 vectors = np.load({path!r})
 texts = pl.read_parquet({texts!r})["text"]
 ids = pl.Series([f"{{i:016x}}" for i in range(len(vectors))])
@@ -82,9 +82,9 @@ def texts_and_vectors(pages: int) -> tuple[str, str]:
     vectors = DATA / f"vectors-{pages}.npy"
     texts = DATA / f"page-texts-{pages}.parquet"
     if not vectors.exists():
-        from interlink_pipeline.core.crawl_exports import read_crawl_export
-        from interlink_pipeline.core.encoders import EncoderSettings, load_encoder
-        from interlink_pipeline.core.pages import clean_pages
+        from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+        from interlink_pipeline.core.ingest.pages import clean_pages
+        from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder
 
         frame = clean_pages(
             read_crawl_export(generated_site(pages) / "internal_all.csv", SITE).frame, SITE
@@ -150,16 +150,16 @@ def purity_nmi(labels: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
 
 
 def encode(texts: list[str]) -> np.ndarray:
-    from interlink_pipeline.core.encoders import EncoderSettings, load_encoder
+    from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder
 
     return load_encoder(EncoderSettings()).encode(texts)
 
 
 def quality_report() -> tuple[list[list[str]], list[list[str]], list[list[str]], dict]:
-    from interlink_pipeline.core.clusters import ClusterOptions, topic_clusters
-    from interlink_pipeline.core.crawl_exports import read_crawl_export
-    from interlink_pipeline.core.pages import clean_pages
-    from interlink_pipeline.core.similarity import SimilarityOptions, similar_pairs
+    from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+    from interlink_pipeline.core.ingest.pages import clean_pages
+    from interlink_pipeline.core.ml.clusters import ClusterOptions, topic_clusters
+    from interlink_pipeline.core.ml.similarity import SimilarityOptions, similar_pairs
 
     cluster_rows, pair_rows, sweep_rows, payload = [], [], [], {}
 

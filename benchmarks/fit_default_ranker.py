@@ -1,4 +1,4 @@
-"""Fit the default link ranker (interlink_pipeline/core/default_ranker.json): the logistic-regression
+"""Fit the default link ranker (interlink_pipeline/core/ml/default_ranker.json): the logistic-regression
 weights a site with too few in-content links of its own is ranked with.
 
 Fitted on the development crawls whose warehouses `bench_link_quality` left under benchmarks/.data/quality/
@@ -17,8 +17,8 @@ import polars as pl
 
 from benchmarks.bench_link_quality import SETS
 from benchmarks.harness import DATA
-from interlink_pipeline.core.link_candidates import CandidateBuilder
-from interlink_pipeline.core.link_ranker import (
+from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
+from interlink_pipeline.core.ml.link_ranker import (
     DEFAULT_WEIGHTS,
     RankerOptions,
     export_weights,

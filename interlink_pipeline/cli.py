@@ -127,7 +127,7 @@ def _run_site(site: str, assets: list[str] | None = None, run_config: dict | Non
 def _execute(instance, site: str, assets: list[str] | None, run_config: dict | None) -> int:
     from dagster import AssetKey
 
-    from interlink_pipeline.core.inbox import default_inbox
+    from interlink_pipeline.core.ingest.inbox import default_inbox
     from interlink_pipeline.definitions import defs
     from interlink_pipeline.defs.sensors import RUN_KEY_TAG, inbox_run_key
 
@@ -228,9 +228,9 @@ def _release_dead_runs(instance) -> None:
 def _record_failure(payload: dict) -> str:
     """Record a failed run in ops.run_failures and post it to the webhook, as the run-failure sensor does;
     what happened, in words (a warehouse that cannot be written cannot keep the record either)."""
-    from interlink_pipeline.core.alerts import record_failure
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.warehouse import LOCK_TIMEOUT_S, default_duckdb_path
+    from interlink_pipeline.core.publish.alerts import record_failure
+    from interlink_pipeline.core.warehouse.store import LOCK_TIMEOUT_S, default_duckdb_path
     from interlink_pipeline.defs.automation import FailureAlerts
 
     alerts = FailureAlerts()
@@ -246,7 +246,7 @@ def _record_failure(payload: dict) -> str:
 def _report_failure(instance, result, site: str, seconds: float) -> int:
     """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
     webhook; the user gets the step and its message, and the path of the full log."""
-    from interlink_pipeline.core.warehouse import default_duckdb_path
+    from interlink_pipeline.core.warehouse.store import default_duckdb_path
     from interlink_pipeline.defs.automation import failure_payload
 
     events = result.all_events
@@ -274,8 +274,8 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
 
 
 def _print_where() -> None:
-    from interlink_pipeline.core.inbox import default_inbox
-    from interlink_pipeline.core.warehouse import default_duckdb_path
+    from interlink_pipeline.core.ingest.inbox import default_inbox
+    from interlink_pipeline.core.warehouse.store import default_duckdb_path
 
     print(f"warehouse: {Path(default_duckdb_path()).resolve()}")
     print(f"drop folder: {Path(default_inbox()).resolve()}")
@@ -289,8 +289,8 @@ def _register_files(
     queries: Path | None = None,
     text: Path | None = None,
 ) -> str:
-    from interlink_pipeline.core.crawl_exports import infer_site
-    from interlink_pipeline.core.inbox import default_inbox, register_crawl
+    from interlink_pipeline.core.ingest.crawl_exports import infer_site
+    from interlink_pipeline.core.ingest.inbox import default_inbox, register_crawl
     from interlink_pipeline.core.urls import normalize_host
 
     site = normalize_host(site) if site else infer_site(crawl)
@@ -324,7 +324,7 @@ def _materialize(args: argparse.Namespace) -> int:
 
 def _backtest(args: argparse.Namespace) -> int:
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.warehouse import default_duckdb_path, query
+    from interlink_pipeline.core.warehouse.store import default_duckdb_path, query
 
     site = _registered(args.site)
     if not 0 < args.fraction < 1:
@@ -368,8 +368,8 @@ def _generate(args: argparse.Namespace) -> int:
 def _sites(args: argparse.Namespace) -> int:
     import duckdb
 
-    from interlink_pipeline.core.schemas import TABLES
-    from interlink_pipeline.core.warehouse import connect, default_duckdb_path, table_columns
+    from interlink_pipeline.core.warehouse.schemas import TABLES
+    from interlink_pipeline.core.warehouse.store import connect, default_duckdb_path, table_columns
     from interlink_pipeline.defs.partitions import site_partitions
 
     per_site = [table for table in TABLES if "site" in table_columns(table)]

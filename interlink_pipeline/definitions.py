@@ -5,8 +5,8 @@ from __future__ import annotations
 from dagster import Definitions
 from dagster_dbt import DbtCliResource
 
-from interlink_pipeline.core.inbox import default_inbox
-from interlink_pipeline.core.warehouse import default_duckdb_path
+from interlink_pipeline.core.ingest.inbox import default_inbox
+from interlink_pipeline.core.warehouse.store import default_duckdb_path
 from interlink_pipeline.defs.automation import (
     FailureAlerts,
     run_failure_recorder,

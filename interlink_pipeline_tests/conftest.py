@@ -51,7 +51,7 @@ def model_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def encoder():
     """The default encoder (bundled model, ONNX on CPU), loaded once for the session."""
-    from interlink_pipeline.core.encoders import EncoderSettings, load_encoder
+    from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder
 
     return load_encoder(EncoderSettings())
 
@@ -85,7 +85,7 @@ def instance():
 @pytest.fixture()
 def sample_inbox(inbox_root: Path) -> Path:
     """The bundled sample registered in a temporary drop folder."""
-    from interlink_pipeline.core.inbox import register_crawl
+    from interlink_pipeline.core.ingest.inbox import register_crawl
 
     register_crawl(inbox_root, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
     return inbox_root
@@ -158,8 +158,8 @@ def sf_row(
 @pytest.fixture()
 def light_pages(crawls):
     """lightchiropractic's cleaned pages."""
-    from interlink_pipeline.core.crawl_exports import read_crawl_export
-    from interlink_pipeline.core.pages import clean_pages
+    from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+    from interlink_pipeline.core.ingest.pages import clean_pages
 
     raw = read_crawl_export(crawls / "lightchiropractic/internal_all.csv", LIGHT).frame
     return clean_pages(raw, LIGHT).pages
@@ -168,7 +168,7 @@ def light_pages(crawls):
 @pytest.fixture()
 def light_inbox(inbox_root, crawls):
     """lightchiropractic's crawl (without its links export) in the drop folder."""
-    from interlink_pipeline.core.inbox import register_crawl
+    from interlink_pipeline.core.ingest.inbox import register_crawl
 
     register_crawl(inbox_root, LIGHT, crawls / "lightchiropractic/internal_all.csv")
     return inbox_root
@@ -184,7 +184,7 @@ def chromium_path() -> str | None:
 
 def register_lightchiropractic(inbox_root: Path, crawls: Path, crawl: Path | None = None) -> None:
     """lightchiropractic's crawl (or a variant of it) and its All Inlinks export, in the drop folder."""
-    from interlink_pipeline.core.inbox import register_crawl
+    from interlink_pipeline.core.ingest.inbox import register_crawl
 
     links = crawls / "lightchiropractic/all_inlinks.csv"
     register_crawl(inbox_root, LIGHT, crawl or crawls / "lightchiropractic/internal_all.csv", links)

@@ -103,7 +103,7 @@ def test_a_failed_run_is_recorded_and_posted_to_the_webhook(
 
 
 def test_an_unreachable_webhook_is_reported_not_raised():
-    from interlink_pipeline.core.alerts import post_alert
+    from interlink_pipeline.core.publish.alerts import post_alert
 
     accepted, outcome = post_alert("http://127.0.0.1:9/hook", {"text": "x"}, timeout_s=2)
     assert not accepted and "ConnectError" in outcome

@@ -13,10 +13,10 @@ import dagster as dg
 import duckdb
 import pytest
 
-from interlink_pipeline.core.crawl_exports import read_page_text
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.pages import clean_pages, rule_warnings
-from interlink_pipeline.core.warehouse import connect
+from interlink_pipeline.core.ingest.crawl_exports import read_page_text
+from interlink_pipeline.core.ingest.pages import clean_pages, rule_warnings
+from interlink_pipeline.core.warehouse.store import connect
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, run_cli, write_export
@@ -194,7 +194,7 @@ def test_a_damaged_warehouse_is_reported_at_once_with_how_to_recover(tmp_path):
 
 
 def test_product_urls_shaped_like_pagination_are_pages_and_a_dominant_rule_warns(tmp_path):
-    from interlink_pipeline.core.crawl_exports import read_crawl_export
+    from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 
     host = "shop.example"
     urls = [f"https://{host}/"] + [f"https://{host}/p/{10000 + i}/" for i in range(1, 60)]

@@ -17,7 +17,7 @@ import duckdb
 import psycopg2
 import pytest
 
-from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.defs.tables import WRITER_POOL
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, SAMPLE_DIR

@@ -12,20 +12,20 @@ import numpy as np
 import polars as pl
 import pytest
 
-from interlink_pipeline.core.crawl_exports import read_crawl_export
-from interlink_pipeline.core.encoders import (
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+from interlink_pipeline.core.ingest.inbox import register_crawl
+from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.ml.encoders import (
     DEFAULT_MODEL,
     EncoderSettings,
     load_encoder,
     model_fingerprint,
     resolve_model_dir,
 )
-from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.inbox import register_crawl
-from interlink_pipeline.core.page_embeddings import embed_site
-from interlink_pipeline.core.pages import clean_pages
+from interlink_pipeline.core.ml.page_embeddings import embed_site
 from interlink_pipeline.core.urls import stable_ids
-from interlink_pipeline.core.warehouse import ContractError, replace_site_rows
+from interlink_pipeline.core.warehouse.store import ContractError, replace_site_rows
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import LIGHT, NUTRI, SAMPLE_DIR
@@ -78,7 +78,7 @@ def test_a_verified_export_loads_without_pytorch(encoder, model_cache):
     assert list(model_cache.glob("onnx/*/verified.json"))  # written by the session's first load
     script = (
         "import sys\n"
-        "from interlink_pipeline.core.encoders import EncoderSettings, load_encoder\n"
+        "from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder\n"
         "e = load_encoder(EncoderSettings())\n"
         "print(e.backend, e.encode(['a tent']).shape, 'torch' in sys.modules)"
     )
@@ -110,7 +110,7 @@ def test_a_model_name_is_found_in_the_local_hugging_face_cache(tmp_path):
     (snapshot.parents[1] / "refs").mkdir()
     (snapshot.parents[1] / "refs" / "main").write_text("0123abcd")
     script = (
-        "from interlink_pipeline.core.encoders import EncoderSettings, load_encoder\n"
+        "from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder\n"
         "e = load_encoder(EncoderSettings(model='paraphrase-tiny', backend='torch'))\n"
         "print(e.model_id, e.encode(['a tent']).shape)"
     )

@@ -6,8 +6,8 @@ import time
 
 import dagster as dg
 
-from interlink_pipeline.core.inbox import register_crawl, scan_inbox
-from interlink_pipeline.core.tabular_files import file_digest
+from interlink_pipeline.core.ingest.inbox import register_crawl, scan_inbox
+from interlink_pipeline.core.ingest.tabular_files import file_digest
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 from interlink_pipeline.sample import SAMPLE_HOST

@@ -139,7 +139,7 @@ def test_a_broken_new_crawl_keeps_the_previous_good_data(warehouse_path, sample_
 
 
 def test_site_without_inlinks_export(warehouse_path, inbox_root, instance, crawls):
-    from interlink_pipeline.core.inbox import register_crawl
+    from interlink_pipeline.core.ingest.inbox import register_crawl
 
     register_crawl(inbox_root, LIGHT, crawls / "lightchiropractic/internal_all.csv")
     defs = build_defs(str(warehouse_path), str(inbox_root))

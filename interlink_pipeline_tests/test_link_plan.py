@@ -9,9 +9,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from interlink_pipeline.core.graph_metrics import adjacency, click_depth, gini, pagerank, summarize
-from interlink_pipeline.core.inbox import register_crawl
-from interlink_pipeline.core.link_plan import (
+from interlink_pipeline.core.graph.link_plan import (
     PLAN_INVARIANTS,
     PlanOptions,
     SiteGraph,
@@ -24,7 +22,9 @@ from interlink_pipeline.core.link_plan import (
     mention_span,
     plan_links,
 )
-from interlink_pipeline.core.site_sections import SiteSections
+from interlink_pipeline.core.graph.metrics import adjacency, click_depth, gini, pagerank, summarize
+from interlink_pipeline.core.graph.site_sections import SiteSections
+from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words
 from interlink_pipeline.sample import SAMPLE_HOST
@@ -564,7 +564,7 @@ def test_constraints_that_cannot_be_met_give_warnings_with_the_reason(
 def test_the_marts_accept_every_reason_the_plan_gives():
     import yaml
 
-    from interlink_pipeline.core.link_plan import REASONS
+    from interlink_pipeline.core.graph.link_plan import REASONS
 
     marts = yaml.safe_load((PROJECT_ROOT / "dbt/models/marts/marts.yml").read_text())
     model = next(m for m in marts["models"] if m["name"] == "link_opportunities")

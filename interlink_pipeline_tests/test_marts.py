@@ -7,9 +7,9 @@ import duckdb
 import pytest
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.inbox import register_crawl
-from interlink_pipeline.core.table_docs import mart_columns
-from interlink_pipeline.core.warehouse import publish_snapshot, snapshot_path
+from interlink_pipeline.core.ingest.inbox import register_crawl
+from interlink_pipeline.core.warehouse.store import publish_snapshot, snapshot_path
+from interlink_pipeline.core.warehouse.table_docs import mart_columns
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.marts import marts
 from interlink_pipeline.sample import SAMPLE_HOST

@@ -2,14 +2,15 @@
 
 import ast
 import fnmatch
+import re
 import tomllib
 from pathlib import Path
 
 import polars as pl
 
-from interlink_pipeline.core.schemas import TABLES
-from interlink_pipeline.core.table_docs import END, START, tables_markdown
-from interlink_pipeline.core.warehouse import table_columns
+from interlink_pipeline.core.warehouse.schemas import TABLES
+from interlink_pipeline.core.warehouse.store import table_columns
+from interlink_pipeline.core.warehouse.table_docs import END, START, tables_markdown
 from interlink_pipeline.sample import generate_site, write_site
 from interlink_pipeline.sample.vocabulary import TOPICS
 from interlink_pipeline_tests.conftest import PROJECT_ROOT, SAMPLE_DIR
@@ -78,6 +79,41 @@ def test_readme_table_reference_is_current():
         assert f"#### `{table}`" in readme
         for column in table_columns(table):
             assert f"| `{column}` |" in readme
+
+
+def _readme_map() -> set[str]:
+    """The paths the README's Development map names under interlink_pipeline/ (folders nest by indent)."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    block = readme.split("## Development", 1)[1].split("```", 2)[1]
+    named, folders = set(), []  # folders: (indent, name)
+    for line in block.splitlines():
+        stripped = line.lstrip()
+        if not stripped or not line.startswith(" "):
+            folders = [] if stripped and not stripped.startswith("interlink_pipeline/") else folders
+            continue
+        indent, entry = len(line) - len(stripped), stripped.split()[0]
+        if not re.fullmatch(r"[\w.]+(/|\.py|\.json)", entry):
+            continue  # a description's second line
+        folders = [f for f in folders if f[0] < indent]
+        path = "/".join(name for _, name in folders) + ("/" if folders else "") + entry.rstrip("/")
+        if entry.endswith("/"):
+            folders.append((indent, entry.rstrip("/")))
+        named.add(path)
+    return named
+
+
+def test_readme_map_matches_the_code_tree():
+    named = _readme_map()
+    package = PROJECT_ROOT / "interlink_pipeline"
+    assert {p for p in named if p.startswith("core")} and all((package / p).exists() for p in named), sorted(
+        p for p in named if not (package / p).exists()
+    )
+    core_files = {
+        p.relative_to(package).as_posix()
+        for p in CORE.rglob("*")
+        if p.suffix in (".py", ".json") and p.name != "__init__.py"
+    }
+    assert not core_files - named, f"core files the README's map leaves out: {sorted(core_files - named)}"
 
 
 def test_readme_names_the_two_commands():

@@ -11,11 +11,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from interlink_pipeline.core.crawl_exports import read_page_text
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.inbox import export_kind, register_crawl
-from interlink_pipeline.core.link_backtest import hide_pairs, pairs_to_hide, run_backtest
-from interlink_pipeline.core.link_candidates import (
+from interlink_pipeline.core.graph.backtest import hide_pairs, pairs_to_hide, run_backtest
+from interlink_pipeline.core.graph.link_candidates import (
     FEATURES,
     CandidateBuilder,
     CandidateOptions,
@@ -25,8 +23,10 @@ from interlink_pipeline.core.link_candidates import (
     build_candidates,
     page_links,
 )
-from interlink_pipeline.core.link_plan import PlanOptions, planner_without
-from interlink_pipeline.core.link_ranker import (
+from interlink_pipeline.core.graph.link_plan import PlanOptions, planner_without
+from interlink_pipeline.core.ingest.crawl_exports import read_page_text
+from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
+from interlink_pipeline.core.ml.link_ranker import (
     RankerOptions,
     SiteState,
     drift,
@@ -129,8 +129,8 @@ def test_candidates_come_from_every_signal_with_every_score():
 
 
 def test_page_links_keep_anchors_and_split_content_from_navigation(crawls):
-    from interlink_pipeline.core.crawl_exports import read_crawl_export, read_links_export
-    from interlink_pipeline.core.pages import clean_pages
+    from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export, read_links_export
+    from interlink_pipeline.core.ingest.pages import clean_pages
 
     pages = clean_pages(read_crawl_export(crawls / "lightchiropractic/internal_all.csv", LIGHT).frame, LIGHT)
     raw = read_links_export(crawls / "lightchiropractic/all_inlinks.csv", LIGHT).frame
@@ -144,8 +144,8 @@ def test_page_links_keep_anchors_and_split_content_from_navigation(crawls):
 
 
 def test_menus_and_paginated_listings_declare_the_sections(crawls):
-    from interlink_pipeline.core.crawl_exports import read_crawl_export, read_links_export
-    from interlink_pipeline.core.pages import clean_pages
+    from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export, read_links_export
+    from interlink_pipeline.core.ingest.pages import clean_pages
 
     pages = clean_pages(read_crawl_export(crawls / "lightchiropractic/internal_all.csv", LIGHT).frame, LIGHT)
     raw = read_links_export(crawls / "lightchiropractic/all_inlinks.csv", LIGHT).frame
@@ -174,7 +174,7 @@ def test_menus_and_paginated_listings_declare_the_sections(crawls):
 
 
 def test_a_nested_list_in_the_body_is_not_a_menu():
-    from interlink_pipeline.core.site_sections import site_sections
+    from interlink_pipeline.core.graph.site_sections import site_sections
 
     item = "//body/main/article/ul/li[2]"
     links = pl.DataFrame(

@@ -12,8 +12,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from interlink_pipeline.core.inbox import register_crawl
-from interlink_pipeline.core.similarity import NEIGHBOUR_MARGIN
+from interlink_pipeline.core.ingest.inbox import register_crawl
+from interlink_pipeline.core.ml.similarity import NEIGHBOUR_MARGIN
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline.sample import SAMPLE_HOST
@@ -170,7 +170,8 @@ SMALL_CHUNKS = {"ops": {"page_embeddings": {"config": {"chunk_size": 400}}}}  # 
 # Runs the site's pipeline up to the plan in a child process, and SIGKILLs it at the point `hook` patches.
 KILLED_RUN = """
 import os, signal, sys
-from interlink_pipeline.core import page_embeddings, warehouse
+from interlink_pipeline.core.ml import page_embeddings
+from interlink_pipeline.core.warehouse import store as warehouse
 
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
@@ -278,7 +279,7 @@ warehouse._insert = _insert
 
 # killed in link_candidates once the kept text neighbours are updated, before any candidate is written
 AFTER_TEXT_NEIGHBOURS = """
-from interlink_pipeline.core.link_candidates import CandidateBuilder
+from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
 CandidateBuilder.proposals = lambda self, links: die()
 """
 

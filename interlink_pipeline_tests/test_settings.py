@@ -5,14 +5,14 @@ import dataclasses
 
 import pytest
 
-from interlink_pipeline.core.clusters import ClusterOptions
-from interlink_pipeline.core.encoders import EncoderSettings, resolve_device
-from interlink_pipeline.core.link_candidates import CandidateOptions
-from interlink_pipeline.core.link_plan import PlanOptions
-from interlink_pipeline.core.link_ranker import RankerOptions
-from interlink_pipeline.core.pages import CleaningOptions
-from interlink_pipeline.core.serp import SerpOptions
-from interlink_pipeline.core.similarity import SimilarityOptions
+from interlink_pipeline.core.graph.link_candidates import CandidateOptions
+from interlink_pipeline.core.graph.link_plan import PlanOptions
+from interlink_pipeline.core.ingest.pages import CleaningOptions
+from interlink_pipeline.core.ml.clusters import ClusterOptions
+from interlink_pipeline.core.ml.encoders import EncoderSettings, resolve_device
+from interlink_pipeline.core.ml.link_ranker import RankerOptions
+from interlink_pipeline.core.ml.similarity import SimilarityOptions
+from interlink_pipeline.core.serp.evidence import SerpOptions
 from interlink_pipeline.defs.crawl import PagesConfig
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.link_plan import LinkPlanConfig

@@ -6,17 +6,17 @@ import numpy as np
 import polars as pl
 import pytest
 
-from interlink_pipeline.core import similarity
-from interlink_pipeline.core.clusters import (
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.ingest.inbox import register_crawl
+from interlink_pipeline.core.ml import similarity
+from interlink_pipeline.core.ml.clusters import (
     ClusterOptions,
     PreviousClusters,
     candidate_ks,
     label_clusters,
     topic_clusters,
 )
-from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.inbox import register_crawl
-from interlink_pipeline.core.similarity import (
+from interlink_pipeline.core.ml.similarity import (
     SimilarityOptions,
     exact_top,
     nearest_pages,

@@ -13,7 +13,7 @@ import duckdb
 import psutil
 import pytest
 
-from interlink_pipeline.core.inbox import register_crawl
+from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import (
     LIGHT,

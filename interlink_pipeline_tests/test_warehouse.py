@@ -8,11 +8,11 @@ import duckdb
 import polars as pl
 import pytest
 
-from interlink_pipeline.core.crawl_exports import read_crawl_export
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.pages import clean_pages
-from interlink_pipeline.core.schemas import TABLES
-from interlink_pipeline.core.warehouse import (
+from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.warehouse.schemas import TABLES
+from interlink_pipeline.core.warehouse.store import (
     ContractError,
     connect,
     duckdb_type,

@@ -21,7 +21,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from interlink_pipeline.core.alerts import record_failure
+from interlink_pipeline.core.publish.alerts import record_failure
 from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.resources import Warehouse
 

@@ -13,17 +13,17 @@ import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
 from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.link_backtest import pairs_to_hide, run_backtest
-from interlink_pipeline.core.link_plan import PlanOptions, planner_without
-from interlink_pipeline.core.link_ranker import (
+from interlink_pipeline.core.graph.backtest import pairs_to_hide, run_backtest
+from interlink_pipeline.core.graph.link_plan import PlanOptions, planner_without
+from interlink_pipeline.core.ml.link_ranker import (
     RankerOptions,
     SiteState,
     site_state,
     still_fits,
     training_fingerprint,
 )
-from interlink_pipeline.core.previews import markdown_table
-from interlink_pipeline.core.warehouse import NO_FAILURES, ValidationReport
+from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.warehouse.store import NO_FAILURES, ValidationReport
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.link_plan import link_plan, plan_inputs
 from interlink_pipeline.defs.partitions import site_key

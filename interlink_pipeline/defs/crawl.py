@@ -9,16 +9,16 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.crawl_exports import (
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.ingest.crawl_exports import (
     LoadedExport,
     read_crawl_export,
     read_links_export,
     read_page_text,
 )
-from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.pages import CleaningOptions, clean_pages, rule_warnings
-from interlink_pipeline.core.previews import counts_table, markdown_table
-from interlink_pipeline.core.warehouse import empty_frame
+from interlink_pipeline.core.ingest.pages import CleaningOptions, clean_pages, rule_warnings
+from interlink_pipeline.core.publish.previews import counts_table, markdown_table
+from interlink_pipeline.core.warehouse.store import empty_frame
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.settings import options_from

@@ -8,7 +8,7 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.encoders import (
+from interlink_pipeline.core.ml.encoders import (
     DEFAULT_MODEL,
     EncoderSettings,
     ModelIdentity,
@@ -16,9 +16,9 @@ from interlink_pipeline.core.encoders import (
     identify_model,
     load_encoder,
 )
-from interlink_pipeline.core.page_embeddings import DEFAULT_CHUNK, embed_site
-from interlink_pipeline.core.previews import markdown_table
-from interlink_pipeline.core.warehouse import ContractError
+from interlink_pipeline.core.ml.page_embeddings import DEFAULT_CHUNK, embed_site
+from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.warehouse.store import ContractError
 from interlink_pipeline.defs.crawl import pages
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse

@@ -11,9 +11,8 @@ from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
 from pydantic import Field
 
 from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.graph_metrics import UNREACHABLE, GraphSummary, adjacency, out_degree, summarize
-from interlink_pipeline.core.link_candidates import page_links
-from interlink_pipeline.core.link_plan import (
+from interlink_pipeline.core.graph.link_candidates import page_links
+from interlink_pipeline.core.graph.link_plan import (
     PLAN_INVARIANTS,
     KeptCentrality,
     PlanCheck,
@@ -27,8 +26,9 @@ from interlink_pipeline.core.link_plan import (
     plan_changes,
     plan_site,
 )
-from interlink_pipeline.core.page_embeddings import read_vectors
-from interlink_pipeline.core.previews import markdown_table
+from interlink_pipeline.core.graph.metrics import UNREACHABLE, GraphSummary, adjacency, out_degree, summarize
+from interlink_pipeline.core.ml.page_embeddings import read_vectors
+from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.text import detect_language, function_words
 from interlink_pipeline.defs.crawl import raw_links
 from interlink_pipeline.defs.partitions import site_key

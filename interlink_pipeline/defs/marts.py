@@ -25,7 +25,7 @@ from dagster_dbt import (
     dbt_assets,
 )
 
-from interlink_pipeline.core.warehouse import publish_snapshot
+from interlink_pipeline.core.warehouse.store import publish_snapshot
 from interlink_pipeline.defs import link_plan as _registers_tables  # noqa: F401  (fills TABLE_WRITERS)
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse

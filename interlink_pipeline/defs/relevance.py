@@ -14,7 +14,9 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.candidate_updates import (
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import save_state
+from interlink_pipeline.core.graph.candidate_updates import (
     KEY,
     PAGE_STATE,
     STORED,
@@ -22,9 +24,7 @@ from interlink_pipeline.core.candidate_updates import (
     score_candidates,
     settings_hash,
 )
-from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.files import save_state
-from interlink_pipeline.core.link_candidates import (
+from interlink_pipeline.core.graph.link_candidates import (
     FEATURES,
     CandidateBuilder,
     CandidateOptions,
@@ -33,7 +33,7 @@ from interlink_pipeline.core.link_candidates import (
     SiteSignals,
     page_links,
 )
-from interlink_pipeline.core.link_ranker import (
+from interlink_pipeline.core.ml.link_ranker import (
     Ranker,
     RankerOptions,
     SiteState,
@@ -44,8 +44,8 @@ from interlink_pipeline.core.link_ranker import (
     training_examples,
     training_fingerprint,
 )
-from interlink_pipeline.core.page_embeddings import field_vectors
-from interlink_pipeline.core.previews import markdown_table
+from interlink_pipeline.core.ml.page_embeddings import field_vectors
+from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.defs.crawl import pages, raw_links
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key

@@ -7,9 +7,9 @@ from pathlib import Path
 import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 
-from interlink_pipeline.core import exports, report
-from interlink_pipeline.core.page_embeddings import read_vectors
-from interlink_pipeline.core.previews import markdown_table
+from interlink_pipeline.core.ml.page_embeddings import read_vectors
+from interlink_pipeline.core.publish import exports, report
+from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.defs.backtest import link_backtest
 from interlink_pipeline.defs.marts import after_marts
 from interlink_pipeline.defs.partitions import site_key

@@ -6,8 +6,9 @@ import polars as pl
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from interlink_pipeline.core import inbox, warehouse
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.ingest import inbox
+from interlink_pipeline.core.warehouse import store as warehouse
 
 
 class Warehouse(ConfigurableResource):

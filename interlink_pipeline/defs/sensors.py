@@ -14,8 +14,8 @@ from dagster import (
     sensor,
 )
 
-from interlink_pipeline.core.inbox import scan_inbox
-from interlink_pipeline.core.tabular_files import file_digest
+from interlink_pipeline.core.ingest.inbox import scan_inbox
+from interlink_pipeline.core.ingest.tabular_files import file_digest
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.resources import CrawlInbox

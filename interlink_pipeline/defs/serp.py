@@ -8,12 +8,12 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, EnvVar, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.crawl_exports import read_queries_export
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.local_search import KeptIndex
-from interlink_pipeline.core.previews import markdown_table
-from interlink_pipeline.core.serp import SERPER_ENDPOINT, SerpOptions, serp_evidence, top_queries
+from interlink_pipeline.core.ingest.crawl_exports import read_queries_export
+from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.serp.evidence import SERPER_ENDPOINT, SerpOptions, serp_evidence, top_queries
+from interlink_pipeline.core.serp.local_search import KeptIndex
 from interlink_pipeline.defs.crawl import pages
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse

@@ -8,17 +8,17 @@ import polars as pl
 from dagster import AssetCheckResult, AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.clusters import ClusterOptions, PreviousClusters
-from interlink_pipeline.core.clusters import topic_clusters as topic_clusters_core
-from interlink_pipeline.core.encoders import resolve_device
-from interlink_pipeline.core.page_embeddings import read_vectors
-from interlink_pipeline.core.previews import markdown_table
-from interlink_pipeline.core.similarity import (
+from interlink_pipeline.core.ml.clusters import ClusterOptions, PreviousClusters
+from interlink_pipeline.core.ml.clusters import topic_clusters as topic_clusters_core
+from interlink_pipeline.core.ml.encoders import resolve_device
+from interlink_pipeline.core.ml.page_embeddings import read_vectors
+from interlink_pipeline.core.ml.similarity import (
     DEFAULT_MIN_SCORE,
     SimilarityOptions,
     similar_pairs,
 )
-from interlink_pipeline.core.warehouse import empty_frame
+from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.warehouse.store import empty_frame
 from interlink_pipeline.defs.embeddings import page_embeddings
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse

@@ -22,8 +22,8 @@ from dagster import (
 )
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.previews import markdown_table
-from interlink_pipeline.core.warehouse import (
+from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.warehouse.store import (
     NO_FAILURES,
     ContractError,
     RowChanges,

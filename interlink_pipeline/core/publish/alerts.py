@@ -32,7 +32,7 @@ def record_failure(
 ) -> tuple[bool, str]:
     """Post a failed run (run_id, job, site, step, message) to the webhook when one is set, and keep it in
     ops.run_failures; (notified, what the webhook said)."""
-    from interlink_pipeline.core.warehouse import merge_rows
+    from interlink_pipeline.core.warehouse.store import merge_rows
 
     notified, outcome = False, "no webhook set"
     if webhook_url:

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.encoders import TextEncoder
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.warehouse import (
+from interlink_pipeline.core.ml.encoders import TextEncoder
+from interlink_pipeline.core.warehouse.store import (
     ValidationReport,
     connect,
     merge_rows,

@@ -136,7 +136,7 @@ def resolve_export(root: str | Path, site: str, name: str) -> Path:
 def validate_export(path: Path, kind: str, site: str) -> pl.DataFrame | None:
     """Raise InputError when the run would refuse this export (read with the default settings); the rows
     read (None for a queries file)."""
-    from interlink_pipeline.core.crawl_exports import (
+    from interlink_pipeline.core.ingest.crawl_exports import (
         read_crawl_export,
         read_links_export,
         read_page_text,

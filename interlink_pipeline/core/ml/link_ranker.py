@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.link_candidates import (
+from interlink_pipeline.core.graph.link_candidates import (
     FEATURES,
     CandidateBuilder,
     CandidateOptions,

@@ -23,8 +23,8 @@ from typing import Literal
 import fastexcel
 import polars as pl
 
-from interlink_pipeline.core.crawl_columns import Field, fold_header, map_headers
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.ingest.crawl_columns import Field, fold_header, map_headers
 
 DELIMITERS = (",", ";", "\t", "|")
 HEAD_BYTES = 256 * 1024

@@ -27,14 +27,14 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from interlink_pipeline.core.similarity import (
+from interlink_pipeline.core.graph.site_sections import SiteSections, site_sections
+from interlink_pipeline.core.ml.similarity import (
     NEIGHBOUR_MARGIN,
     Increment,
     exact_top,
     nearest_pages,
     neighbour_state,
 )
-from interlink_pipeline.core.site_sections import SiteSections, site_sections
 
 TEXT_FIELDS = ("title", "h1", "meta_description", "body")
 # Anchors that say nothing about the target: never phrases of it.

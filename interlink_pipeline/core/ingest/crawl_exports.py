@@ -8,9 +8,20 @@ from pathlib import Path
 
 import polars as pl
 
-from interlink_pipeline.core.crawl_columns import CRAWL_FIELDS, LINK_FIELDS, QUERY_FIELDS, TEXT_FIELDS, Field
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.tabular_files import file_digest, mapped_positions, open_table, read_columns
+from interlink_pipeline.core.ingest.crawl_columns import (
+    CRAWL_FIELDS,
+    LINK_FIELDS,
+    QUERY_FIELDS,
+    TEXT_FIELDS,
+    Field,
+)
+from interlink_pipeline.core.ingest.tabular_files import (
+    file_digest,
+    mapped_positions,
+    open_table,
+    read_columns,
+)
 from interlink_pipeline.core.urls import hosts, url_parts
 
 INT_FIELDS = ("status_code", "crawl_depth", "word_count", "unique_inlinks")

@@ -15,9 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.link_candidates import CandidateBuilder, CandidateOptions, LinkGraph, SiteSignals
-from interlink_pipeline.core.link_ranker import Ranker, RankerOptions, fit_ranker, training_examples
-from interlink_pipeline.core.similarity import exact_top
+from interlink_pipeline.core.graph.link_candidates import (
+    CandidateBuilder,
+    CandidateOptions,
+    LinkGraph,
+    SiteSignals,
+)
+from interlink_pipeline.core.ml.link_ranker import Ranker, RankerOptions, fit_ranker, training_examples
+from interlink_pipeline.core.ml.similarity import exact_top
 
 PAIR = ["source", "target"]
 

@@ -24,7 +24,7 @@ import polars as pl
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import replaced_atomically
-from interlink_pipeline.core.schemas import TABLES
+from interlink_pipeline.core.warehouse.schemas import TABLES
 
 T = TypeVar("T")
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.link_candidates import (
+from interlink_pipeline.core.graph.link_candidates import (
     FEATURES,
     CandidateBuilder,
     LinkGraph,
@@ -29,7 +29,7 @@ from interlink_pipeline.core.link_candidates import (
     adamic_adar_weights,
     serp_scores,
 )
-from interlink_pipeline.core.warehouse import RowChanges
+from interlink_pipeline.core.warehouse.store import RowChanges
 
 # Bumped whenever what a build computes from the same inputs changes: the next build is then full.
 BUILD_FORMAT = 1

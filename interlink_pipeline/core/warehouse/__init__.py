@@ -1,0 +1,1 @@
+"""The warehouse: DuckDB access and writes (store), the table contract (schemas) and its documentation."""
