@@ -37,7 +37,6 @@ dbt_project = DbtProject(project_dir=DBT_DIR, profiles_dir=DBT_DIR)
 _venv_dbt = Path(sys.executable).with_name("dbt")
 DBT_EXECUTABLE = str(_venv_dbt) if _venv_dbt.exists() else (shutil.which("dbt") or "dbt")
 
-dbt_project.prepare_if_dev()  # under `dagster dev`, edited models show on reload
 if not dbt_project.manifest_path.exists():
     raise FileNotFoundError(
         f"{dbt_project.manifest_path} is missing: the dbt manifest is prepared at install time, never at "
