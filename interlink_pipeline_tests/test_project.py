@@ -88,8 +88,8 @@ def _readme_map() -> set[str]:
     named, folders = set(), []  # folders: (indent, name)
     for line in block.splitlines():
         stripped = line.lstrip()
-        if not stripped or not line.startswith(" "):
-            folders = [] if stripped and not stripped.startswith("interlink_pipeline/") else folders
+        if not line.startswith(" "):  # a top-level folder: what follows is named from the package down
+            folders = []
             continue
         indent, entry = len(line) - len(stripped), stripped.split()[0]
         if not re.fullmatch(r"[\w.]+(/|\.py|\.json)", entry):
