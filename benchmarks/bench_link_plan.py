@@ -86,6 +86,7 @@ def materialise(warehouse: Path, inbox: Path, site: str, selection: tuple[str, .
     import dagster as dg
 
     from interlink_pipeline.definitions import build_defs
+    from interlink_pipeline.defs.jobs import step_keys
 
     defs = build_defs(str(warehouse), str(inbox))
     instance = dg.DagsterInstance.ephemeral()
@@ -93,7 +94,7 @@ def materialise(warehouse: Path, inbox: Path, site: str, selection: tuple[str, .
     defs.resolve_job_def("site_pipeline").execute_in_process(
         partition_key=site,
         instance=instance,
-        asset_selection=[dg.AssetKey(k) for k in selection],
+        asset_selection=step_keys(defs, list(selection)),
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
     )
 

@@ -90,6 +90,7 @@ def _editorial_links() -> pl.DataFrame:
 
 def _materialize(warehouse: Path, inbox: Path, site: str, assets: list[str], run_config: dict) -> float:
     from interlink_pipeline.definitions import build_defs
+    from interlink_pipeline.defs.jobs import step_keys
 
     defs = build_defs(str(warehouse), str(inbox))
     instance = dg.DagsterInstance.ephemeral()
@@ -98,7 +99,7 @@ def _materialize(warehouse: Path, inbox: Path, site: str, assets: list[str], run
     result = defs.resolve_job_def("site_pipeline").execute_in_process(
         partition_key=site,
         instance=instance,
-        asset_selection=[dg.AssetKey(a) for a in assets],
+        asset_selection=step_keys(defs, list(assets)),
         run_config=run_config,
         raise_on_error=False,
     )

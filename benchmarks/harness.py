@@ -35,6 +35,7 @@ import shutil, tempfile, time
 from pathlib import Path
 import dagster as dg
 from interlink_pipeline.definitions import build_defs
+from interlink_pipeline.defs.jobs import step_keys
 folder = Path(tempfile.mkdtemp())
 warehouse = folder / "bench.duckdb"
 shutil.copyfile({warehouse!r}, warehouse)
@@ -43,7 +44,7 @@ instance = dg.DagsterInstance.ephemeral()
 instance.add_dynamic_partitions("sites", [{site!r}])
 started = time.monotonic()
 result = defs.resolve_job_def("site_pipeline").execute_in_process(
-    partition_key={site!r}, instance=instance, asset_selection=[dg.AssetKey({asset!r})],
+    partition_key={site!r}, instance=instance, asset_selection=step_keys(defs, [{asset!r}]),
     run_config={run_config!r},
 )
 seconds = time.monotonic() - started

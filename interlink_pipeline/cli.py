@@ -115,24 +115,23 @@ def _registered(name: str) -> str:
     return site
 
 
-def _run_site(site: str, assets: list[str] | None = None, run_config: dict | None = None) -> int:
-    """Materialise the site's pipeline (or just `assets`) in process and print what was written; one run
+def _run_site(site: str, steps: list[str] | None = None, run_config: dict | None = None) -> int:
+    """Materialise the site's pipeline (or just `steps`) in process and print what was written; one run
     of a site at a time."""
     instance = _instance()
     _release_dead_runs(instance)
     with _site_lock(instance, site):
-        return _execute(instance, site, assets, run_config)
+        return _execute(instance, site, steps, run_config)
 
 
-def _execute(instance, site: str, assets: list[str] | None, run_config: dict | None) -> int:
-    from dagster import AssetKey
-
+def _execute(instance, site: str, steps: list[str] | None, run_config: dict | None) -> int:
     from interlink_pipeline.core.ingest.inbox import default_inbox
     from interlink_pipeline.definitions import defs
+    from interlink_pipeline.defs.jobs import step_keys
     from interlink_pipeline.defs.sensors import RUN_KEY_TAG, inbox_run_key
 
     tags = {"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
-    key = inbox_run_key(default_inbox(), site) if assets is None else None
+    key = inbox_run_key(default_inbox(), site) if steps is None else None
     started = time.monotonic()
     result = defs.resolve_job_def("site_pipeline").execute_in_process(
         partition_key=site,
@@ -140,7 +139,7 @@ def _execute(instance, site: str, assets: list[str] | None, run_config: dict | N
         raise_on_error=False,
         # a whole run of the registered exports: the inbox sensor of `make dev` will not run them again
         tags={**tags, RUN_KEY_TAG: key} if key else tags,
-        asset_selection=[AssetKey(a) for a in assets] if assets else None,
+        asset_selection=step_keys(defs, steps) if steps else None,
         # the console gets one line per failure, not Dagster's stack traces: they go to the run's log file
         run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
     )

@@ -10,6 +10,7 @@ from interlink_pipeline.core.warehouse.store import default_duckdb_path
 from interlink_pipeline.defs.automation import (
     FailureAlerts,
     run_failure_recorder,
+    run_failures,
     serp_refresh_job,
     serp_refresh_schedule,
 )
@@ -52,6 +53,7 @@ def build_defs(
             analyst_snapshot,
             spreadsheet_exports,
             html_report,
+            run_failures,
         ],
         jobs=[site_pipeline_job, serp_refresh_job],
         schedules=[serp_refresh_schedule],

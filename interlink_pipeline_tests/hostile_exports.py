@@ -11,7 +11,7 @@ from pathlib import Path
 import openpyxl
 import polars as pl
 
-from interlink_pipeline_tests.conftest import SF_HEADER, sf_row, write_export
+from interlink_pipeline_tests.helpers import SF_HEADER, sf_row, write_export
 
 HOST = "www.hostile.example"
 BASE = f"https://{HOST}"

@@ -6,10 +6,9 @@ import dagster as dg
 import duckdb
 import pytest
 
-from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.automation import FailureAlerts, run_failure_recorder, serp_refresh_schedule
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline_tests.conftest import LIGHT, NUTRI, write_export
+from interlink_pipeline_tests.helpers import LIGHT, NUTRI, run_site, write_export
 from interlink_pipeline_tests.services import Webhook
 
 BROKEN_SITE = "www.broken.example"
@@ -32,13 +31,13 @@ def test_the_serp_refresh_schedule_asks_for_every_site_and_everything_after_serp
     selected = defs.resolve_job_def("serp_refresh").asset_layer.selected_asset_keys
     names = {key.to_user_string() for key in selected}
     assert {
-        "serp_results",
-        "link_candidates",
-        "link_plan",
+        "serp/results",
+        "ml/link_candidates",
+        "graph/link_plan",
         "marts/link_opportunities",
         "html_report",
     } <= names
-    assert not names & {"raw_crawl", "pages", "page_embeddings", "similarity_pairs"}
+    assert not names & {"raw/crawl_pages", "staging/pages", "ml/page_embeddings", "ml/similarity_pairs"}
 
 
 # every way a run starts besides the CLI (tested in test_cli_safety): the inbox sensor, the weekly
@@ -61,12 +60,7 @@ def test_a_failed_run_is_recorded_and_posted_to_the_webhook(
     crawl = inbox_root / BROKEN_SITE / "crawl.csv"
     write_export(crawl, ["Title 1", "Status Code"], [["No address column", "200"]])
     job, tags = TRIGGERS[trigger]
-    instance.add_dynamic_partitions("sites", [BROKEN_SITE])
-    result = (
-        build_defs(str(warehouse_path), str(inbox_root))
-        .resolve_job_def(job)
-        .execute_in_process(partition_key=BROKEN_SITE, instance=instance, raise_on_error=False, tags=tags)
-    )
+    result = run_site(warehouse_path, inbox_root, instance, BROKEN_SITE, tags=tags, job=job)
     assert not result.success
     run = instance.get_run_by_id(result.run_id)
     failure = next(iter(instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE))).dagster_event

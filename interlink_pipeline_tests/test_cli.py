@@ -3,7 +3,7 @@
 import duckdb
 
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import NUTRI, run_cli
+from interlink_pipeline_tests.helpers import NUTRI, run_cli
 
 
 def test_demo_materialises_the_sample(cli_env, tmp_path):

@@ -19,7 +19,7 @@ from interlink_pipeline.core.ingest.pages import clean_pages, rule_warnings
 from interlink_pipeline.core.warehouse.store import connect
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
-from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, run_cli, write_export
+from interlink_pipeline_tests.helpers import LIGHT, PROJECT_ROOT, run_cli, write_export
 from interlink_pipeline_tests.services import Webhook
 
 CRAWL_HEADER = ["Address", "Content Type", "Status Code", "Indexability", "Title 1", "H1-1"]

@@ -9,7 +9,7 @@ import pytest
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import infer_site, read_crawl_export, read_links_export
-from interlink_pipeline_tests.conftest import LIGHT, NUTRI, SF_HEADER, sf_row, write_export
+from interlink_pipeline_tests.helpers import LIGHT, NUTRI, SF_HEADER, sf_row, write_export
 
 SITE = "www.example.com"
 ROWS = [

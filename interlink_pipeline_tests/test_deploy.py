@@ -20,7 +20,7 @@ import pytest
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.defs.tables import WRITER_POOL
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import LIGHT, PROJECT_ROOT, SAMPLE_DIR
+from interlink_pipeline_tests.helpers import LIGHT, PROJECT_ROOT, SAMPLE_DIR
 from interlink_pipeline_tests.services import free_port, http_ok, service, wait_for
 
 DEPLOY = PROJECT_ROOT / "deploy"

@@ -6,7 +6,6 @@ import subprocess
 import sys
 import time
 
-import dagster as dg
 import duckdb
 import numpy as np
 import polars as pl
@@ -26,9 +25,15 @@ from interlink_pipeline.core.ml.encoders import (
 from interlink_pipeline.core.ml.page_embeddings import embed_site
 from interlink_pipeline.core.urls import stable_ids
 from interlink_pipeline.core.warehouse.store import ContractError, replace_site_rows
-from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import LIGHT, NUTRI, SAMPLE_DIR
+from interlink_pipeline_tests.helpers import (
+    LIGHT,
+    NUTRI,
+    SAMPLE_DIR,
+    failure_message,
+    materialization_metadata,
+    run_site,
+)
 
 TEXTS = [
     "Waterproof hiking boots for winter",
@@ -234,16 +239,11 @@ def test_bad_vectors_are_never_stored(encoder, warehouse_path):
 )
 def test_asset_materialises(site, export, pages, warehouse_path, inbox_root, instance, crawls, encoder):
     register_crawl(inbox_root, site, export if export.__class__ is not str else crawls / export)
-    defs = build_defs(str(warehouse_path), str(inbox_root))
-    instance.add_dynamic_partitions("sites", [site])
-    result = defs.resolve_job_def("site_pipeline").execute_in_process(partition_key=site, instance=instance)
-    metadata = next(
-        e.event_specific_data.materialization.metadata
-        for e in result.all_events
-        if e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key == dg.AssetKey("page_embeddings")
-    )
-    assert metadata["dagster/row_count"].value == pages
-    assert metadata["model"].value == encoder.model_id and metadata["backend"].value == "onnx"
+    result = run_site(warehouse_path, inbox_root, instance, site)
+    assert result.success, failure_message(result)
+    metadata = materialization_metadata(result, "page_embeddings")
+    assert metadata["dagster/row_count"] == pages
+    assert metadata["model"] == encoder.model_id and metadata["backend"] == "onnx"
     assert metadata["texts_embedded"].value + metadata["cache_hits"].value == metadata["distinct_texts"].value
     assert "| page_id | vector |" in metadata["preview"].value
     checks = {

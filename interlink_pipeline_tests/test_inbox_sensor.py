@@ -11,7 +11,7 @@ from interlink_pipeline.core.ingest.tabular_files import file_digest
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import LIGHT, SAMPLE_DIR
+from interlink_pipeline_tests.helpers import LIGHT, SAMPLE_DIR
 
 
 def _settle(folder):

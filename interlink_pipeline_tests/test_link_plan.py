@@ -28,15 +28,15 @@ from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import (
+from interlink_pipeline_tests.helpers import (
     LIGHT,
     NUTRI,
     PROJECT_ROOT,
     SAMPLE_DIR,
+    materialization_metadata,
     register_lightchiropractic,
     run_site,
 )
-from interlink_pipeline_tests.run_results import materialization_metadata
 
 EMPTY_EDGES = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
 EMPTY_PAIRS = pl.DataFrame(schema={"a": pl.Int64, "b": pl.Int64, "score": pl.Float32})
@@ -363,7 +363,7 @@ def _checks(result):
         e.event_specific_data.check_name: e.event_specific_data
         for e in result.all_events
         if e.event_type_value == "ASSET_CHECK_EVALUATION"
-        and e.event_specific_data.asset_key == dg.AssetKey("link_plan")
+        and e.event_specific_data.asset_key == dg.AssetKey(["graph", "link_plan"])
     }
 
 
@@ -461,7 +461,7 @@ def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, in
     in no table but as the removed links' page."""
     register_crawl(inbox_root, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
     warehouse = tmp_path / "w.duckdb"
-    first = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PLAN)
+    first = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, steps=UP_TO_PLAN)
     assert first.success
     assert materialization_metadata(first, "link_plan")["plan_stability"] == "no previous plan"
     with duckdb.connect(str(warehouse), read_only=True) as con:
@@ -484,7 +484,7 @@ def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, in
     dropped = content.filter(pl.col("Source") == content["Source"][200]).head(3)
     links.join(dropped, on=links.columns, how="anti").write_csv(tmp_path / "all_inlinks.csv")
     register_crawl(inbox_root, SAMPLE_HOST, tmp_path / "internal_all.csv", tmp_path / "all_inlinks.csv")
-    second = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PLAN)
+    second = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, steps=UP_TO_PLAN)
     assert second.success and all(check.passed for check in _checks(second).values())
     meta = materialization_metadata(second, "link_plan")
     with duckdb.connect(str(warehouse), read_only=True) as con:

@@ -13,7 +13,7 @@ from interlink_pipeline.core.warehouse.table_docs import mart_columns
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.marts import marts
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import (
+from interlink_pipeline_tests.helpers import (
     LIGHT,
     NUTRI,
     PROJECT_ROOT,
@@ -71,7 +71,7 @@ def test_marts_are_built_per_site_with_checks_lineage_and_history(
     # lineage: the marts sit downstream of the crawl
     graph = build_defs(str(warehouse_path), str(inbox_root)).resolve_asset_graph()
     upstream = graph.upstream_key_iterator(dg.AssetKey(["marts", "link_opportunities"]))
-    assert {dg.AssetKey("raw_crawl"), dg.AssetKey("link_plan")} <= set(upstream)
+    assert {dg.AssetKey(["raw", "crawl_pages"]), dg.AssetKey(["graph", "link_plan"])} <= set(upstream)
 
     # a new crawl of one site: its rows are replaced, the other site's stay, site_health keeps both crawls
     register_lightchiropractic(inbox_root, crawls, changed_light_crawl(crawls, tmp_path))

@@ -13,7 +13,7 @@ from interlink_pipeline.core.warehouse.store import table_columns
 from interlink_pipeline.core.warehouse.table_docs import END, START, tables_markdown
 from interlink_pipeline.sample import generate_site, write_site
 from interlink_pipeline.sample.vocabulary import TOPICS
-from interlink_pipeline_tests.conftest import PROJECT_ROOT, SAMPLE_DIR
+from interlink_pipeline_tests.helpers import PROJECT_ROOT, SAMPLE_DIR
 
 CORE = PROJECT_ROOT / "interlink_pipeline" / "core"
 

@@ -4,7 +4,6 @@
 import re
 from pathlib import Path
 
-import dagster as dg
 import duckdb
 import numpy as np
 import polars as pl
@@ -38,31 +37,18 @@ from interlink_pipeline.defs.embeddings import default_embedder
 from interlink_pipeline.defs.link_plan import plan_inputs
 from interlink_pipeline.defs.relevance import CandidateSettings, relevance_inputs
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline_tests.conftest import (
+from interlink_pipeline_tests.helpers import (
     LIGHT,
     changed_light_crawl,
+    failure_message,
+    materialization_metadata,
     register_lightchiropractic,
+    run_site,
     write_export,
 )
-from interlink_pipeline_tests.run_results import failure_message, materialization_metadata
 
 UPSTREAM = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "serp_results",
             "similarity_pairs", "topic_clusters"]  # fmt: skip
-
-
-def _materialize(warehouse_path, inbox, instance, site, assets, run_config=None):
-    from interlink_pipeline.definitions import build_defs
-
-    defs = build_defs(str(warehouse_path), str(inbox))
-    if not instance.has_dynamic_partition("sites", site):
-        instance.add_dynamic_partitions("sites", [site])
-    return defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=site,
-        instance=instance,
-        raise_on_error=False,
-        asset_selection=[dg.AssetKey(a) for a in assets],
-        run_config=run_config,
-    )
 
 
 # --- candidates on a site small enough to reason about --------------------------------------------------
@@ -201,7 +187,7 @@ def test_a_nested_list_in_the_body_is_not_a_menu():
 @pytest.fixture()
 def light_inputs(warehouse_path, inbox_root, instance, crawls, encoder):
     register_lightchiropractic(inbox_root, crawls)
-    assert _materialize(warehouse_path, inbox_root, instance, LIGHT, UPSTREAM).success
+    assert run_site(warehouse_path, inbox_root, instance, LIGHT, steps=UPSTREAM).success
     warehouse = Warehouse(path=str(warehouse_path))
     return warehouse, relevance_inputs(warehouse, default_embedder(), LIGHT), plan_inputs(warehouse, LIGHT)
 
@@ -311,8 +297,13 @@ def test_ranker_and_candidates_assets_say_what_they_did(
 ):
     register_lightchiropractic(inbox_root, crawls)
     config = {"ops": {"link_ranker": {"config": {"min_positives": 5}}}}
-    result = _materialize(
-        warehouse_path, inbox_root, instance, LIGHT, [*UPSTREAM, "link_ranker", "link_candidates"], config
+    result = run_site(
+        warehouse_path,
+        inbox_root,
+        instance,
+        LIGHT,
+        steps=[*UPSTREAM, "link_ranker", "link_candidates"],
+        run_config=config,
     )
     assert result.success
     ranker = materialization_metadata(result, "link_ranker")
@@ -330,21 +321,21 @@ def test_ranker_and_candidates_assets_say_what_they_did(
     assert ranker["reused"] is False and ranker["fitted_in_run"] == result.run_id
 
     # unchanged inputs: the kept model is reused; retrain fits again; an unreadable file is replaced
-    again = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], config)
+    again = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=["link_ranker"], run_config=config)
     reused = materialization_metadata(again, "link_ranker")
     assert reused["reused"] is True and reused["fitted_in_run"] == result.run_id
     assert reused["reused_or_fitted_because"] == "its inputs are unchanged"
     retrain = {"ops": {"link_ranker": {"config": {"min_positives": 5, "retrain": True}}}}
-    refit = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], retrain)
+    refit = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=["link_ranker"], run_config=retrain)
     assert materialization_metadata(refit, "link_ranker")["reused"] is False
     model_file = Path(runs[0][2])
     model_file.write_bytes(b"not a model")
-    broken = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_candidates"])
+    broken = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=["link_candidates"])
     assert not broken.success
     assert "cannot be read" in failure_message(broken) and str(model_file) in failure_message(broken)
     with duckdb.connect(str(warehouse_path), read_only=True) as con:  # the candidates are still there
         assert con.execute("SELECT count(*) FROM ml.link_candidates").fetchone()[0] == candidates.height
-    repaired = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], config)
+    repaired = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=["link_ranker"], run_config=config)
     assert materialization_metadata(repaired, "link_ranker")["reused"] is False
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         fitted_in = dict(con.execute("SELECT run_id, fitted_in_run FROM ml.link_ranker_runs").fetchall())
@@ -358,7 +349,9 @@ def test_ranker_and_candidates_assets_say_what_they_did(
     # a re-crawl without one page: the site moved by less than refit_above, so the model is kept; with
     # refit_above 0 any change fits it again
     register_lightchiropractic(inbox_root, crawls, changed_light_crawl(crawls, tmp_path))
-    recrawled = _materialize(warehouse_path, inbox_root, instance, LIGHT, [*UPSTREAM, "link_ranker"], config)
+    recrawled = run_site(
+        warehouse_path, inbox_root, instance, LIGHT, steps=[*UPSTREAM, "link_ranker"], run_config=config
+    )
     kept = materialization_metadata(recrawled, "link_ranker")
     assert kept["reused"] is True and kept["fitted_in_run"] == repaired.run_id
     assert re.fullmatch(
@@ -367,7 +360,8 @@ def test_ranker_and_candidates_assets_say_what_they_did(
     ), kept["reused_or_fitted_because"]
     strict = {"ops": {"link_ranker": {"config": {"min_positives": 5, "refit_above": 0.0}}}}
     refitted = materialization_metadata(
-        _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_ranker"], strict), "link_ranker"
+        run_site(warehouse_path, inbox_root, instance, LIGHT, steps=["link_ranker"], run_config=strict),
+        "link_ranker",
     )
     assert refitted["reused"] is False and "more than 0%" in refitted["reused_or_fitted_because"]
 
@@ -439,17 +433,17 @@ def test_a_backtest_stands_while_the_site_barely_changes(
     again for this run, saying whose it is and why); remeasure_above 0 measures again."""
     register_lightchiropractic(inbox_root, crawls)
     chain = [*UPSTREAM, "link_ranker", "link_candidates", "link_plan", "link_backtest"]
-    first = _materialize(warehouse_path, inbox_root, instance, LIGHT, chain)
+    first = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=chain)
     assert first.success
     measured = materialization_metadata(first, "link_backtest")
     assert measured["why"] == "measured: no earlier backtest of this site"
     register_lightchiropractic(inbox_root, crawls, changed_light_crawl(crawls, tmp_path))
-    second = _materialize(warehouse_path, inbox_root, instance, LIGHT, chain)
+    second = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=chain)
     stands = materialization_metadata(second, "link_backtest")
     assert stands["measured_in_run"] == first.run_id and "(kept up to 5%)" in stands["why"]
     assert stands["plan_precision"] == measured["plan_precision"]
     strict = {"ops": {"link_backtest": {"config": {"remeasure_above": 0.0}}}}
-    third = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["link_backtest"], strict)
+    third = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=["link_backtest"], run_config=strict)
     again = materialization_metadata(third, "link_backtest")
     assert "measured_in_run" not in again and again["why"].startswith("measured: ")
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
@@ -479,7 +473,7 @@ def test_page_text_reaches_the_pages_and_the_candidates(
         crawls / "hugodocs/all_inlinks.csv",
         text_src=text,
     )
-    result = _materialize(warehouse_path, inbox_root, instance, "gohugo.io", [*UPSTREAM[:4]])
+    result = run_site(warehouse_path, inbox_root, instance, "gohugo.io", steps=UPSTREAM[:4])
     assert result.success
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         with_text = con.execute("SELECT count(*) FROM staging.pages WHERE body_text IS NOT NULL").fetchone()[
@@ -509,11 +503,11 @@ def test_a_bad_page_text_file_is_refused_and_nothing_is_lost(
     register_crawl(inbox_root, LIGHT, crawls / "lightchiropractic/internal_all.csv")
     good = [["https://www.lightchiropractic.sg/", "Welcome to the clinic."]]
     write_export(folder / "page_text.csv", ["Address", "Text"], good)
-    assert _materialize(warehouse_path, inbox_root, instance, LIGHT, ["raw_crawl", "raw_page_text"]).success
+    assert run_site(warehouse_path, inbox_root, instance, LIGHT, steps=["raw_crawl", "raw_page_text"]).success
     write_export(folder / "page_text.csv", ["Address", "Text"], rows)
     with pytest.raises(InputError, match=r"page_text\.csv"):
         read_page_text(folder / "page_text.csv", LIGHT)
-    failed = _materialize(warehouse_path, inbox_root, instance, LIGHT, ["raw_page_text"])
+    failed = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=["raw_page_text"])
     assert not failed.success and message in failure_message(failed)
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         kept = con.execute("SELECT url, text FROM raw.page_text").fetchall()

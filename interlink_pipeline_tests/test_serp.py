@@ -14,8 +14,14 @@ from interlink_pipeline.core.serp.evidence import page_queries, search_scope
 from interlink_pipeline.core.serp.local_search import LocalSearch, search_kept
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import LIGHT, SAMPLE_DIR, write_export
-from interlink_pipeline_tests.run_results import failure_message, materialization_metadata, run_serp
+from interlink_pipeline_tests.helpers import (
+    LIGHT,
+    SAMPLE_DIR,
+    failure_message,
+    materialization_metadata,
+    run_serp,
+    write_export,
+)
 from interlink_pipeline_tests.serper_server import KEY, serper_for
 
 
@@ -198,7 +204,7 @@ def test_queries_file_supplies_the_main_queries(warehouse_path, light_inbox, ins
 
 
 def test_local_provider_offline_and_candidates(warehouse_path, sample_inbox, instance, encoder):
-    result = run_serp(warehouse_path, sample_inbox, instance, SerpApi(), site=SAMPLE_HOST, selection=None)
+    result = run_serp(warehouse_path, sample_inbox, instance, SerpApi(), site=SAMPLE_HOST, steps=None)
     assert result.success
     meta = materialization_metadata(result, "serp_results")
     assert (

@@ -1,6 +1,5 @@
 """Similarity pairs and topic clusters: the core on controlled vectors, the assets on real data."""
 
-import dagster as dg
 import duckdb
 import numpy as np
 import polars as pl
@@ -26,10 +25,8 @@ from interlink_pipeline.core.ml.similarity import (
     similar_pairs,
 )
 from interlink_pipeline.core.text import detect_language, stop_words
-from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import NUTRI, SAMPLE_DIR, run_site
-from interlink_pipeline_tests.run_results import materialization_metadata
+from interlink_pipeline_tests.helpers import NUTRI, SAMPLE_DIR, materialization_metadata, run_site
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -297,17 +294,8 @@ def test_fewer_than_three_pages_form_one_cluster():
     assert "trail" in clusters["label"][0].lower()
 
 
-def _run_site(warehouse_path, inbox, instance, site, run_config=None):
-    defs = build_defs(str(warehouse_path), str(inbox))
-    if not instance.has_dynamic_partition("sites", site):
-        instance.add_dynamic_partitions("sites", [site])
-    return defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=site, instance=instance, run_config=run_config, raise_on_error=False
-    )
-
-
 def test_sample_site_pairs_and_clusters_against_the_truth(warehouse_path, sample_inbox, instance, encoder):
-    result = _run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
+    result = run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
     assert result.success
     checks = {
         e.event_specific_data.check_name: e.event_specific_data.passed
@@ -359,20 +347,14 @@ def test_sample_site_pairs_and_clusters_against_the_truth(warehouse_path, sample
 
 
 def test_stale_embeddings_are_refused(warehouse_path, sample_inbox, instance, encoder):
-    assert _run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST).success
+    assert run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST).success
     with duckdb.connect(str(warehouse_path)) as con:
         before = con.execute("SELECT count(*) FROM ml.similarity_pairs").fetchone()[0]
         con.execute(
             "DELETE FROM ml.page_embeddings WHERE page_id IN (SELECT page_id FROM ml.page_embeddings "
             "LIMIT 10)"
         )
-    defs = build_defs(str(warehouse_path), str(sample_inbox))
-    result = defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=SAMPLE_HOST,
-        instance=instance,
-        asset_selection=[dg.AssetKey("similarity_pairs")],
-        raise_on_error=False,
-    )
+    result = run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST, steps=["similarity_pairs"])
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "ml.page_embeddings for www.alpinegear.example is stale (1690 vectors, 1700 pages" in (
         failure.event_specific_data.error.message
@@ -388,7 +370,7 @@ def test_real_crawl_with_filters_and_spanish_labels(warehouse_path, inbox_root, 
             "similarity_pairs": {"config": {"source_paths": ["^/web/"], "exclude_target_paths": ["^/web/"]}}
         }
     }
-    result = _run_site(warehouse_path, inbox_root, instance, NUTRI, config)
+    result = run_site(warehouse_path, inbox_root, instance, NUTRI, run_config=config)
     assert result.success
     assert materialization_metadata(result, "topic_clusters")["language"] == "es"
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
@@ -435,14 +417,14 @@ def test_a_recrawl_searches_only_changed_pages_and_equals_a_cold_run(tmp_path, i
     pl.concat([recrawl, new_page]).write_csv(tmp_path / "recrawl" / "internal_all.csv")
     register_crawl(inbox_root, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
     warm = tmp_path / "warm.duckdb"
-    assert run_site(warm, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PAIRS).success
+    assert run_site(warm, inbox_root, instance, SAMPLE_HOST, steps=UP_TO_PAIRS).success
     with duckdb.connect(str(warm), read_only=True) as con:
         (gone_id,) = con.execute("SELECT page_id FROM staging.pages WHERE crawled_url = ?", [gone]).fetchone()
         before = con.execute("SELECT page_id, text_hash FROM staging.pages").pl()
     register_crawl(
         inbox_root, SAMPLE_HOST, tmp_path / "recrawl" / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv"
     )
-    result = run_site(warm, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PAIRS)
+    result = run_site(warm, inbox_root, instance, SAMPLE_HOST, steps=UP_TO_PAIRS)
     assert result.success
     meta = materialization_metadata(result, "similarity_pairs")
     assert meta["search"] == "incremental" and meta["pages_removed"] == 1
@@ -452,7 +434,7 @@ def test_a_recrawl_searches_only_changed_pages_and_equals_a_cold_run(tmp_path, i
     assert meta["pages_changed"] == changed and changed >= 35  # 34 changed titles and the new page
     assert meta["pages_searched"] < 100 and meta["pages_reused"] > 1600
     cold = tmp_path / "cold.duckdb"
-    assert run_site(cold, inbox_root, instance, SAMPLE_HOST, asset_selection=UP_TO_PAIRS).success
+    assert run_site(cold, inbox_root, instance, SAMPLE_HOST, steps=UP_TO_PAIRS).success
     assert materialization_metadata(result, "similarity_pairs")["search"] == "incremental"
     incremental, full = _pairs(warm), _pairs(cold)
     slots = ["source_page_id", "relation", "rank"]

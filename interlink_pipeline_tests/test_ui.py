@@ -15,7 +15,7 @@ import pytest
 
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import (
+from interlink_pipeline_tests.helpers import (
     LIGHT,
     PROJECT_ROOT,
     SAMPLE_DIR,
@@ -124,14 +124,14 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
             expect(row).to_contain_text("site_pipeline")
             expect(row).to_contain_text("Success")
 
-        # launch `pages` for the sample site from its asset page, as a user would
-        page.goto(f"{dagster_dev['url']}/assets/pages", wait_until="networkidle")
+        # launch `raw.crawl_pages` for the sample site from its asset page, as a user would
+        page.goto(f"{dagster_dev['url']}/assets/raw/crawl_pages", wait_until="networkidle")
         page.get_by_role("button", name="Materialize…").first.click()
         launch = page.locator(".dagster-dialog")
         launch.get_by_text("Select a partition or create one").click()
         page.keyboard.type(SAMPLE_HOST)
         page.locator(".dagster-popover span", has_text=SAMPLE_HOST).first.click()
-        launch.get_by_text("Launch runs to materialize pages").click()  # closes the partition list
+        launch.get_by_text(re.compile("Launch runs to materialize")).click()  # closes the partition list
         launch.get_by_role("button", name="Launch 1 run").click()
 
         ui_run = wait_for(
@@ -148,7 +148,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
             log,
         )
         assert ui_run.status == dg.DagsterRunStatus.SUCCESS, log.read_text()[-6000:]
-        assert ui_run.asset_selection == {dg.AssetKey("pages")}
+        assert ui_run.asset_selection == {dg.AssetKey(["raw", "crawl_pages"])}
         # the sensor kept ticking during all three runs and started nothing more
         assert len(instance.get_runs(filters=dg.RunsFilter(tags={"interlink/trigger": "inbox"}))) == 2
 

@@ -22,7 +22,7 @@ from interlink_pipeline.core.warehouse.store import (
     table_columns,
 )
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.conftest import SAMPLE_DIR
+from interlink_pipeline_tests.helpers import SAMPLE_DIR
 
 
 @pytest.fixture(scope="module")

@@ -24,13 +24,14 @@ from pydantic import Field
 from interlink_pipeline.core.publish.alerts import record_failure
 from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.tables import table_key, table_spec
 
 SERP_REFRESH_CRON_ENV = "INTERLINK_SERP_REFRESH_CRON"
 WEBHOOK_ENV = "INTERLINK_FAILURE_WEBHOOK"
 
 serp_refresh_job = define_asset_job(
     "serp_refresh",
-    selection=AssetSelection.assets("serp_results").downstream(),
+    selection=AssetSelection.assets(table_key("serp.results")).downstream(),
     executor_def=in_process_executor,
     description="SERP evidence again (the cache answers what is younger than its TTL), then candidates, the "
     "plan, the marts and the reports.",
@@ -83,6 +84,10 @@ class FailureAlerts(ConfigurableResource):
         "record only).",
     )
     timeout_s: float = Field(default=10.0, gt=0, description="How long the webhook may take.")
+
+
+# written by the sensor below, not by a step: shown in the UI (schema, lineage) but never materialised
+run_failures = table_spec("ops.run_failures", group="ops", kinds={"duckdb"}, deps=())
 
 
 @run_failure_sensor(

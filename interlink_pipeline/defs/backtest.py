@@ -25,10 +25,11 @@ from interlink_pipeline.core.ml.link_ranker import (
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.store import NO_FAILURES, ValidationReport
 from interlink_pipeline.defs.embeddings import Embedder
-from interlink_pipeline.defs.link_plan import link_plan, plan_inputs
+from interlink_pipeline.defs.link_plan import plan_inputs
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.relevance import (
     GROUP,
+    RELEVANCE_TABLES,
     CandidateSettings,
     LinkBacktestConfig,
     relevance_inputs,
@@ -42,7 +43,12 @@ def _bar(value: float, top: float, width: int = 30) -> str:
     return "█" * max(1, round(width * value / top)) if value > 0 and top > 0 else ""
 
 
-@site_asset("graph.backtest_runs", group=GROUP, deps=[link_plan], kinds={"duckdb", "scikitlearn"})
+@site_asset(
+    "graph.backtest_runs",
+    group=GROUP,
+    deps=["graph.link_plan", *RELEVANCE_TABLES],
+    kinds={"duckdb", "scikitlearn"},
+)
 def link_backtest(
     context: AssetExecutionContext,
     config: LinkBacktestConfig,
@@ -231,4 +237,4 @@ def _skipped(context, site, crawl_id, started):
         "are in the body), so there is nothing to measure the plan against",
         "crawl_id": crawl_id,
     }
-    yield materialized(context, site, {"graph.backtest_runs": report}, metadata, started)
+    yield from materialized(context, site, {"graph.backtest_runs": report}, metadata, started)

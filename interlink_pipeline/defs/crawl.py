@@ -163,7 +163,7 @@ def persist_optional_export(
     yield from persist(context, warehouse, site, {table: loaded.frame}, metadata, started)
 
 
-@site_asset("raw.crawl_links", group=GROUP, deps=[raw_crawl])  # a crawl that fails stops its links
+@site_asset("raw.crawl_links", group=GROUP, deps=["raw.crawl_pages"])  # a crawl that fails stops its links
 def raw_links(
     context: AssetExecutionContext, config: RawLinksConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
@@ -188,7 +188,7 @@ def raw_links(
     )
 
 
-@site_asset("raw.page_text", group=GROUP, deps=[raw_crawl])
+@site_asset("raw.page_text", group=GROUP, deps=["raw.crawl_pages"])
 def raw_page_text(
     context: AssetExecutionContext, config: RawPageTextConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
@@ -215,7 +215,7 @@ def raw_page_text(
     )
 
 
-@site_asset("staging.pages", "staging.excluded_pages", group=GROUP, deps=[raw_crawl, raw_page_text])
+@site_asset("staging.pages", "staging.excluded_pages", group=GROUP, deps=["raw.crawl_pages", "raw.page_text"])
 def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Warehouse):
     """Pages worth linking: indexable HTML 200, de-duplicated, titles de-branded; every drop has a reason."""
     started = time.monotonic()

@@ -19,7 +19,6 @@ from interlink_pipeline.core.ml.encoders import (
 from interlink_pipeline.core.ml.page_embeddings import DEFAULT_CHUNK, embed_site
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.store import ContractError
-from interlink_pipeline.defs.crawl import pages
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from
@@ -77,7 +76,7 @@ class PageEmbeddingsConfig(Config):
     )
 
 
-@site_asset("ml.page_embeddings", group="ml", deps=[pages], kinds={"duckdb", "pytorch", "onnx"})
+@site_asset("ml.page_embeddings", group="ml", deps=["staging.pages"], kinds={"duckdb", "pytorch", "onnx"})
 def page_embeddings(
     context: AssetExecutionContext, config: PageEmbeddingsConfig, warehouse: Warehouse, embedder: Embedder
 ):
@@ -123,4 +122,4 @@ def page_embeddings(
         "chunks_committed": run.chunks,
         "preview": MetadataValue.md(markdown_table(preview)),
     }
-    yield materialized(context, site, {"ml.page_embeddings": run.report}, metadata, started)
+    yield from materialized(context, site, {"ml.page_embeddings": run.report}, metadata, started)

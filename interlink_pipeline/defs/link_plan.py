@@ -30,12 +30,9 @@ from interlink_pipeline.core.graph.metrics import UNREACHABLE, GraphSummary, adj
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.text import detect_language, function_words
-from interlink_pipeline.defs.crawl import raw_links
 from interlink_pipeline.defs.partitions import site_key
-from interlink_pipeline.defs.relevance import link_candidates
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from
-from interlink_pipeline.defs.similarity import topic_clusters
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 GROUP = "graph"
@@ -170,7 +167,14 @@ def plan_inputs(warehouse: Warehouse, site: str) -> PlanInputs:
     "graph.site_metrics",
     "graph.link_plan_changes",
     group=GROUP,
-    deps=[link_candidates, topic_clusters, raw_links],
+    deps=[
+        "ml.link_candidates",
+        "staging.pages",
+        "ml.page_embeddings",
+        "ml.page_clusters",
+        "ml.similarity_pairs",
+        "raw.crawl_links",
+    ],
     kinds={"duckdb", "networkit"},
     invariants=PLAN_INVARIANTS,
 )

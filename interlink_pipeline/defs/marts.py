@@ -11,7 +11,6 @@ from typing import Any
 from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
-    AssetKey,
     AssetSpec,
     MaterializeResult,
     MetadataValue,
@@ -19,17 +18,16 @@ from dagster import (
 )
 from dagster_dbt import (
     DagsterDbtTranslator,
-    DagsterDbtTranslatorSettings,
     DbtCliResource,
     DbtProject,
     dbt_assets,
 )
 
-from interlink_pipeline.core.warehouse.store import publish_snapshot
-from interlink_pipeline.defs import link_plan as _registers_tables  # noqa: F401  (fills TABLE_WRITERS)
+from interlink_pipeline.core.warehouse.schemas import TABLES
+from interlink_pipeline.core.warehouse.store import SNAPSHOT_SKIPS, publish_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import TABLE_WRITERS, WRITER_POOL, user_errors
+from interlink_pipeline.defs.tables import WRITER_POOL, table_key, user_errors
 
 DBT_DIR = Path(__file__).resolve().parents[2] / "dbt"
 dbt_project = DbtProject(project_dir=DBT_DIR, profiles_dir=DBT_DIR)
@@ -45,8 +43,8 @@ if not dbt_project.manifest_path.exists():
 
 
 class PipelineTables(DagsterDbtTranslator):
-    """dbt sources are the pipeline's tables: each one is the asset that writes it, so the lineage runs
-    from the crawl to the marts; models go in the `marts` group."""
+    """dbt sources are the pipeline's tables, each its own asset (schema/name), so the lineage runs from
+    the crawl to the marts; models go in the `marts` group."""
 
     def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str, project: Any) -> AssetSpec:
         spec = super().get_asset_spec(manifest, unique_id, project)
@@ -54,9 +52,9 @@ class PipelineTables(DagsterDbtTranslator):
         if source is None:
             return spec.replace_attributes(group_name="marts")
         table = f"{source['schema']}.{source['name']}"
-        if table not in TABLE_WRITERS:
-            raise KeyError(f"dbt source {table} is not a table any asset writes ({sorted(TABLE_WRITERS)})")
-        return spec.replace_attributes(key=AssetKey(TABLE_WRITERS[table]))
+        if table not in TABLES:
+            raise KeyError(f"dbt source {table} is not a warehouse table ({sorted(TABLES)})")
+        return spec.replace_attributes(key=table_key(table))
 
     def get_asset_check_spec(
         self, asset_spec: AssetSpec, manifest: Mapping[str, Any], unique_id: str, project: Any
@@ -69,10 +67,7 @@ class PipelineTables(DagsterDbtTranslator):
 @dbt_assets(
     manifest=dbt_project.manifest_path,
     project=dbt_project,
-    # several tables are written by one asset (graph.* by link_plan): their sources share its key
-    dagster_dbt_translator=PipelineTables(
-        DagsterDbtTranslatorSettings(enable_duplicate_source_asset_keys=True)
-    ),
+    dagster_dbt_translator=PipelineTables(),
     partitions_def=site_partitions,
     pool=WRITER_POOL,
 )
@@ -89,15 +84,15 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
     shutil.rmtree(invocation.target_path, ignore_errors=True)
 
 
-def after_marts(group: str, kinds: set[str], description: str, deps: tuple = ()):
-    """A per-site asset made from the marts (and `deps`) once they are built (in the writer pool: it reads
-    the file)."""
+def after_marts(group: str, kinds: set[str], description: str, tables: tuple[str, ...] = ()):
+    """A per-site asset made from the marts (and the pipeline's `tables`) once they are built (in the
+    writer pool: it reads the file)."""
     return asset(
         partitions_def=site_partitions,
         group_name=group,
         kinds=kinds,
         pool=WRITER_POOL,
-        deps=[marts, *deps],
+        deps=[marts, *map(table_key, tables)],
         description=description,
     )
 
@@ -107,6 +102,7 @@ def after_marts(group: str, kinds: set[str], description: str, deps: tuple = ())
     {"duckdb"},
     "A read-only copy of the warehouse (vectors and caches left out), published atomically after "
     "each run: analysts query it while runs write, and never block a run.",
+    tables=tuple(table for table in TABLES if table not in SNAPSHOT_SKIPS),
 )
 def analyst_snapshot(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()

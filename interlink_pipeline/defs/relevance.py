@@ -46,13 +46,10 @@ from interlink_pipeline.core.ml.link_ranker import (
 )
 from interlink_pipeline.core.ml.page_embeddings import field_vectors
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.defs.crawl import pages, raw_links
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.serp import serp_results
 from interlink_pipeline.defs.settings import options_from
-from interlink_pipeline.defs.similarity import topic_clusters
 from interlink_pipeline.defs.tables import persist, record_run, site_asset, user_errors, with_site
 
 GROUP = "relevance"
@@ -139,6 +136,16 @@ class RelevanceInputs:
     signals: SiteSignals
     links: LinkGraph
     embedded: int  # texts the model embedded (the rest came from the cache)
+
+
+# what relevance_inputs reads: the ranker, the candidates and the backtest depend on these tables
+RELEVANCE_TABLES = (
+    "staging.pages",
+    "ml.page_embeddings",
+    "ml.page_clusters",
+    "serp.results",
+    "raw.crawl_links",
+)
 
 
 def relevance_inputs(
@@ -295,7 +302,7 @@ def _importance(ranker: Ranker) -> pl.DataFrame:
 @site_asset(
     "ml.link_ranker_runs",
     group=GROUP,
-    deps=[pages, raw_links, serp_results, topic_clusters],
+    deps=RELEVANCE_TABLES,
     kinds={"duckdb", "scikitlearn"},
 )
 def link_ranker(
@@ -379,7 +386,12 @@ class LinkCandidatesConfig(Config):
     )
 
 
-@site_asset("ml.link_candidates", "ml.candidate_pages", group=GROUP, deps=[link_ranker])
+@site_asset(
+    "ml.link_candidates",
+    "ml.candidate_pages",
+    group=GROUP,
+    deps=["ml.link_ranker_runs", *RELEVANCE_TABLES],
+)
 def link_candidates(
     context: AssetExecutionContext,
     config: LinkCandidatesConfig,

@@ -10,7 +10,6 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish import exports, report
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.defs.backtest import link_backtest
 from interlink_pipeline.defs.marts import after_marts
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
@@ -92,7 +91,7 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
     "An interactive HTML report per site (opens from the file, no network): topic map, depth "
     "and orphans before/after, hubs → pages, links by reason with their probability, the backtest "
     "against the same-budget baseline, top opportunities.",
-    deps=(link_backtest,),
+    tables=("graph.backtest_runs",),
 )
 def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()

@@ -14,7 +14,6 @@ from interlink_pipeline.core.ingest.crawl_exports import read_queries_export
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.serp.evidence import SERPER_ENDPOINT, SerpOptions, serp_evidence, top_queries
 from interlink_pipeline.core.serp.local_search import KeptIndex
-from interlink_pipeline.defs.crawl import pages
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.settings import options_from
@@ -86,7 +85,7 @@ class SerpResultsConfig(Config):
     )
 
 
-@site_asset("serp.results", group=GROUP, deps=[pages], kinds={"duckdb", "httpx"})
+@site_asset("serp.results", group=GROUP, deps=["staging.pages"], kinds={"duckdb", "httpx"})
 def serp_results(
     context: AssetExecutionContext,
     config: SerpResultsConfig,

@@ -19,7 +19,6 @@ from interlink_pipeline.core.ml.similarity import (
 )
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.store import empty_frame
-from interlink_pipeline.defs.embeddings import page_embeddings
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from
@@ -88,7 +87,7 @@ class ClustersConfig(Config):
     "ml.similarity_pairs",
     "ml.page_neighbours",
     group=GROUP,
-    deps=[page_embeddings],
+    deps=["staging.pages", "ml.page_embeddings"],
     kinds={"duckdb", "pytorch", "faiss"},
     invariants={
         "similarity_pairs_k_respected": "No page has more than k similar targets, and no target more than "
@@ -221,7 +220,7 @@ def _strongest(pairs: pl.DataFrame, titles: pl.DataFrame, relation: str, rows: i
     "ml.clusters",
     "ml.page_clusters",
     group=GROUP,
-    deps=[page_embeddings],
+    deps=["staging.pages", "ml.page_embeddings"],
     kinds={"duckdb", "scikitlearn"},
     invariants={
         "every_page_in_one_cluster": "Each page of staging.pages is in exactly one cluster, and cluster "

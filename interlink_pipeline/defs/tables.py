@@ -12,13 +12,15 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
+    AssetKey,
     AssetsDefinition,
+    AssetSpec,
     Failure,
     MaterializeResult,
     MetadataValue,
     TableColumn,
     TableSchema,
-    asset,
+    multi_asset,
 )
 
 from interlink_pipeline.core.errors import InputError
@@ -31,72 +33,79 @@ from interlink_pipeline.core.warehouse.store import (
     duckdb_type,
     merge_rows,
     table_columns,
+    table_description,
 )
 from interlink_pipeline.defs.partitions import site_partitions
 
 WRITER_POOL = "duckdb_writer"
-# table -> the asset that writes it; dbt sources resolve to these keys, so lineage reaches the marts
-TABLE_WRITERS: dict[str, str] = {}
+
+
+def table_key(table: str) -> AssetKey:
+    """A table's asset key: its schema and name (`graph.link_plan` -> graph/link_plan), as dbt's sources
+    name it."""
+    return AssetKey(table.split("."))
 
 
 def check_name(table: str) -> str:
     return table.replace(".", "_") + "_schema"
 
 
-def schema_checks(asset: str, tables: list[str]) -> list[AssetCheckSpec]:
-    """One check per table: its pandera schema, validated before anything is written. Checks are per site
-    (partitioned like their asset): one site's failure leaves the other sites' checks green."""
-    return [
-        AssetCheckSpec(
-            check_name(table),
-            asset=asset,
-            blocking=True,
-            partitions_def=site_partitions,
-            description=f"{table} matches its pandera schema (types, nulls, ranges, keys); checked before "
-            "the write, so a failing frame is never stored.",
-        )
-        for table in tables
-    ]
+def schema_check(table: str) -> AssetCheckSpec:
+    """The table's pandera schema, validated before anything is written. Checks are per site (partitioned
+    like their asset): one site's failure leaves the other sites' checks green."""
+    return AssetCheckSpec(
+        check_name(table),
+        asset=table_key(table),
+        blocking=True,
+        partitions_def=site_partitions,
+        description=f"{table} matches its pandera schema (types, nulls, ranges, keys); checked before "
+        "the write, so a failing frame is never stored.",
+    )
 
 
-def table_metadata(table: str) -> dict[str, Any]:
-    """Static asset metadata: the table's name and column schema, shown in the UI's asset page."""
+def table_spec(table: str, group: str, kinds: Collection[str], deps: Sequence[str]) -> AssetSpec:
+    """The table as the UI shows it: its own key, description, column schema and upstream tables."""
     columns = [
         TableColumn(name, duckdb_type(dtype), description=description)
         for name, (dtype, description) in table_columns(table).items()
     ]
-    return {"dagster/table_name": table, "dagster/column_schema": TableSchema(columns=columns)}
+    return AssetSpec(
+        table_key(table),
+        group_name=group,
+        kinds=set(kinds),
+        deps=[table_key(upstream) for upstream in deps],
+        description=table_description(table),
+        metadata={"dagster/table_name": table, "dagster/column_schema": TableSchema(columns=columns)},
+    )
 
 
 def site_asset(
     *tables: str,
     group: str,
-    deps: Sequence[Any] = (),
+    deps: Sequence[str] = (),
     kinds: Collection[str] = frozenset({"duckdb", "polars"}),
     invariants: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], AssetsDefinition]:
-    """A per-site asset that writes `tables`: partitioned by site, in the writer pool, one schema check
-    per table plus `invariants` ({check name: description}) that the asset computes itself, and the
-    first table's name and columns shown in the UI."""
+    """A per-site step that writes `tables`, each its own asset (key, schema, checks), from the tables it
+    reads (`deps`): partitioned by site, in the writer pool, one schema check per table plus `invariants`
+    ({check name: description}) that the step computes itself, on its first table. The op keeps the
+    step's name: run config stays `ops: {name: ...}`."""
+    own_checks = [
+        # blocking: an ERROR failure stops what depends on the asset; a WARN failure never does
+        AssetCheckSpec(
+            name, asset=table_key(tables[0]), description=text, blocking=True, partitions_def=site_partitions
+        )
+        for name, text in (invariants or {}).items()
+    ]
 
     def decorate(fn: Callable[..., Any]) -> AssetsDefinition:
-        TABLE_WRITERS.update(dict.fromkeys(tables, fn.__name__))
-        own_checks = [
-            # blocking: an ERROR failure stops what depends on the asset; a WARN failure never does
-            AssetCheckSpec(
-                name, asset=fn.__name__, description=text, blocking=True, partitions_def=site_partitions
-            )
-            for name, text in (invariants or {}).items()
-        ]
-        return asset(
+        return multi_asset(
             name=fn.__name__,
+            specs=[table_spec(table, group, kinds, deps) for table in tables],
             partitions_def=site_partitions,
-            group_name=group,
-            kinds=set(kinds),
             pool=WRITER_POOL,
-            deps=list(deps),
-            check_specs=schema_checks(fn.__name__, list(tables)) + own_checks,
-            metadata=table_metadata(tables[0]),
+            check_specs=[schema_check(table) for table in tables] + own_checks,
+            description=fn.__doc__,
         )(fn)
 
     return decorate
@@ -134,7 +143,7 @@ def persist(
     """
     broken = [c for c in invariants if not c.passed and c.severity == AssetCheckSeverity.ERROR]
     if broken:
-        yield from invariants
+        yield from targeted(context, invariants)
         names = ", ".join(check.check_name for check in broken)
         raise Failure(
             description=f"nothing was written for {site}: invariant check(s) failed: {names}",
@@ -145,7 +154,7 @@ def persist(
             reports = warehouse.replace_site_rows(site, dict(frames))
     except ContractError as exc:
         yield from failed_checks(site, exc)
-    yield materialized(context, site, reports, metadata, started, invariants)
+    yield from materialized(context, site, reports, metadata, started, invariants)
 
 
 def record_run(
@@ -165,7 +174,7 @@ def record_run(
         yield from failed_checks(site, exc)
     stored = warehouse.query(f"SELECT count(*) AS n FROM {table} WHERE site = ?", [site])["n"][0]
     report = ValidationReport(table, row.height, NO_FAILURES, int(stored))
-    yield materialized(context, site, {table: report}, metadata, started)
+    yield from materialized(context, site, {table: report}, metadata, started)
 
 
 def failed_checks(site: str, exc: ContractError) -> Iterator[AssetCheckResult]:
@@ -182,22 +191,35 @@ def materialized(
     metadata: dict[str, Any],
     started: float,
     invariants: Sequence[AssetCheckResult] = (),
-) -> MaterializeResult:
-    """The materialisation of a successful write: row counts, the asset's metadata, checks passed."""
+) -> Iterator[MaterializeResult]:
+    """One materialisation per table written, each with its row count, its schema check and the
+    invariants declared on it; the first (the step's main table) also carries the step's metadata and
+    every table's row count."""
     rows = {
         table: report.rows if report.stored_rows is None else report.stored_rows
         for table, report in reports.items()
     }
     context.log.info(f"{site}: wrote " + ", ".join(f"{t} ({n:,} rows)" for t, n in rows.items()))
-    return MaterializeResult(
-        metadata={
-            "dagster/row_count": next(iter(rows.values())),
-            **{f"rows {table}": MetadataValue.int(n) for table, n in rows.items()},
-            **metadata,
-            "duration_s": MetadataValue.float(round(time.monotonic() - started, 3)),
-        },
-        check_results=[*(_check_result(report) for report in reports.values()), *invariants],
-    )
+    step_metadata = {
+        **{f"rows {table}": MetadataValue.int(n) for table, n in rows.items()},
+        **metadata,
+        "duration_s": MetadataValue.float(round(time.monotonic() - started, 3)),
+    }
+    invariants = targeted(context, invariants)
+    for position, (table, report) in enumerate(reports.items()):
+        own = [check for check in invariants if check.asset_key == table_key(table)]
+        yield MaterializeResult(
+            asset_key=table_key(table),
+            metadata={"dagster/row_count": rows[table], **(step_metadata if position == 0 else {})},
+            check_results=[_check_result(report), *own],
+        )
+
+
+def targeted(context: AssetExecutionContext, checks: Sequence[AssetCheckResult]) -> list[AssetCheckResult]:
+    """The step's own check results, each naming the table its check is declared on (a step that writes
+    several tables must say which one a result is for)."""
+    checked_key = {spec.name: spec.asset_key for spec in context.assets_def.check_specs}
+    return [check._replace(asset_key=checked_key[check.check_name]) for check in checks]
 
 
 def _check_result(report: ValidationReport) -> AssetCheckResult:
@@ -205,4 +227,9 @@ def _check_result(report: ValidationReport) -> AssetCheckResult:
     if not report.passed:
         metadata["failures"] = MetadataValue.md(markdown_table(report.failures, max_rows=20))
         metadata["summary"] = MetadataValue.text(report.summary())
-    return AssetCheckResult(check_name=check_name(report.table), passed=report.passed, metadata=metadata)
+    return AssetCheckResult(
+        asset_key=table_key(report.table),
+        check_name=check_name(report.table),
+        passed=report.passed,
+        metadata=metadata,
+    )
