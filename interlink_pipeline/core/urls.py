@@ -71,6 +71,12 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
     the first page of the paginated series the URL belongs to: its own key when it is not paginated).
     One regex pass over all rows; query parameters are only split for the rows that have a query.
     """
+    return _assembled(_with_queries(_split(urls)))
+
+
+def _split(urls: pl.Series) -> pl.DataFrame:
+    """row, scheme, host (lower case, no user info, default port or trailing dot), host_port (the
+    authority as a link writes it), path ("/" when empty) and raw_query of each URL: one regex pass."""
     groups = (
         pl.DataFrame({"input": urls.cast(pl.String)})
         .with_row_index("row")
@@ -84,7 +90,7 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
         .unnest("parts")
     )
     host_port = pl.col("authority").str.to_lowercase().str.replace(r"^.*@", "")
-    base = groups.select(
+    return groups.select(
         "row",
         pl.col("scheme").str.to_lowercase(),
         host_port.str.replace(r":(80|443)?$", "").str.strip_chars_end(".").alias("host"),
@@ -95,6 +101,11 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
         .alias("path"),
         pl.col("raw_query").fill_null(""),
     )
+
+
+def _with_queries(base: pl.DataFrame) -> pl.DataFrame:
+    """`base` with its query's parameters read: query (tracking parameters removed, order kept),
+    key_query (sorted), series_query (sorted, without the page number), had_tracking_params, paging."""
     params = (
         base.filter(pl.col("raw_query") != "")
         .select("row", pl.col("raw_query").str.split("&").alias("param"))
@@ -117,7 +128,7 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
     flags = params.group_by("row").agg(
         pl.col("tracking").any().alias("had_tracking_params"), pl.col("paging").any().alias("paging")
     )
-    frame = (
+    return (
         base.join(kept, on="row", how="left", maintain_order="left")
         .join(flags, on="row", how="left", maintain_order="left")
         .with_columns(
@@ -127,18 +138,15 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
             pl.col("had_tracking_params").fill_null(False),
         )
     )
+
+
+def _assembled(frame: pl.DataFrame) -> pl.DataFrame:
+    """The url_parts columns from the split URL and its read query."""
     key_path = (
         pl.when(pl.col("path") == "/").then(pl.col("path")).otherwise(pl.col("path").str.strip_chars_end("/"))
     )
     series_path = key_path.str.replace(PAGINATION_PATH_PATTERN, "")
     series_path = pl.when(series_path == "").then(pl.lit("/")).otherwise(series_path)
-    with_series_query = (
-        pl.when(pl.col("series_query") != "").then(pl.lit("?") + pl.col("series_query")).otherwise(pl.lit(""))
-    )
-    with_query = pl.when(pl.col("query") != "").then(pl.lit("?") + pl.col("query")).otherwise(pl.lit(""))
-    with_key_query = (
-        pl.when(pl.col("key_query") != "").then(pl.lit("?") + pl.col("key_query")).otherwise(pl.lit(""))
-    )
     valid = pl.col("scheme").is_in(["http", "https"]) & pl.col("host").str.contains(r"^[a-z0-9.\-\[\]:]+$")
     return frame.select(
         valid.fill_null(False).alias("url_valid"),
@@ -148,14 +156,19 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
         "query",
         "had_tracking_params",
         pl.concat_str(
-            [pl.col("scheme"), pl.lit("://"), pl.col("host_port"), pl.col("path"), with_query]
+            [pl.col("scheme"), pl.lit("://"), pl.col("host_port"), pl.col("path"), _query_suffix("query")]
         ).alias("url"),
-        pl.concat_str([pl.col("host"), key_path, with_key_query]).alias("url_key"),
+        pl.concat_str([pl.col("host"), key_path, _query_suffix("key_query")]).alias("url_key"),
         (pl.col("path").str.contains(PAGINATION_PATH_PATTERN) | pl.col("paging").fill_null(False))
         .fill_null(False)
         .alias("is_paginated_url"),
-        pl.concat_str([pl.col("host"), series_path, with_series_query]).alias("series_key"),
+        pl.concat_str([pl.col("host"), series_path, _query_suffix("series_query")]).alias("series_key"),
     )
+
+
+def _query_suffix(column: str) -> pl.Expr:
+    """The query in `column` after a "?", or nothing when the column is empty."""
+    return pl.when(pl.col(column) != "").then(pl.lit("?") + pl.col(column)).otherwise(pl.lit(""))
 
 
 def hosts(urls: pl.Series) -> pl.Series:

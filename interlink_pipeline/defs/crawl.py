@@ -16,7 +16,8 @@ from interlink_pipeline.core.ingest.crawl_exports import (
     read_links_export,
     read_page_text,
 )
-from interlink_pipeline.core.ingest.pages import CleaningOptions, clean_pages, rule_warnings
+from interlink_pipeline.core.ingest.exclusions import rule_warnings
+from interlink_pipeline.core.ingest.pages import CleaningOptions, clean_pages
 from interlink_pipeline.core.publish.previews import counts_table, markdown_table
 from interlink_pipeline.core.warehouse.store import empty_frame
 from interlink_pipeline.defs.partitions import site_key

@@ -10,7 +10,7 @@ import pandera.polars as pa
 import polars as pl
 
 from interlink_pipeline.core.graph.link_plan import CHANGES, REASONS
-from interlink_pipeline.core.ingest.pages import EXCLUSION_REASONS
+from interlink_pipeline.core.ingest.exclusions import EXCLUSION_REASONS
 
 SITE = "Site key: the crawl's normalised host, e.g. www.example.com (the Dagster partition)."
 PAGE_ID = "Stable page id: MD5 prefix of the page's URL key; the same URL keeps its id across crawls."

@@ -1,0 +1,74 @@
+"""What the spreadsheets and the HTML report read of a site from the warehouse: their SQL, in one place."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import polars as pl
+
+from interlink_pipeline.core.ml.page_embeddings import read_vectors
+from interlink_pipeline.core.publish.report import ReportData
+from interlink_pipeline.core.warehouse import store
+
+PLAN_SQL = """
+SELECT source_url, source_title, target_url, target_title, anchor_text, reason, evidence, placement,
+       round(probability, 4) AS probability, round(score, 4) AS score, round(similarity, 4) AS similarity,
+       target_cluster, priority
+FROM marts.link_opportunities WHERE site = ? ORDER BY source_url, priority, target_url
+"""
+PAIRS_SQL = """
+SELECT s.url AS page_url, s.title AS page_title, t.url AS similar_url, t.title AS similar_title,
+       p.rank, round(p.score, 4) AS score, p.relation, p.reciprocal
+FROM ml.similarity_pairs p
+JOIN staging.pages s ON s.site = p.site AND s.page_id = p.source_page_id
+JOIN staging.pages t ON t.site = p.site AND t.page_id = p.target_page_id
+WHERE p.site = ? ORDER BY s.url, p.relation DESC, p.rank
+"""
+CLUSTERS_SQL = """
+SELECT cluster_id, label, top_terms, size, round(cohesion, 3) AS cohesion, representative_url, hubs,
+       orphans_before, round(mean_depth_before, 2) AS mean_depth_before,
+       round(mean_depth_after, 2) AS mean_depth_after, planned_inlinks
+FROM marts.cluster_summary WHERE site = ? ORDER BY size DESC, cluster_id
+"""
+CHANGES_SQL = """
+SELECT change, why, source_url, target_url, reason, computed_at
+FROM graph.link_plan_changes WHERE site = ? AND change <> 'kept' ORDER BY change, source_url, target_url
+"""
+# each spreadsheet (a CSV, and a sheet of the workbook) and its rows
+SPREADSHEETS = {
+    "link_plan": PLAN_SQL,
+    "similar_pages": PAIRS_SQL,
+    "topics": CLUSTERS_SQL,
+    "changes_since_last_run": CHANGES_SQL,
+}
+
+
+def spreadsheet_tables(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> dict[str, pl.DataFrame]:
+    """The site's rows of each spreadsheet, by its name."""
+    return {name: _site_rows(warehouse, site, lock_timeout_s, sql) for name, sql in SPREADSHEETS.items()}
+
+
+def report_data(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> ReportData:
+    """Everything the site's HTML report draws."""
+    rows = partial(_site_rows, warehouse, site, lock_timeout_s)
+    pages, vectors = read_vectors(warehouse, site, ("page_id",))
+    return ReportData(
+        site=site,
+        pages=pages.join(
+            rows("SELECT page_id, title, cluster, is_hub FROM marts.page_scorecard WHERE site = ?"),
+            on="page_id",
+            how="left",
+            maintain_order="left",
+        ),
+        vectors=vectors,
+        site_metrics=rows("SELECT * FROM graph.site_metrics WHERE site = ?"),
+        plan=rows("SELECT * FROM marts.link_opportunities WHERE site = ? ORDER BY link_key"),
+        backtest=rows("SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1"),
+        changes=store.read_site(warehouse, "graph.link_plan_changes", site, lock_timeout_s=lock_timeout_s),
+    )
+
+
+def _site_rows(warehouse: str | Path, site: str, lock_timeout_s: float, sql: str) -> pl.DataFrame:
+    """The rows of `sql`, whose one parameter is the site."""
+    return store.query(warehouse, sql, [site], lock_timeout_s=lock_timeout_s)
