@@ -14,7 +14,8 @@ from dagster import AssetExecutionContext, MetadataValue
 
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph.backtest import pairs_to_hide, run_backtest
-from interlink_pipeline.core.graph.link_plan import PlanOptions, planner_without
+from interlink_pipeline.core.graph.link_plan import planner_without
+from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ml.link_ranker import (
     RankerOptions,
     SiteState,
