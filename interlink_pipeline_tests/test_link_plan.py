@@ -9,20 +9,13 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from interlink_pipeline.core.graph.link_plan import (
-    PLAN_INVARIANTS,
-    PlanOptions,
-    SiteGraph,
-    anchor_phrases,
-    betweenness,
-    centrality,
-    check_plan,
-    choose_anchors,
-    existing_links,
-    mention_span,
-    plan_links,
-)
+from interlink_pipeline.core.graph.anchors import anchor_phrases, choose_anchors, mention_span
+from interlink_pipeline.core.graph.centrality import betweenness, centrality
 from interlink_pipeline.core.graph.metrics import adjacency, click_depth, gini, pagerank, summarize
+from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS, check_plan
+from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.graph.planner import SiteGraph, plan_links
+from interlink_pipeline.core.graph.site_links import existing_links
 from interlink_pipeline.core.graph.site_sections import SiteSections
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
@@ -564,7 +557,7 @@ def test_constraints_that_cannot_be_met_give_warnings_with_the_reason(
 def test_the_marts_accept_every_reason_the_plan_gives():
     import yaml
 
-    from interlink_pipeline.core.graph.link_plan import REASONS
+    from interlink_pipeline.core.graph.planner import REASONS
 
     marts = yaml.safe_load((PROJECT_ROOT / "dbt/models/marts/marts.yml").read_text())
     model = next(m for m in marts["models"] if m["name"] == "link_opportunities")

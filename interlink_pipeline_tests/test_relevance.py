@@ -22,7 +22,8 @@ from interlink_pipeline.core.graph.link_candidates import (
     build_candidates,
     page_links,
 )
-from interlink_pipeline.core.graph.link_plan import PlanOptions, planner_without
+from interlink_pipeline.core.graph.link_plan import planner_without
+from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ml.link_ranker import (

@@ -1,8 +1,6 @@
 """link_backtest: the site's plan rebuilt with a seeded share of its in-content links hidden, scored
 against them next to a same-budget baseline — every run shows how good its links are."""
 
-import dataclasses
-import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -13,15 +11,16 @@ import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
 from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.graph.backtest import pairs_to_hide, run_backtest
-from interlink_pipeline.core.graph.link_plan import PlanOptions, planner_without
-from interlink_pipeline.core.ml.link_ranker import (
-    RankerOptions,
-    SiteState,
-    site_state,
-    still_fits,
-    training_fingerprint,
+from interlink_pipeline.core.graph.backtest import (
+    BacktestSetup,
+    backtest_row,
+    measured_inputs,
+    pairs_to_hide,
+    run_backtest,
 )
+from interlink_pipeline.core.graph.link_plan import planner_without
+from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.ml.link_ranker import RankerOptions, SiteState, still_fits
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.store import NO_FAILURES, ValidationReport
 from interlink_pipeline.defs.embeddings import Embedder
@@ -70,82 +69,31 @@ def link_backtest(
         )
         yield from _skipped(context, site, crawl_id, started)
         return
-    ranker_options = RankerOptions(seed=config.seed)
-    plan_options = PlanOptions()
-    settings = {
-        "candidates": dataclasses.asdict(candidate_settings.options()),
-        "ranker": dataclasses.asdict(ranker_options),
-        "plan": dataclasses.asdict(plan_options),
-    }
-    model_id = embedder.identity().model_id
-    measured = json.dumps({**settings, "fraction": config.fraction, "k": config.k, "model": model_id})
-    now = (
-        training_fingerprint(
-            inputs.signals, inputs.links, candidate_settings.options(), ranker_options, model_id
-        ),
-        hashlib.sha256(measured.encode()).hexdigest(),
-        site_state(inputs.pages["page_id"], inputs.signals, inputs.links),
+    setup = BacktestSetup(
+        fraction=config.fraction,
+        seed=config.seed,
+        k=config.k,
+        candidates=candidate_settings.options(),
+        ranker=RankerOptions(seed=config.seed),
+        plan=PlanOptions(),
     )
+    model_id = embedder.identity().model_id
+    now = measured_inputs(setup, inputs.signals, inputs.links, inputs.pages["page_id"], model_id)
     state_path = warehouse.kept_state(site) / "backtest_inputs.joblib"
     earlier, why = _earlier_measurement(warehouse, site, state_path, now, config.remeasure_above)
     if earlier is not None:
-        context.log.info(f"{site}: the backtest of run {earlier['measured_in_run'][0]} stands: {why}")
-        row = earlier.with_columns(
-            pl.lit(context.run.run_id).alias("run_id"),
-            pl.lit(datetime.now(UTC).replace(tzinfo=None)).dt.cast_time_unit("us").alias("ran_at"),
-            pl.lit(crawl_id).alias("crawl_id"),
-            pl.lit(time.monotonic() - started).alias("seconds"),
-        )
-        metadata = {
-            **_figures(row.row(0, named=True)),
-            "measured_in_run": row["measured_in_run"][0],
-            "why": why,
-        }
-        yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
+        yield from _standing(context, warehouse, site, crawl_id, earlier, why, started)
         return
     with user_errors():
         inputs = with_vectors(inputs, warehouse, embedder)
         base = plan_inputs(warehouse, site)
-    hidden = pairs_to_hide(inputs.links, config.fraction, config.seed)
-    plan = planner_without(base, hidden, plan_options)
-    result = run_backtest(
-        inputs.signals, inputs.links, hidden, plan, candidate_settings.options(), ranker_options, config.k
-    )
+    hidden = pairs_to_hide(inputs.links, setup.fraction, setup.seed)
+    plan = planner_without(base, hidden, setup.plan)
+    result = run_backtest(inputs.signals, inputs.links, hidden, plan, setup.candidates, setup.ranker, setup.k)
+    ran_at = datetime.now(UTC).replace(tzinfo=None)
+    run_id = context.run.run_id
+    row = backtest_row(setup, result, site, run_id, crawl_id, ran_at, time.monotonic() - started)
     f = result.figures
-    row = pl.DataFrame(
-        {
-            "site": [site],
-            "run_id": [context.run.run_id],
-            "ran_at": [datetime.now(UTC).replace(tzinfo=None)],
-            "crawl_id": [crawl_id],
-            "seed": [config.seed],
-            "fraction": [config.fraction],
-            "hidden_links": [result.hidden_links],
-            "settings": [json.dumps(settings)],
-            "ranker": [result.ranker.reason],
-            "plan_links": [int(f["plan_links"])],
-            "plan_precision": [f["plan_precision"]],
-            "plan_recall": [f["plan_recall"]],
-            "baseline_precision": [f["baseline_precision"]],
-            "baseline_recall": [f["baseline_recall"]],
-            "k": [config.k],
-            "candidate_precision_at_k": [f["candidate_precision_at_k"]],
-            "candidate_recall_at_k": [f["candidate_recall_at_k"]],
-            "baseline_precision_at_k": [f["baseline_precision_at_k"]],
-            "baseline_recall_at_k": [f["baseline_recall_at_k"]],
-            "candidate_coverage": [f["candidate_coverage"]],
-            "precision_by_reason": [json.dumps(result.by_reason.to_dicts())],
-            "seconds": [time.monotonic() - started],
-            "measured_in_run": [context.run.run_id],
-        },
-        schema_overrides={
-            "ran_at": pl.Datetime("us"),
-            "seed": pl.Int64,
-            "hidden_links": pl.Int32,
-            "plan_links": pl.Int32,
-            "k": pl.Int32,
-        },
-    )
     context.log.info(
         f"{site}: {result.hidden_links} links hidden; plan precision {f['plan_precision']:.3f} vs baseline "
         f"{f['baseline_precision']:.3f}"
@@ -156,7 +104,24 @@ def link_backtest(
         "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in result.seconds.items()}),
     }
     yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
-    save_state(BacktestInputs(*now[:2], now[2], context.run.run_id), state_path)
+    save_state(BacktestInputs(*now, run_id), state_path)
+
+
+def _standing(context, warehouse, site, crawl_id, earlier, why, started):
+    """An earlier backtest still measures the site: its row again, as this run's."""
+    context.log.info(f"{site}: the backtest of run {earlier['measured_in_run'][0]} stands: {why}")
+    row = earlier.with_columns(
+        pl.lit(context.run.run_id).alias("run_id"),
+        pl.lit(datetime.now(UTC).replace(tzinfo=None)).dt.cast_time_unit("us").alias("ran_at"),
+        pl.lit(crawl_id).alias("crawl_id"),
+        pl.lit(time.monotonic() - started).alias("seconds"),
+    )
+    metadata = {
+        **_figures(row.row(0, named=True)),
+        "measured_in_run": row["measured_in_run"][0],
+        "why": why,
+    }
+    yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
 
 
 @dataclass

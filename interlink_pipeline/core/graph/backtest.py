@@ -8,9 +8,13 @@ until it holds as many links as the plan; for the candidate figures, each page's
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import polars as pl
@@ -21,7 +25,16 @@ from interlink_pipeline.core.graph.link_candidates import (
     LinkGraph,
     SiteSignals,
 )
-from interlink_pipeline.core.ml.link_ranker import Ranker, RankerOptions, fit_ranker, training_examples
+from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.ml.link_ranker import (
+    Ranker,
+    RankerOptions,
+    SiteState,
+    fit_ranker,
+    site_state,
+    training_examples,
+    training_fingerprint,
+)
 from interlink_pipeline.core.ml.similarity import exact_top
 
 PAIR = ["source", "target"]
@@ -129,13 +142,22 @@ def run_backtest(
     planned = plan(visible, candidates)
     seconds["plan"] = time.monotonic() - started
     lists = baseline_lists(signals.vectors["title"], visible, max(k, 50))
+    figures = _figures(planned, candidates, lists, hidden, k)
+    return BacktestResult(hidden.height, figures, _by_reason(planned, hidden), ranker, seconds)
+
+
+def _figures(
+    planned: pl.DataFrame, candidates: pl.DataFrame, lists: pl.DataFrame, hidden: pl.DataFrame, k: int
+) -> dict[str, float]:
+    """The plan and the candidates scored against the hidden links, next to the baseline `lists` (the plan
+    against as many of their links, the candidates' top k against theirs)."""
     baseline = same_budget_baseline(lists, planned.height)
     plan_hits, plan_precision, plan_recall = precision_recall(planned, hidden)
     base_hits, base_precision, base_recall = precision_recall(baseline, hidden)
     cand_p, cand_r = at_k(candidates, "probability", hidden, k)
     base_p, base_r = at_k(lists, "cosine", hidden, k)
     covered = candidates.select(PAIR).join(hidden.select(PAIR), on=PAIR).height
-    figures = {
+    return {
         "plan_links": planned.height,
         "plan_hits": plan_hits,
         "plan_precision": plan_precision,
@@ -150,7 +172,11 @@ def run_backtest(
         "candidates": candidates.height,
         "candidate_coverage": covered / hidden.height if hidden.height else 0.0,
     }
-    by_reason = (
+
+
+def _by_reason(planned: pl.DataFrame, hidden: pl.DataFrame) -> pl.DataFrame:
+    """The plan's precision per reason: links, hits, precision and mean probability."""
+    return (
         planned.join(hidden.select(PAIR).with_columns(pl.lit(1).alias("hit")), on=PAIR, how="left")
         .group_by("reason")
         .agg(
@@ -161,4 +187,87 @@ def run_backtest(
         .with_columns((pl.col("hits") / pl.col("links")).alias("precision"))
         .sort(["links", "reason"], descending=[True, False])  # group_by's order is not stable
     )
-    return BacktestResult(hidden.height, figures, by_reason, ranker, seconds)
+
+
+# --- the backtest's run: what it measured, and its row in graph.backtest_runs ---------------------------
+
+
+@dataclass(frozen=True)
+class BacktestSetup:
+    """What a backtest runs under: which links it hides (`fraction`, `seed`), its `k`, and the settings of
+    the candidates, ranker and plan it rebuilds."""
+
+    fraction: float
+    seed: int
+    k: int
+    candidates: CandidateOptions
+    ranker: RankerOptions
+    plan: PlanOptions
+
+    def settings(self) -> dict[str, dict]:
+        """The rebuilt steps' settings, as recorded with the backtest's row."""
+        return {
+            "candidates": dataclasses.asdict(self.candidates),
+            "ranker": dataclasses.asdict(self.ranker),
+            "plan": dataclasses.asdict(self.plan),
+        }
+
+
+def measured_inputs(
+    setup: BacktestSetup, signals: SiteSignals, links: LinkGraph, page_ids: pl.Series, model_id: str
+) -> tuple[str, str, SiteState]:
+    """What a backtest measures: the training inputs' fingerprint, a hash of its setup and embedding model,
+    and the site's state; an earlier backtest stands while they still fit (see link_ranker.still_fits)."""
+    measured = json.dumps({**setup.settings(), "fraction": setup.fraction, "k": setup.k, "model": model_id})
+    return (
+        training_fingerprint(signals, links, setup.candidates, setup.ranker, model_id),
+        hashlib.sha256(measured.encode()).hexdigest(),
+        site_state(page_ids, signals, links),
+    )
+
+
+def backtest_row(
+    setup: BacktestSetup,
+    result: BacktestResult,
+    site: str,
+    run_id: str,
+    crawl_id: str,
+    ran_at: datetime,
+    seconds: float,
+) -> pl.DataFrame:
+    """graph.backtest_runs: the run's row, the plan and the candidates next to the baseline."""
+    f = result.figures
+    return pl.DataFrame(
+        {
+            "site": [site],
+            "run_id": [run_id],
+            "ran_at": [ran_at],
+            "crawl_id": [crawl_id],
+            "seed": [setup.seed],
+            "fraction": [setup.fraction],
+            "hidden_links": [result.hidden_links],
+            "settings": [json.dumps(setup.settings())],
+            "ranker": [result.ranker.reason],
+            "plan_links": [int(f["plan_links"])],
+            "plan_precision": [f["plan_precision"]],
+            "plan_recall": [f["plan_recall"]],
+            "baseline_precision": [f["baseline_precision"]],
+            "baseline_recall": [f["baseline_recall"]],
+            "k": [setup.k],
+            "candidate_precision_at_k": [f["candidate_precision_at_k"]],
+            "candidate_recall_at_k": [f["candidate_recall_at_k"]],
+            "baseline_precision_at_k": [f["baseline_precision_at_k"]],
+            "baseline_recall_at_k": [f["baseline_recall_at_k"]],
+            "candidate_coverage": [f["candidate_coverage"]],
+            "precision_by_reason": [json.dumps(result.by_reason.to_dicts())],
+            "seconds": [seconds],
+            "measured_in_run": [run_id],
+        },
+        schema_overrides={
+            "ran_at": pl.Datetime("us"),
+            "seed": pl.Int64,
+            "hidden_links": pl.Int32,
+            "plan_links": pl.Int32,
+            "k": pl.Int32,
+        },
+    )

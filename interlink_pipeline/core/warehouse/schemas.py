@@ -9,7 +9,8 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-from interlink_pipeline.core.graph.link_plan import CHANGES, REASONS
+from interlink_pipeline.core.graph.plan_stability import CHANGES
+from interlink_pipeline.core.graph.planner import REASONS
 from interlink_pipeline.core.ingest.exclusions import EXCLUSION_REASONS
 
 SITE = "Site key: the crawl's normalised host, e.g. www.example.com (the Dagster partition)."

@@ -1,0 +1,138 @@
+"""The plan's invariants: PLAN_INVARIANTS evaluated on a plan (the link_plan asset's own checks). The
+blocking ones say the plan is wrong; the others that the settings cannot be met on this site."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from interlink_pipeline.core.graph.plan_options import PlanOptions, out_link_budgets
+from interlink_pipeline.core.graph.planner import Planner, PlanStats
+
+PLAN_INVARIANTS = {
+    "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",
+    "link_plan_within_budget": "No page exceeds its out-link budget (existing in-content links counted; "
+    "section_links for a section index); the home page stays within hub_links.",
+    "link_plan_anchors": "One anchor per (source, target) pair, and no anchor text points at more than "
+    "anchor_max_targets pages.",
+    "link_plan_no_orphans": "Every page has an in-link after the plan; when the settings make that "
+    "impossible, a warning names the pages and why.",
+    "link_plan_depth_target": "Every page is within max_depth clicks of the home page after the plan "
+    "(a warning when the settings make that impossible).",
+}
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """One of PLAN_INVARIANTS evaluated on a plan; `blocking` failures mean the plan is wrong, the others
+    that the settings cannot be met on this site."""
+
+    name: str
+    passed: bool
+    blocking: bool
+    figures: dict[str, object]
+
+
+def check_plan(
+    planned: pl.DataFrame,
+    anchors: list[str | None],
+    existing: pl.DataFrame,
+    planner: Planner,
+    orphans_after: int,
+    options: PlanOptions,
+    taken: Mapping[str, set[int]] | None = None,
+) -> list[PlanCheck]:
+    """PLAN_INVARIANTS on a plan (source, target rows, placement) and its anchors, in that order; an
+    anchor's targets include those the site's in-content links already give it (`taken`)."""
+    why = _why_unmet(planner.stats)
+    return [
+        _targets_are_pages(planned, len(planner.g.page_ids)),
+        _within_budget(planned, existing, planner, options),
+        _anchors(planned, anchors, options, taken),
+        _no_orphans(orphans_after, planner.stats, why),
+        _depth_target(planner.stats, options, why),
+    ]
+
+
+def _targets_are_pages(planned: pl.DataFrame, n: int) -> PlanCheck:
+    targets_ok = bool(((planned["source"] < n) & (planned["target"] < n)).all()) if planned.height else True
+    return PlanCheck("link_plan_targets_are_pages", targets_ok, True, {"links": planned.height})
+
+
+def _within_budget(
+    planned: pl.DataFrame, existing: pl.DataFrame, planner: Planner, options: PlanOptions
+) -> PlanCheck:
+    n, home = len(planner.g.page_ids), planner.g.home
+    contextual = planned.filter(pl.col("placement") == "contextual")
+    content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
+    planned_out = np.bincount(contextual["source"].to_numpy(), minlength=n)
+    budget = out_link_budgets(n, planner.g.sections, options)
+    over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > budget))
+    home_planned = int((planned["placement"] == "home").sum())
+    home_ok = home_planned <= max(0, options.hub_links - int(content_out[home]))
+    figures = {
+        "pages_over_budget": len(over),
+        "home_links_planned": home_planned,
+        "out_link_budget": options.out_link_budget,
+    }
+    return PlanCheck("link_plan_within_budget", not len(over) and home_ok, True, figures)
+
+
+def _anchors(
+    planned: pl.DataFrame,
+    anchors: list[str | None],
+    options: PlanOptions,
+    taken: Mapping[str, set[int]] | None,
+) -> PlanCheck:
+    anchored = planned.select("source", "target").with_columns(
+        pl.Series("anchor", anchors, dtype=pl.String).str.to_lowercase()
+    )
+    repeated_pairs = anchored.height - anchored.select("source", "target").n_unique()
+    targets_by_anchor: dict[str, set[int]] = {}
+    for anchor, target in anchored.drop_nulls("anchor").select("anchor", "target").iter_rows():
+        targets_by_anchor.setdefault(anchor, set((taken or {}).get(anchor, ()))).add(target)
+    shared = pl.DataFrame(
+        [(a, len(t)) for a, t in targets_by_anchor.items() if len(t) > options.anchor_max_targets],
+        schema={"anchor": pl.String, "targets": pl.Int64},
+        orient="row",
+    )
+    figures = {
+        "pairs_with_two_links": repeated_pairs,
+        "anchors_over_cap": shared.height,
+        "anchor_max_targets": options.anchor_max_targets,
+        "examples": shared.sort("targets", descending=True).head(10)["anchor"].to_list(),
+    }
+    return PlanCheck("link_plan_anchors", repeated_pairs == 0 and shared.is_empty(), True, figures)
+
+
+def _why_unmet(stats: PlanStats) -> str:
+    """Why a structure target was missed: the planner's notes, else what leaves orphans ('' when none)."""
+    return "; ".join(stats.notes) or (
+        "no similar page with spare out-link budget: raise out_link_budget"
+        if stats.unresolved_orphans
+        else ""
+    )
+
+
+def _no_orphans(orphans_after: int, stats: PlanStats, why: str) -> PlanCheck:
+    figures = {
+        "orphans_after": orphans_after,
+        "why": why or "none left",
+        "unresolved": stats.unresolved_orphans[:20],
+    }
+    return PlanCheck("link_plan_no_orphans", orphans_after == 0, False, figures)
+
+
+def _depth_target(stats: PlanStats, options: PlanOptions, why: str) -> PlanCheck:
+    figures = {
+        "max_depth": options.max_depth,
+        "deeper_pages": stats.too_deep_after,
+        "unreachable_pages": stats.unreachable_after,
+        "why": why or "target met",
+    }
+    return PlanCheck(
+        "link_plan_depth_target", stats.too_deep_after == 0 and stats.unreachable_after == 0, False, figures
+    )

@@ -1,0 +1,83 @@
+"""The site's existing links as the plan sees them: node edges over the kept pages and the pass-through URLs
+after them, the same with a backtest's hidden pairs taken out, and the anchors the site already uses."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from interlink_pipeline.core.graph.link_candidates import LinkGraph, followed_hyperlinks
+
+
+def existing_links(links: pl.DataFrame, url_keys: pl.Series) -> tuple[pl.DataFrame, int]:
+    """Followed hyperlinks as (source, target, content) node edges, and the number of nodes.
+
+    Kept pages (`url_keys`, in order) are nodes 0..n-1; any other URL the links mention gets a node after
+    them. `content` is false for links in headers, footers, navigation and sidebars.
+    """
+    from interlink_pipeline.core.urls import url_parts
+
+    n = len(url_keys)
+    empty = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
+    if links.is_empty():
+        return empty, n
+    hyperlinks = followed_hyperlinks(links)
+    keyed = pl.DataFrame(
+        {
+            "source_key": url_parts(hyperlinks["source_url"])["url_key"],
+            "target_key": url_parts(hyperlinks["target_url"])["url_key"],
+            "content": hyperlinks["content"],
+        }
+    ).drop_nulls(["source_key", "target_key"])
+    known = pl.DataFrame({"key": url_keys, "i": np.arange(n, dtype=np.int64)})
+    others = (
+        pl.concat([keyed["source_key"], keyed["target_key"]])
+        .unique(maintain_order=True)
+        .alias("key")
+        .to_frame()
+        .join(known, on="key", how="anti")
+    )
+    index = pl.concat(
+        [known, others.with_columns(pl.int_range(n, n + others.height, dtype=pl.Int64).alias("i"))]
+    )
+    edges = keyed.join(index.rename({"key": "source_key", "i": "source"}), on="source_key").join(
+        index.rename({"key": "target_key", "i": "target"}), on="target_key"
+    )
+    # a link present both in the content and in navigation counts as content
+    edges = (
+        edges.filter(pl.col("source") != pl.col("target"))
+        .group_by("source", "target")
+        .agg(pl.col("content").any())
+        .sort("source", "target")
+    )
+    return edges, n + others.height
+
+
+def without_hidden(existing: pl.DataFrame, hidden: pl.DataFrame, navigation: pl.DataFrame) -> pl.DataFrame:
+    """Existing node edges with the `hidden` in-content pairs taken out: an edge that also exists in
+    navigation (`navigation` pairs) stays, as a navigation link."""
+    flagged = existing.join(
+        hidden.select("source", "target").with_columns(pl.lit(True).alias("hidden")),
+        on=["source", "target"],
+        how="left",
+    ).join(
+        navigation.select("source", "target").unique().with_columns(pl.lit(True).alias("navigation")),
+        on=["source", "target"],
+        how="left",
+    )
+    hidden_edge = pl.col("hidden").fill_null(False)
+    return (
+        flagged.filter(~hidden_edge | pl.col("navigation").fill_null(False))
+        .with_columns(pl.when(hidden_edge).then(False).otherwise(pl.col("content")).alias("content"))
+        .select(existing.columns)
+    )
+
+
+def taken_anchors(links: LinkGraph) -> dict[str, set[int]]:
+    """The site's in-content anchor texts (lower case) and the pages each points at: a plan's anchor
+    counts them against anchor_max_targets."""
+    taken: dict[str, set[int]] = {}
+    for target, anchor in zip(links.target[links.content], links.anchor[links.content], strict=True):
+        if anchor:
+            taken.setdefault(anchor.strip().lower(), set()).add(int(target))
+    return taken

@@ -1,0 +1,168 @@
+"""The plan's structure steps: every page within max_depth clicks of the home page, orphans rescued, groups
+cut off from the home page bridged; each link from the target's most related page with budget left (its
+similar pages and candidates first, then the nearest pages by an exact vector search)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from interlink_pipeline.core.graph.metrics import UNREACHABLE, click_depth, out_degree
+from interlink_pipeline.core.ml.similarity import exact_top
+
+if TYPE_CHECKING:
+    from interlink_pipeline.core.graph.planner import Planner
+
+
+def _nearest_sources(
+    planner: Planner, targets: list[int], eligible: np.ndarray
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The nearest eligible pages with budget for each target, by one blocked vector search."""
+    pool = np.flatnonzero(eligible[: planner.n] & (planner.budget[: planner.n] > 0))
+    vectors = planner.g.vectors
+    if vectors is None or not targets or not len(pool):
+        return {}
+    idx, scores = exact_top(vectors[targets], vectors[pool], min(50, len(pool)))
+    return {t: (pool[idx[row]], scores[row]) for row, t in enumerate(targets)}
+
+
+def _link_first_open(
+    planner: Planner, target: int, others: np.ndarray, scores: np.ndarray, eligible: np.ndarray, reason: str
+) -> bool:
+    """Link target from the first of `others` (best first) that is eligible, has budget, no link yet."""
+    for other, score in zip(others.tolist(), scores.tolist(), strict=True):
+        if eligible[other] and planner.budget[other] > 0 and planner.is_new(other, target):
+            return planner.add(other, target, reason, score, "semantic")
+    return False
+
+
+def link_from_related(
+    planner: Planner, targets: np.ndarray, eligible: np.ndarray, reason: str | Mapping[int, str]
+) -> list[int]:
+    """Give each target, in order, one link from its most related eligible page with budget left: its
+    similar pages and candidates first, then (for the targets still unlinked) the nearest eligible pages
+    by vector search. `reason` is one for all, or one per target. Returns the targets that found none."""
+
+    def why(target: int) -> str:
+        return reason if isinstance(reason, str) else reason[target]
+
+    unlinked = [
+        int(t)
+        for t in targets
+        if not _link_first_open(planner, int(t), *planner.neighbours[int(t)], eligible, why(int(t)))
+    ]
+    nearest = _nearest_sources(planner, unlinked, eligible)
+    return [
+        t
+        for t in unlinked
+        if t not in nearest or not _link_first_open(planner, t, *nearest[t], eligible, why(t))
+    ]
+
+
+def rescue_orphans(planner: Planner) -> None:
+    """Every page nobody links to gets a link from its most related page anywhere, the most central first."""
+    order = np.argsort(-planner.centrality, kind="stable")
+    orphans = order[(planner.inbound[: planner.n][order] == 0) & (order != planner.g.home)]
+    missed = link_from_related(planner, orphans, np.ones(planner.n, dtype=bool), "orphan-rescue")
+    planner.stats.unresolved_orphans = [str(planner.g.page_ids[p]) for p in missed]
+
+
+def bridge_components(planner: Planner) -> None:
+    """Each group of pages still cut off from the home page gets a link into its most central page from a
+    related reachable page, until none is left or none can be linked."""
+    n = planner.n
+    for _ in range(50):
+        graph = planner.graph()
+        depth = click_depth(graph, planner.g.home)
+        unreachable = np.flatnonzero(depth[:n] == UNREACHABLE)
+        if not len(unreachable):
+            return
+        count, labels = csgraph.connected_components(
+            graph[unreachable][:, unreachable], directed=True, connection="weak"
+        )
+        # each group enters through its most central page
+        entries = np.array(
+            [
+                unreachable[labels == c][np.argmax(planner.centrality[unreachable[labels == c]])]
+                for c in range(count)
+            ]
+        )
+        if len(link_from_related(planner, entries, depth != UNREACHABLE, "component-bridge")) == len(entries):
+            planner.stats.notes.append(
+                f"{len(unreachable)} pages stay unreachable: no related reachable page has out-link "
+                "budget left (raise out_link_budget)"
+            )
+            return
+
+
+def shorten_depth(planner: Planner) -> None:
+    """Bring every page within max_depth clicks, level by level: the shallowest pages with budget left
+    link the too-deep or unreachable pages with the most out-links (then the most central), which then
+    sit one click below them and pass links on in turn — the budgets build a wide, shallow tree rather
+    than a single layer at the limit. A link to a page nobody linked is an orphan rescue; into a group
+    cut off from the home page, a component bridge."""
+    limit, n = planner.o.max_depth, planner.n
+    unrelated = np.zeros(n, dtype=bool)  # givers none of the remaining too-deep pages relate to
+    while True:
+        graph = planner.graph()
+        depth = click_depth(graph, planner.g.home)
+        too_deep = np.flatnonzero((depth[:n] > limit) | (depth[:n] == UNREACHABLE))
+        if not len(too_deep):
+            return
+        eligible = _shallowest_givers(planner, depth, unrelated)
+        if eligible is None:
+            planner.stats.notes.append(
+                f"{len(too_deep)} pages stay deeper than {limit} clicks: no page within {limit - 1} "
+                "clicks has out-link budget left (raise out_link_budget or hub_links)"
+            )
+            return
+        # at most as many targets as the level has budget to give: the rest wait for the next level
+        capacity = int(planner.budget[:n][eligible[:n]].sum())
+        ordered = _next_targets(planner, graph, depth, too_deep)[: 2 * capacity]
+        reasons = np.where(
+            planner.inbound[ordered] == 0,
+            "orphan-rescue",
+            np.where(depth[ordered] == UNREACHABLE, "component-bridge", "depth-shortcut"),
+        )
+        linked = len(planner.links)
+        link_from_related(
+            planner, ordered, eligible, dict(zip(ordered.tolist(), reasons.tolist(), strict=True))
+        )
+        if len(planner.links) == linked:
+            unrelated[eligible[:n]] = True
+
+
+def _shallowest_givers(planner: Planner, depth: np.ndarray, unrelated: np.ndarray) -> np.ndarray | None:
+    """The pages that may link too-deep pages this round (a mask over the nodes): the shallowest level of
+    the pages above the limit with budget left, less those no remaining page relates to; None when none."""
+    limit, n = planner.o.max_depth, planner.n
+    givers = np.flatnonzero((depth[:n] >= 0) & (depth[:n] < limit) & (planner.budget[:n] > 0) & ~unrelated)
+    if not len(givers):
+        return None
+    level = depth[givers].min()
+    eligible = np.zeros(planner.nodes, dtype=bool)
+    eligible[givers[depth[givers] == level]] = True
+    return eligible
+
+
+def _next_targets(
+    planner: Planner, graph: sparse.csr_matrix, depth: np.ndarray, too_deep: np.ndarray
+) -> np.ndarray:
+    """The too-deep pages in the order they are brought up, one per group of unreachable pages."""
+    # pages that link to many others first: each one brought up brings its pages up a level too
+    fan_out = out_degree(graph)[too_deep]
+    ordered = too_deep[np.lexsort((-planner.centrality[too_deep], -fan_out))]
+    # one way into each group of unreachable pages: the others follow through its links
+    cut_off = depth[ordered] == UNREACHABLE
+    _, group = csgraph.connected_components(
+        graph[ordered[cut_off]][:, ordered[cut_off]], directed=True, connection="weak"
+    )
+    entry = np.ones(len(ordered), dtype=bool)
+    first_of_group = np.zeros(len(group), dtype=bool)
+    first_of_group[np.unique(group, return_index=True)[1]] = True
+    entry[cut_off] = first_of_group
+    return ordered[entry]
