@@ -11,7 +11,7 @@ from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
 from pydantic import Field
 
 from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.graph.link_candidates import page_links
+from interlink_pipeline.core.graph.link_graph import page_links
 from interlink_pipeline.core.graph.link_plan import (
     PLAN_INVARIANTS,
     KeptCentrality,

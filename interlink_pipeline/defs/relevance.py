@@ -16,6 +16,7 @@ from pydantic import Field
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import save_state
+from interlink_pipeline.core.graph.candidate_features import FEATURES
 from interlink_pipeline.core.graph.candidate_updates import (
     KEY,
     PAGE_STATE,
@@ -24,15 +25,10 @@ from interlink_pipeline.core.graph.candidate_updates import (
     score_candidates,
     settings_hash,
 )
-from interlink_pipeline.core.graph.link_candidates import (
-    FEATURES,
-    CandidateBuilder,
-    CandidateOptions,
-    LinkGraph,
-    NeighbourStore,
-    SiteSignals,
-    page_links,
-)
+from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
+from interlink_pipeline.core.graph.link_graph import LinkGraph, page_links
+from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.graph.text_neighbours import NeighbourStore
 from interlink_pipeline.core.ml.link_ranker import (
     Ranker,
     RankerOptions,

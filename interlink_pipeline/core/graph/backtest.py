@@ -15,12 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.link_candidates import (
-    CandidateBuilder,
-    CandidateOptions,
-    LinkGraph,
-    SiteSignals,
-)
+from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
+from interlink_pipeline.core.graph.link_graph import LinkGraph
+from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
 from interlink_pipeline.core.ml.link_ranker import Ranker, RankerOptions, fit_ranker, training_examples
 from interlink_pipeline.core.ml.similarity import exact_top
 

@@ -36,7 +36,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.graph.link_candidates import LinkGraph, followed_hyperlinks
+from interlink_pipeline.core.graph.link_graph import LinkGraph, followed_hyperlinks
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, adjacency, click_depth, out_degree
 from interlink_pipeline.core.graph.site_sections import SiteSections
 from interlink_pipeline.core.ml.similarity import exact_top
