@@ -73,6 +73,19 @@ class ScoredCandidates:
     def rows_written(self) -> int:
         return self.write.height
 
+    def build_summary(self) -> dict[str, object]:
+        """What the build did and why (the run's metadata)."""
+        return {
+            "build": self.mode,
+            "build_why": self.why,
+            "pages_changed": self.pages_changed,
+            "pairs_featured": self.pairs_featured,
+            "pairs_scored": self.pairs_scored,
+            "rows_written": self.rows_written,
+            "rows_removed": self.rows_removed,
+            "rows_reused": self.rows.height - self.rows_written,
+        }
+
 
 def settings_hash(builder: CandidateBuilder, model_id: str) -> str:
     """What the features of the same pages depend on besides the pages: settings, features, model, code."""
@@ -302,6 +315,18 @@ def _in_page_ids(frame: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
         "origins",
         *FEATURES,
         pl.col("mention_offset").cast(pl.Int32),
+    )
+
+
+def most_probable(rows: pl.DataFrame, pages: pl.DataFrame, n: int) -> pl.DataFrame:
+    """The `n` most probable candidates, by page names (title, else H1, else URL): a preview."""
+    names = pages.select("page_id", pl.coalesce("title", "h1", "url").alias("name"))
+    return (
+        rows.sort("probability", descending=True, maintain_order=True)
+        .head(n)
+        .join(names.rename({"page_id": "source_page_id", "name": "on_page"}), on="source_page_id")
+        .join(names.rename({"page_id": "target_page_id", "name": "link_to"}), on="target_page_id")
+        .select("on_page", "link_to", pl.col("probability").round(3), "origins")
     )
 
 

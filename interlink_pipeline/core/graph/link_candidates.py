@@ -179,6 +179,20 @@ class CandidateBuilder:
         ).select("source", "target", "origins", *FEATURES, "mention_offset")
 
 
+def origin_counts(candidates: pl.DataFrame) -> pl.DataFrame:
+    """origins, candidates: how many candidates each signal proposed (a pair several proposed counts for
+    each), the most first."""
+    return (
+        candidates.group_by("origins")
+        .len("n")
+        .with_columns(pl.col("origins").str.split("+"))
+        .explode("origins")
+        .group_by("origins")
+        .agg(pl.col("n").sum().alias("candidates"))
+        .sort(["candidates", "origins"], descending=[True, False])
+    )
+
+
 def build_candidates(
     signals: SiteSignals, links: LinkGraph, options: CandidateOptions | None = None
 ) -> pl.DataFrame:
