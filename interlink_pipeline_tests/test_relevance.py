@@ -12,18 +12,13 @@ from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.graph.backtest import hide_pairs, pairs_to_hide, run_backtest
-from interlink_pipeline.core.graph.link_candidates import (
-    FEATURES,
-    CandidateBuilder,
-    CandidateOptions,
-    LinkGraph,
-    NeighbourStore,
-    SiteSignals,
-    build_candidates,
-    page_links,
-)
+from interlink_pipeline.core.graph.candidate_features import FEATURES
+from interlink_pipeline.core.graph.link_candidates import CandidateBuilder, build_candidates
+from interlink_pipeline.core.graph.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.graph.link_plan import planner_without
 from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.graph.text_neighbours import NeighbourStore
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ml.link_ranker import (

@@ -5,8 +5,8 @@ import dataclasses
 
 import pytest
 
-from interlink_pipeline.core.graph.link_candidates import CandidateOptions
 from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.graph.site_signals import CandidateOptions
 from interlink_pipeline.core.ingest.pages import CleaningOptions
 from interlink_pipeline.core.ml.clusters import ClusterOptions
 from interlink_pipeline.core.ml.encoders import EncoderSettings, resolve_device

@@ -16,33 +16,32 @@ from pydantic import Field
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import save_state
+from interlink_pipeline.core.graph.candidate_features import FEATURES
 from interlink_pipeline.core.graph.candidate_updates import (
     KEY,
     PAGE_STATE,
     STORED,
     KeptCandidates,
+    most_probable,
     score_candidates,
     settings_hash,
 )
-from interlink_pipeline.core.graph.link_candidates import (
-    FEATURES,
-    CandidateBuilder,
-    CandidateOptions,
-    LinkGraph,
-    NeighbourStore,
-    SiteSignals,
-    page_links,
-)
+from interlink_pipeline.core.graph.link_candidates import CandidateBuilder, origin_counts
+from interlink_pipeline.core.graph.link_graph import LinkGraph, page_links
+from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.graph.text_neighbours import NeighbourStore
 from interlink_pipeline.core.ml.link_ranker import (
     Ranker,
     RankerOptions,
     SiteState,
+    feature_weights,
     fit_ranker,
     settings_fingerprint,
     site_state,
     still_fits,
     training_examples,
     training_fingerprint,
+    validation_figures,
 )
 from interlink_pipeline.core.ml.page_embeddings import field_vectors
 from interlink_pipeline.core.publish.previews import markdown_table
@@ -249,53 +248,49 @@ def reusable_ranker(
     return (kept if fits else None), why
 
 
-def _figure(value: float) -> float:
-    return round(float(value), 4)
-
-
 def _ranker_metadata(ranker: Ranker) -> dict:
-    importance = _importance(ranker)
+    figures = validation_figures(ranker)
     return {
         "model": ranker.kind,
         "why": ranker.reason,
         "positive_examples": ranker.positives,
         "examples": ranker.examples,
         "validation": MetadataValue.md(
-            markdown_table(
-                pl.DataFrame(
-                    {
-                        "figure": list(ranker.validation),
-                        "value": [_figure(v) for v in ranker.validation.values()],
-                    }
-                ),
-                40,
-            )
+            markdown_table(pl.DataFrame({"figure": list(figures), "value": list(figures.values())}), 40)
         )
         if ranker.validation
         else "none: default weights",
-        "feature_weights": MetadataValue.md(markdown_table(importance, 30)),
+        "feature_weights": MetadataValue.md(markdown_table(feature_weights(ranker), 30)),
         "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in ranker.seconds.items()}),
     }
 
 
-def _importance(ranker: Ranker) -> pl.DataFrame:
-    """Each feature's weight: |coefficient| of a linear model on standardised features, or the mean
-    gain-free proxy of a tree model (the share of splits on it)."""
-    model = ranker.model
-    if hasattr(model, "coef"):
-        weights = np.abs(model.coef)
-    elif hasattr(model, "steps"):
-        weights = np.abs(model.steps[-1][1].coef_[0])
-    else:
-        counts = np.zeros(len(FEATURES))
-        for predictors in model._predictors:
-            for tree in predictors:
-                nodes = tree.nodes[~tree.nodes["is_leaf"].astype(bool)]
-                counts += np.bincount(nodes["feature_idx"], minlength=len(FEATURES))
-        weights = counts
-    share = weights / weights.sum() if weights.sum() else weights
-    return pl.DataFrame({"feature": list(FEATURES), "weight": np.round(share, 4)}).sort(
-        "weight", descending=True
+def _run_row(
+    site: str, run_id: str, kept: KeptRanker, options: RankerOptions, path: Path, fingerprint: str
+) -> pl.DataFrame:
+    """This run's ml.link_ranker_runs row: the model it used (`kept`) and the inputs it saw."""
+    ranker = kept.ranker
+    return pl.DataFrame(
+        {
+            "site": [site],
+            "run_id": [run_id],
+            "trained_at": [kept.fitted_at],
+            "model": [ranker.kind],
+            "reason": [ranker.reason],
+            "positive_examples": [ranker.positives],
+            "examples": [ranker.examples],
+            "validation": [json.dumps(validation_figures(ranker))],
+            "feature_weights": [json.dumps(dict(feature_weights(ranker).iter_rows()))],
+            "settings": [json.dumps(dataclasses.asdict(options))],
+            "model_path": [str(path)],
+            "fitted_in_run": [kept.run_id],
+            "inputs_fingerprint": [fingerprint],
+        },
+        schema_overrides={
+            "positive_examples": pl.Int32,
+            "examples": pl.Int64,
+            "trained_at": pl.Datetime("us"),
+        },
     )
 
 
@@ -345,31 +340,9 @@ def link_ranker(
             context.log.info(f"{site}: fitted again ({why}): {kept.ranker.reason}")
         else:
             context.log.info(f"{site}: the model of run {kept.run_id} is reused: {why}")
-    ranker = kept.ranker
-    row = pl.DataFrame(
-        {
-            "site": [site],
-            "run_id": [context.run.run_id],
-            "trained_at": [kept.fitted_at],
-            "model": [ranker.kind],
-            "reason": [ranker.reason],
-            "positive_examples": [ranker.positives],
-            "examples": [ranker.examples],
-            "validation": [json.dumps({k: _figure(v) for k, v in ranker.validation.items()})],
-            "feature_weights": [json.dumps(dict(_importance(ranker).iter_rows()))],
-            "settings": [json.dumps(dataclasses.asdict(options))],
-            "model_path": [str(path)],
-            "fitted_in_run": [kept.run_id],
-            "inputs_fingerprint": [fingerprint],
-        },
-        schema_overrides={
-            "positive_examples": pl.Int32,
-            "examples": pl.Int64,
-            "trained_at": pl.Datetime("us"),
-        },
-    )
+    row = _run_row(site, context.run.run_id, kept, options, path, fingerprint)
     metadata = {
-        **_ranker_metadata(ranker),
+        **_ranker_metadata(kept.ranker),
         "reused": kept.run_id != context.run.run_id,
         "reused_or_fitted_because": why,
         "text_neighbours": searched,
@@ -377,6 +350,14 @@ def link_ranker(
         "model_file": MetadataValue.path(str(path)),
     }
     yield from record_run(context, warehouse, site, "ml.link_ranker_runs", row, metadata, started)
+
+
+def _kept_candidates(warehouse: Warehouse, site: str) -> KeptCandidates:
+    """The site's last candidate build, as stored: an incremental build starts from it."""
+    return KeptCandidates(
+        warehouse.read_site("ml.link_candidates", site, [*KEY, *STORED]),
+        warehouse.read_site("ml.candidate_pages", site, list(PAGE_STATE)),
+    )
 
 
 class LinkCandidatesConfig(Config):
@@ -409,14 +390,7 @@ def link_candidates(
         kept_ranker = load_ranker(ranker_path(warehouse, site), site)
         inputs = relevance_inputs(warehouse, embedder, site)
         builder = CandidateBuilder(inputs.signals, candidate_settings.options())
-        kept = (
-            None
-            if config.rebuild
-            else KeptCandidates(
-                warehouse.read_site("ml.link_candidates", site, [*KEY, *STORED]),
-                warehouse.read_site("ml.candidate_pages", site, list(PAGE_STATE)),
-            )
-        )
+        kept = None if config.rebuild else _kept_candidates(warehouse, site)
         scored = score_candidates(
             builder,
             inputs.links,
@@ -427,41 +401,17 @@ def link_candidates(
             kept,
         )
     candidates = scored.rows
-    names = inputs.pages.select("page_id", pl.coalesce("title", "h1", "url").alias("name"))
-    preview = (
-        candidates.sort("probability", descending=True, maintain_order=True)
-        .head(15)
-        .join(names.rename({"page_id": "source_page_id", "name": "on_page"}), on="source_page_id")
-        .join(names.rename({"page_id": "target_page_id", "name": "link_to"}), on="target_page_id")
-        .select("on_page", "link_to", pl.col("probability").round(3), "origins")
-    )
-    by_origin = (
-        candidates.group_by("origins")
-        .len("n")
-        .with_columns(pl.col("origins").str.split("+"))
-        .explode("origins")
-        .group_by("origins")
-        .agg(pl.col("n").sum().alias("candidates"))
-        .sort(["candidates", "origins"], descending=[True, False])
-    )
     metadata = {
         "candidates": candidates.height,
         "ranker": kept_ranker.ranker.reason,
-        "build": scored.mode,
-        "build_why": scored.why,
-        "pages_changed": scored.pages_changed,
-        "pairs_featured": scored.pairs_featured,
-        "pairs_scored": scored.pairs_scored,
-        "rows_written": scored.rows_written,
-        "rows_removed": scored.rows_removed,
-        "rows_reused": candidates.height - scored.rows_written,
-        "by_origin": MetadataValue.md(markdown_table(by_origin, 10)),
+        **scored.build_summary(),
+        "by_origin": MetadataValue.md(markdown_table(origin_counts(candidates), 10)),
         "pages_with_candidates": candidates["source_page_id"].n_unique(),
         "pages_with_body_text": int(inputs.pages["body_text"].is_not_null().sum()),
         "texts_embedded": inputs.embedded,
         "text_neighbours": builder.searches_done(),
         "likely_links": int((candidates["probability"] >= 0.5).sum()),
-        "preview": MetadataValue.md(markdown_table(preview, 15)),
+        "preview": MetadataValue.md(markdown_table(most_probable(candidates, inputs.pages, 15), 15)),
     }
     frames = {
         "ml.link_candidates": with_site(scored.write, site),

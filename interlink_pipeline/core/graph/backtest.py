@@ -19,13 +19,10 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.link_candidates import (
-    CandidateBuilder,
-    CandidateOptions,
-    LinkGraph,
-    SiteSignals,
-)
+from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
+from interlink_pipeline.core.graph.link_graph import LinkGraph
 from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
 from interlink_pipeline.core.ml.link_ranker import (
     Ranker,
     RankerOptions,

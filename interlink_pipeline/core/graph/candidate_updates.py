@@ -21,14 +21,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.link_candidates import (
-    FEATURES,
-    CandidateBuilder,
-    LinkGraph,
-    Proposals,
-    adamic_adar_weights,
-    serp_scores,
-)
+from interlink_pipeline.core.graph.candidate_features import FEATURES, Proposals, serp_scores
+from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
+from interlink_pipeline.core.graph.link_graph import LinkGraph
+from interlink_pipeline.core.graph.link_signals import adamic_adar_weights
 from interlink_pipeline.core.warehouse.store import RowChanges
 
 # Bumped whenever what a build computes from the same inputs changes: the next build is then full.
@@ -76,6 +72,19 @@ class ScoredCandidates:
     @property
     def rows_written(self) -> int:
         return self.write.height
+
+    def build_summary(self) -> dict[str, object]:
+        """What the build did and why (the run's metadata)."""
+        return {
+            "build": self.mode,
+            "build_why": self.why,
+            "pages_changed": self.pages_changed,
+            "pairs_featured": self.pairs_featured,
+            "pairs_scored": self.pairs_scored,
+            "rows_written": self.rows_written,
+            "rows_removed": self.rows_removed,
+            "rows_reused": self.rows.height - self.rows_written,
+        }
 
 
 def settings_hash(builder: CandidateBuilder, model_id: str) -> str:
@@ -191,13 +200,47 @@ def _updated(
     the rows whose features changed, and the rows that differ."""
     ids = inputs["page_id"]
     index = pl.DataFrame({"page_id": ids, "row": np.arange(len(ids), dtype=np.int64)})
-    before = (
-        kept.rows.join(index.rename({"page_id": "source_page_id", "row": "source"}), on="source_page_id")
+    before = _kept_in_rows(kept.rows, index)
+    changed_rows = changed.join(index, on="page_id")["row"].implode()
+    needed, reused = _pairs_to_feature(builder, proposals, before, changed_rows)
+    frame = builder.source_features(
+        proposals,
+        pl.concat([builder.pair_features(proposals, needed), reused], how="diagonal_relaxed").sort(PAIR),
+    )
+    frame, rescored = _scored(frame, before, probability, refitted=kept.pages["scored_by"][0] != scored_by)
+    rows = _in_page_ids(frame, ids)
+    upserted = _differing(rows, kept.rows)
+    removed = kept.rows.join(rows, on=list(KEY), how="anti").select(KEY)
+    return ScoredCandidates(
+        rows,
+        RowChanges(KEY, upserted, removed),
+        _pages(inputs, rows, settings, scored_by),
+        "incremental",
+        why,
+        changed.height,
+        needed.height,
+        int(rescored.sum()),
+        removed.height,
+    )
+
+
+def _kept_in_rows(rows: pl.DataFrame, index: pl.DataFrame) -> pl.DataFrame:
+    """The last build's rows between pages still there, keyed by page rows (source, target) as a new
+    build's rows are."""
+    return (
+        rows.join(index.rename({"page_id": "source_page_id", "row": "source"}), on="source_page_id")
         .join(index.rename({"page_id": "target_page_id", "row": "target"}), on="target_page_id")
         .drop(KEY)
         .with_columns(pl.col("mention_offset").cast(pl.Int64))
     )
-    changed_rows = changed.join(index, on="page_id")["row"].implode()
+
+
+def _pairs_to_feature(
+    builder: CandidateBuilder, proposals: Proposals, before: pl.DataFrame, changed_rows: pl.Series
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(needed, reused): the proposed pairs whose features are computed again — new pairs, the pairs of a
+    changed page, the pairs whose phrase match or SERP place changed — and the others with their kept
+    LOCAL features."""
     pairs = (
         proposals.pairs.join(
             proposals.mentions.select(*PAIR, *MENTION), on=PAIR, how="left", maintain_order="left"
@@ -230,10 +273,14 @@ def _updated(
         .select(*PAIR, "origins")
         .join(before.select(*PAIR, *LOCAL), on=PAIR, how="left", maintain_order="left")
     )
-    frame = builder.source_features(
-        proposals,
-        pl.concat([builder.pair_features(proposals, needed), reused], how="diagonal_relaxed").sort(PAIR),
-    )
+    return needed, reused
+
+
+def _scored(
+    frame: pl.DataFrame, before: pl.DataFrame, probability: Probability, refitted: bool
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The frame with each row's probability, and which rows the ranker scored: all of them when it was
+    `refitted` since the last build, else those whose features differ from their kept row's."""
     # a row keeps its probability while its features and the ranker are those that gave it (compared by
     # a hash of the row's features: two full-width frames side by side would double the step's memory)
     frame = frame.with_columns(_row_hashes(frame, before.schema, FEATURES).alias("features_hash")).join(
@@ -250,25 +297,11 @@ def _updated(
         .to_numpy()
     )
     frame = frame.drop("features_hash", "hash_before")
-    if kept.pages["scored_by"][0] != scored_by:  # another fit: every row is scored again
+    if refitted:  # another fit: every row is scored again
         rescored[:] = True
     scores = frame["probability"].to_numpy(allow_copy=True).copy()
     scores[rescored] = probability(frame.filter(pl.Series(rescored)))
-    frame = frame.with_columns(pl.Series("probability", scores, dtype=pl.Float32))
-    rows = _in_page_ids(frame, ids)
-    upserted = _differing(rows, kept.rows)
-    removed = kept.rows.join(rows, on=list(KEY), how="anti").select(KEY)
-    return ScoredCandidates(
-        rows,
-        RowChanges(KEY, upserted, removed),
-        _pages(inputs, rows, settings, scored_by),
-        "incremental",
-        why,
-        changed.height,
-        needed.height,
-        int(rescored.sum()),
-        removed.height,
-    )
+    return frame.with_columns(pl.Series("probability", scores, dtype=pl.Float32)), rescored
 
 
 def _in_page_ids(frame: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
@@ -282,6 +315,18 @@ def _in_page_ids(frame: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
         "origins",
         *FEATURES,
         pl.col("mention_offset").cast(pl.Int32),
+    )
+
+
+def most_probable(rows: pl.DataFrame, pages: pl.DataFrame, n: int) -> pl.DataFrame:
+    """The `n` most probable candidates, by page names (title, else H1, else URL): a preview."""
+    names = pages.select("page_id", pl.coalesce("title", "h1", "url").alias("name"))
+    return (
+        rows.sort("probability", descending=True, maintain_order=True)
+        .head(n)
+        .join(names.rename({"page_id": "source_page_id", "name": "on_page"}), on="source_page_id")
+        .join(names.rename({"page_id": "target_page_id", "name": "link_to"}), on="target_page_id")
+        .select("on_page", "link_to", pl.col("probability").round(3), "origins")
     )
 
 

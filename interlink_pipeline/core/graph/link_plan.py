@@ -13,7 +13,7 @@ import polars as pl
 
 from interlink_pipeline.core.graph.anchors import plan_anchors
 from interlink_pipeline.core.graph.centrality import KeptCentrality
-from interlink_pipeline.core.graph.link_candidates import LinkGraph, page_links
+from interlink_pipeline.core.graph.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.graph.metrics import GraphSummary
 from interlink_pipeline.core.graph.plan_invariants import PlanCheck, check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows

@@ -25,13 +25,10 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.link_candidates import (
-    FEATURES,
-    CandidateBuilder,
-    CandidateOptions,
-    LinkGraph,
-    SiteSignals,
-)
+from interlink_pipeline.core.graph.candidate_features import FEATURES
+from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
+from interlink_pipeline.core.graph.link_graph import LinkGraph
+from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
 from interlink_pipeline.core.sorted_sets import differing_count, sorted_unique
 
 ModelKind = Literal["auto", "gradient_boosting", "logistic"]
@@ -272,6 +269,32 @@ def fit_ranker(examples: pl.DataFrame, options: RankerOptions) -> Ranker:
         f" (against {others})" if others else ""
     )
     return Ranker(best, model, reason, positives, len(y), validation, seconds)
+
+
+def validation_figures(ranker: Ranker) -> dict[str, float]:
+    """The ranker's validation figures as reported: rounded to 4 places."""
+    return {name: round(float(value), 4) for name, value in ranker.validation.items()}
+
+
+def feature_weights(ranker: Ranker) -> pl.DataFrame:
+    """Each feature's weight: |coefficient| of a linear model on standardised features, or the mean
+    gain-free proxy of a tree model (the share of splits on it)."""
+    model = ranker.model
+    if hasattr(model, "coef"):
+        weights = np.abs(model.coef)
+    elif hasattr(model, "steps"):
+        weights = np.abs(model.steps[-1][1].coef_[0])
+    else:
+        counts = np.zeros(len(FEATURES))
+        for predictors in model._predictors:
+            for tree in predictors:
+                nodes = tree.nodes[~tree.nodes["is_leaf"].astype(bool)]
+                counts += np.bincount(nodes["feature_idx"], minlength=len(FEATURES))
+        weights = counts
+    share = weights / weights.sum() if weights.sum() else weights
+    return pl.DataFrame({"feature": list(FEATURES), "weight": np.round(share, 4)}).sort(
+        "weight", descending=True
+    )
 
 
 def _precision_recall_at(examples: pl.DataFrame, scores: np.ndarray, ks: tuple[int, ...]) -> dict[str, float]:
