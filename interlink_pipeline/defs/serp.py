@@ -12,8 +12,10 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.crawl_exports import read_queries_export
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.core.serp.evidence import SERPER_ENDPOINT, SerpOptions, serp_evidence, top_queries
+from interlink_pipeline.core.serp.evidence import serp_evidence
 from interlink_pipeline.core.serp.local_search import KeptIndex
+from interlink_pipeline.core.serp.options import SERPER_ENDPOINT, SerpOptions
+from interlink_pipeline.core.serp.queries import top_queries
 from interlink_pipeline.defs.crawl import pages
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
