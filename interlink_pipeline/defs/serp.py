@@ -13,7 +13,7 @@ from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.crawl_exports import read_queries_export
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.serp.evidence import serp_evidence
-from interlink_pipeline.core.serp.local_search import KeptIndex
+from interlink_pipeline.core.serp.local_index import KeptIndex
 from interlink_pipeline.core.serp.options import SERPER_ENDPOINT, SerpOptions
 from interlink_pipeline.core.serp.queries import top_queries
 from interlink_pipeline.defs.crawl import pages

@@ -3,7 +3,7 @@
 Providers share one shape — queries in (see queries), ranked result URLs out, matched to the crawl here:
 - `serper`: Serper's Google search API (see serper), its answers cached as they arrive (see cache).
 - `local`: BM25 over the site's own titles, H1s and meta descriptions, offline and free (not cached: its
-  answers change with the crawl; its index is kept between runs instead: see local_search).
+  answers change with the crawl; its index is kept between runs instead: see local_index).
 - `none`: no SERP evidence.
 """
 
@@ -20,7 +20,7 @@ import polars as pl
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ml.similarity import Increment
 from interlink_pipeline.core.serp.cache import cached_results, fresh_keys, save_answers
-from interlink_pipeline.core.serp.local_search import KeptIndex, search_kept
+from interlink_pipeline.core.serp.local_index import KeptIndex, search_kept
 from interlink_pipeline.core.serp.options import Provider, SerpOptions
 from interlink_pipeline.core.serp.queries import page_queries, search_scope
 from interlink_pipeline.core.serp.serper import FetchReport, Request, fetch_serper
