@@ -24,7 +24,7 @@ from benchmarks.harness import generated_site, print_table, save
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.serp import local_search
-from interlink_pipeline.core.serp.evidence import page_queries
+from interlink_pipeline.core.serp.queries import page_queries
 from interlink_pipeline.core.text import stop_words, words
 
 SITE = "www.alpinegear.example"

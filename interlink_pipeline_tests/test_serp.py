@@ -10,8 +10,9 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import clean_pages
-from interlink_pipeline.core.serp.evidence import page_queries, search_scope
-from interlink_pipeline.core.serp.local_search import LocalSearch, search_kept
+from interlink_pipeline.core.serp.local_index import search_kept
+from interlink_pipeline.core.serp.local_search import LocalSearch
+from interlink_pipeline.core.serp.queries import page_queries, search_scope
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (

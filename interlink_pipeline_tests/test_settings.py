@@ -12,7 +12,7 @@ from interlink_pipeline.core.ml.clusters import ClusterOptions
 from interlink_pipeline.core.ml.encoders import EncoderSettings, resolve_device
 from interlink_pipeline.core.ml.link_ranker import RankerOptions
 from interlink_pipeline.core.ml.similarity import SimilarityOptions
-from interlink_pipeline.core.serp.evidence import SerpOptions
+from interlink_pipeline.core.serp.options import SerpOptions
 from interlink_pipeline.defs.crawl import PagesConfig
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.link_plan import LinkPlanConfig

@@ -2,6 +2,7 @@
 
 import os
 import time
+from pathlib import Path
 from typing import Literal
 
 import polars as pl
@@ -12,8 +13,10 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.crawl_exports import read_queries_export
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.core.serp.evidence import SERPER_ENDPOINT, SerpOptions, serp_evidence, top_queries
-from interlink_pipeline.core.serp.local_search import KeptIndex
+from interlink_pipeline.core.serp.evidence import SerpRun, serp_evidence
+from interlink_pipeline.core.serp.local_index import KeptIndex
+from interlink_pipeline.core.serp.options import SERPER_ENDPOINT, SerpOptions
+from interlink_pipeline.core.serp.queries import top_queries
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.settings import options_from
@@ -100,12 +103,7 @@ def serp_results(
         site_pages = warehouse.read_site("staging.pages", site)
         if site_pages.is_empty():
             raise InputError(f"staging.pages has no rows for {site}: materialise pages first.")
-        queries_path = inbox.queries_file(site, config.queries_file)
-        main_queries = (
-            top_queries(read_queries_export(queries_path, column_map=config.queries_column_map))
-            if queries_path
-            else None
-        )
+        queries_path, main_queries = _main_queries(inbox, site, config)
         options = options_from(config, SerpOptions, endpoint=serp_api.endpoint)
         index_path = warehouse.kept_state(site) / "local_search.joblib"
         results, run = serp_evidence(
@@ -117,11 +115,29 @@ def serp_results(
             main_queries,
             load_state(index_path, KeptIndex),
         )
-    matched = results["matched_page_id"].is_not_null().sum()
     context.log.info(
         f"{site}: {run.provider}: {run.queries:,} queries, {run.cache_hits:,} cached, "
         f"{run.fetch.requests_sent:,} requests sent, {len(run.fetch.failures)} failed"
     )
+    metadata = _metadata(run, results, options, queries_path)
+    yield from persist(context, warehouse, site, {"serp.results": results}, metadata, started)
+    if run.index is not None:  # after the write: a run that fails keeps the last index
+        save_state(run.index, index_path)
+
+
+def _main_queries(
+    inbox: CrawlInbox, site: str, config: SerpResultsConfig
+) -> tuple[Path | None, pl.DataFrame | None]:
+    """The site's queries file, if there is one, and its top query per page."""
+    path = inbox.queries_file(site, config.queries_file)
+    if not path:
+        return None, None
+    return path, top_queries(read_queries_export(path, column_map=config.queries_column_map))
+
+
+def _metadata(run: SerpRun, results: pl.DataFrame, options: SerpOptions, queries_path: Path | None) -> dict:
+    """What the run asked, paid and found, and the local index's reuse, for the materialisation."""
+    matched = int(results["matched_page_id"].is_not_null().sum())
     metadata = {
         "provider": run.provider,
         "pages": run.pages,
@@ -139,8 +155,8 @@ def serp_results(
         "failed_requests": len(run.fetch.failures),
         "cost_estimate_usd": MetadataValue.float(round(run.cost_usd(options), 4)),
         "results": results.height,
-        "matched_results": int(matched),
-        "unmatched_results": results.height - int(matched),
+        "matched_results": matched,
+        "unmatched_results": results.height - matched,
         "excluded_results": run.excluded_results,
         "preview": MetadataValue.md(
             markdown_table(results.select("query", "rank", "result_url", "matched_page_id"))
@@ -154,6 +170,4 @@ def serp_results(
             "queries_reused": run.search.pages_merged,
             "pages_changed": run.search.pages_changed,
         }
-    yield from persist(context, warehouse, site, {"serp.results": results}, metadata, started)
-    if run.index is not None:  # after the write: a run that fails keeps the last index
-        save_state(run.index, index_path)
+    return metadata
