@@ -5,7 +5,7 @@ import pytest
 
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import EXCLUSION_REASONS, CleaningOptions, clean_pages, detect_brand
-from interlink_pipeline.core.warehouse.store import validate
+from interlink_pipeline.core.warehouse.contract import validate
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.conftest import LIGHT, NUTRI, SAMPLE_DIR, SF_HEADER, sf_row, write_export
 

@@ -23,7 +23,7 @@ from interlink_pipeline.core.ml.link_ranker import (
     training_fingerprint,
 )
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.core.warehouse.store import NO_FAILURES, ValidationReport
+from interlink_pipeline.core.warehouse.contract import NO_FAILURES, ValidationReport
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.link_plan import link_plan, plan_inputs
 from interlink_pipeline.defs.partitions import site_key
