@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import duckdb
+
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.warehouse.database import (
@@ -64,24 +66,28 @@ def publish_snapshot(
                 [source_db],
             ).fetchall()
             for schema, name, comment in relations:
-                if f"{schema}.{name}" in SNAPSHOT_SKIPS:
-                    continue
-                source = f"{_identifier(schema)}.{_identifier(name)}"
-                con.execute(f"CREATE SCHEMA IF NOT EXISTS {target}.{_identifier(schema)}")
-                con.execute(f"CREATE TABLE {target}.{source} AS SELECT * FROM {source}")
-                if comment:
-                    con.execute(f"COMMENT ON TABLE {target}.{source} IS {sql_literal(comment)}")
-                for column, text in con.execute(
-                    "SELECT column_name, comment FROM duckdb_columns() WHERE database_name = ? AND "
-                    "schema_name = ? AND table_name = ? AND comment IS NOT NULL",
-                    [source_db, schema, name],
-                ).fetchall():
-                    column = f"{target}.{source}.{_identifier(column)}"
-                    con.execute(f"COMMENT ON COLUMN {column} IS {sql_literal(text)}")
-                copied[f"{schema}.{name}"] = con.execute(
-                    f"SELECT count(*) FROM {target}.{source}"
-                ).fetchone()[0]
+                if f"{schema}.{name}" not in SNAPSHOT_SKIPS:
+                    copied[f"{schema}.{name}"] = _copy_table(con, source_db, target, schema, name, comment)
     return copied
+
+
+def _copy_table(
+    con: duckdb.DuckDBPyConnection, source_db: str, target: str, schema: str, name: str, comment: str | None
+) -> int:
+    """Copy one table of the attached warehouse into the snapshot, with its comments; returns its rows."""
+    source = f"{_identifier(schema)}.{_identifier(name)}"
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {target}.{_identifier(schema)}")
+    con.execute(f"CREATE TABLE {target}.{source} AS SELECT * FROM {source}")
+    if comment:
+        con.execute(f"COMMENT ON TABLE {target}.{source} IS {sql_literal(comment)}")
+    for column, text in con.execute(
+        "SELECT column_name, comment FROM duckdb_columns() WHERE database_name = ? AND "
+        "schema_name = ? AND table_name = ? AND comment IS NOT NULL",
+        [source_db, schema, name],
+    ).fetchall():
+        column = f"{target}.{source}.{_identifier(column)}"
+        con.execute(f"COMMENT ON COLUMN {column} IS {sql_literal(text)}")
+    return con.execute(f"SELECT count(*) FROM {target}.{source}").fetchone()[0]
 
 
 def _identifier(name: str) -> str:
