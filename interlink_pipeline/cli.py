@@ -229,7 +229,7 @@ def _record_failure(payload: dict) -> str:
     what happened, in words (a warehouse that cannot be written cannot keep the record either)."""
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.publish.alerts import record_failure
-    from interlink_pipeline.core.warehouse.store import LOCK_TIMEOUT_S, default_duckdb_path
+    from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, default_duckdb_path
     from interlink_pipeline.defs.automation import FailureAlerts
 
     alerts = FailureAlerts()
@@ -245,7 +245,7 @@ def _record_failure(payload: dict) -> str:
 def _report_failure(instance, result, site: str, seconds: float) -> int:
     """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
     webhook; the user gets the step and its message, and the path of the full log."""
-    from interlink_pipeline.core.warehouse.store import default_duckdb_path
+    from interlink_pipeline.core.warehouse.database import default_duckdb_path
     from interlink_pipeline.defs.automation import failure_payload
 
     events = result.all_events
@@ -274,7 +274,7 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
 
 def _print_where() -> None:
     from interlink_pipeline.core.ingest.inbox import default_inbox
-    from interlink_pipeline.core.warehouse.store import default_duckdb_path
+    from interlink_pipeline.core.warehouse.database import default_duckdb_path
 
     print(f"warehouse: {Path(default_duckdb_path()).resolve()}")
     print(f"drop folder: {Path(default_inbox()).resolve()}")
@@ -323,7 +323,8 @@ def _materialize(args: argparse.Namespace) -> int:
 
 def _backtest(args: argparse.Namespace) -> int:
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.warehouse.store import default_duckdb_path, query
+    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+    from interlink_pipeline.core.warehouse.store import query
 
     site = _registered(args.site)
     if not 0 < args.fraction < 1:
@@ -367,8 +368,9 @@ def _generate(args: argparse.Namespace) -> int:
 def _sites(args: argparse.Namespace) -> int:
     import duckdb
 
+    from interlink_pipeline.core.warehouse.contract import table_columns
+    from interlink_pipeline.core.warehouse.database import connect, default_duckdb_path
     from interlink_pipeline.core.warehouse.schemas import TABLES
-    from interlink_pipeline.core.warehouse.store import connect, default_duckdb_path, table_columns
     from interlink_pipeline.defs.partitions import site_partitions
 
     per_site = [table for table in TABLES if "site" in table_columns(table)]

@@ -6,7 +6,7 @@ from dagster import Definitions
 from dagster_dbt import DbtCliResource
 
 from interlink_pipeline.core.ingest.inbox import default_inbox
-from interlink_pipeline.core.warehouse.store import default_duckdb_path
+from interlink_pipeline.core.warehouse.database import default_duckdb_path
 from interlink_pipeline.defs.automation import (
     FailureAlerts,
     run_failure_recorder,

@@ -17,7 +17,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.exclusions import rule_warnings
 from interlink_pipeline.core.ingest.pages import clean_pages
-from interlink_pipeline.core.warehouse.store import connect
+from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 from interlink_pipeline_tests.helpers import LIGHT, PROJECT_ROOT, run_cli, write_export

@@ -24,7 +24,8 @@ from interlink_pipeline.core.ml.encoders import (
 )
 from interlink_pipeline.core.ml.page_embeddings import embed_site
 from interlink_pipeline.core.urls import stable_ids
-from interlink_pipeline.core.warehouse.store import ContractError, replace_site_rows
+from interlink_pipeline.core.warehouse.contract import ContractError
+from interlink_pipeline.core.warehouse.store import replace_site_rows
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     LIGHT,

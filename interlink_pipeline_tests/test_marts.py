@@ -8,7 +8,7 @@ import pytest
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.inbox import register_crawl
-from interlink_pipeline.core.warehouse.store import publish_snapshot, snapshot_path
+from interlink_pipeline.core.warehouse.snapshot import publish_snapshot, snapshot_path
 from interlink_pipeline.core.warehouse.table_docs import mart_columns
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.marts import marts

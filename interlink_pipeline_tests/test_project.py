@@ -8,8 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
+from interlink_pipeline.core.warehouse.contract import table_columns
 from interlink_pipeline.core.warehouse.schemas import TABLES
-from interlink_pipeline.core.warehouse.store import table_columns
 from interlink_pipeline.core.warehouse.table_docs import END, START, tables_markdown
 from interlink_pipeline.sample import generate_site, write_site
 from interlink_pipeline.sample.vocabulary import TOPICS

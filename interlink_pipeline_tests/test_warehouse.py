@@ -11,16 +11,10 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.warehouse.contract import ContractError, duckdb_type, table_columns
+from interlink_pipeline.core.warehouse.database import connect, ensure_tables
 from interlink_pipeline.core.warehouse.schemas import TABLES
-from interlink_pipeline.core.warehouse.store import (
-    ContractError,
-    connect,
-    duckdb_type,
-    ensure_tables,
-    read_site,
-    replace_site_rows,
-    table_columns,
-)
+from interlink_pipeline.core.warehouse.store import read_site, replace_site_rows
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import SAMPLE_DIR
 

@@ -22,7 +22,7 @@ from interlink_pipeline.core.graph.link_plan import planner_without
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ml.link_ranker import RankerOptions, SiteState, still_fits
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.core.warehouse.store import NO_FAILURES, ValidationReport
+from interlink_pipeline.core.warehouse.contract import NO_FAILURES, ValidationReport
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.link_plan import plan_inputs
 from interlink_pipeline.defs.partitions import site_key

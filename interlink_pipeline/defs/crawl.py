@@ -19,7 +19,7 @@ from interlink_pipeline.core.ingest.crawl_exports import (
 from interlink_pipeline.core.ingest.exclusions import rule_warnings
 from interlink_pipeline.core.ingest.pages import CleaningOptions, clean_pages
 from interlink_pipeline.core.publish.previews import counts_table, markdown_table
-from interlink_pipeline.core.warehouse.store import empty_frame
+from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.settings import options_from

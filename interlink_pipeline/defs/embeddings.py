@@ -18,7 +18,7 @@ from interlink_pipeline.core.ml.encoders import (
 )
 from interlink_pipeline.core.ml.page_embeddings import DEFAULT_CHUNK, embed_site
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.core.warehouse.store import ContractError
+from interlink_pipeline.core.warehouse.contract import ContractError
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from

@@ -24,7 +24,7 @@ from dagster_dbt import (
 )
 
 from interlink_pipeline.core.warehouse.schemas import TABLES
-from interlink_pipeline.core.warehouse.store import SNAPSHOT_SKIPS, publish_snapshot
+from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import WRITER_POOL, table_key, user_errors

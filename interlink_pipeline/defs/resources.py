@@ -8,7 +8,10 @@ from pydantic import Field
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest import inbox
+from interlink_pipeline.core.warehouse import snapshot
 from interlink_pipeline.core.warehouse import store as warehouse
+from interlink_pipeline.core.warehouse.contract import ValidationReport
+from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S
 
 
 class Warehouse(ConfigurableResource):
@@ -16,7 +19,7 @@ class Warehouse(ConfigurableResource):
 
     path: str = Field(description="DuckDB file; default $INTERLINK_DUCKDB_PATH or data/interlink.duckdb.")
     lock_timeout_s: float = Field(
-        default=warehouse.LOCK_TIMEOUT_S,
+        default=LOCK_TIMEOUT_S,
         description="How long opening the file waits while another process holds its lock.",
     )
     snapshot_path: str = Field(
@@ -31,11 +34,11 @@ class Warehouse(ConfigurableResource):
         return Path(self.path).resolve().parent / "models" / site
 
     def analyst_snapshot(self) -> Path:
-        return warehouse.snapshot_path(self.path, self.snapshot_path)
+        return snapshot.snapshot_path(self.path, self.snapshot_path)
 
     def replace_site_rows(
         self, site: str, frames: dict[str, pl.DataFrame | warehouse.RowChanges]
-    ) -> dict[str, warehouse.ValidationReport]:
+    ) -> dict[str, ValidationReport]:
         return warehouse.replace_site_rows(self.path, site, frames, lock_timeout_s=self.lock_timeout_s)
 
     def read_site(self, table: str, site: str, columns: list[str] | None = None) -> pl.DataFrame:

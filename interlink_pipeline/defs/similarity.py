@@ -18,7 +18,7 @@ from interlink_pipeline.core.ml.similarity import (
     similar_pairs,
 )
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.core.warehouse.store import empty_frame
+from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from

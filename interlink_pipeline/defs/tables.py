@@ -25,16 +25,15 @@ from dagster import (
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.core.warehouse.store import (
+from interlink_pipeline.core.warehouse.contract import (
     NO_FAILURES,
     ContractError,
-    RowChanges,
     ValidationReport,
     duckdb_type,
-    merge_rows,
     table_columns,
     table_description,
 )
+from interlink_pipeline.core.warehouse.store import RowChanges, merge_rows
 from interlink_pipeline.defs.partitions import site_partitions
 
 WRITER_POOL = "duckdb_writer"

@@ -20,14 +20,9 @@ import polars as pl
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ml.encoders import TextEncoder
-from interlink_pipeline.core.warehouse.store import (
-    ValidationReport,
-    connect,
-    merge_rows,
-    query,
-    read_site,
-    update_site_rows,
-)
+from interlink_pipeline.core.warehouse.contract import ValidationReport
+from interlink_pipeline.core.warehouse.database import connect
+from interlink_pipeline.core.warehouse.store import merge_rows, query, read_site, update_site_rows
 
 DEFAULT_CHUNK = 20_000
 

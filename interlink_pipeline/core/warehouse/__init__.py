@@ -1,1 +1,2 @@
-"""The warehouse: DuckDB access and writes (store), the table contract (schemas) and its documentation."""
+"""The warehouse: the table contract (schemas, contract), the DuckDB file (database), reads and validated
+writes (store), the analysts' snapshot and the README's table reference."""

@@ -1,0 +1,207 @@
+"""graph.*: the link plan, its changes since the last plan, the graph metrics before and after it, the
+backtests."""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+import polars as pl
+
+from interlink_pipeline.core.graph.plan_stability import CHANGES
+from interlink_pipeline.core.graph.planner import REASONS
+from interlink_pipeline.core.warehouse.schemas.keys import PAGE_ID, SITE
+
+
+class PlannedLink(pa.DataFrameModel):
+    """graph.link_plan: the links to add, each with its anchor text, score and reason."""
+
+    site: str = pa.Field(description=SITE)
+    source_page_id: str = pa.Field(description="The page to place the link on.")
+    target_page_id: str = pa.Field(description="The page to link to.")
+    source_url: str = pa.Field(description="URL of the page to place the link on.")
+    target_url: str = pa.Field(description="URL to link to.")
+    anchor_text: str = pa.Field(
+        str_length={"min_value": 1},
+        description="Suggested anchor text: a phrase the source's text already uses for the target, else a "
+        "whole phrase of the target's H1 or title; no anchor text points at more than anchor_max_targets "
+        "pages.",
+    )
+    anchor_offset: pl.Int32 = pa.Field(
+        nullable=True,
+        ge=0,
+        description="Character offset of the anchor in the source page's body text (its meta description "
+        "when it has none), when the anchor is a phrase already there: the link goes in place.",
+    )
+    score: pl.Float32 = pa.Field(
+        description="Evidence strength: the ranker's probability for candidates, the cosine for a similar "
+        "page found by vector search, the centrality for hubs."
+    )
+    probability: pl.Float32 = pa.Field(
+        nullable=True,
+        ge=0,
+        le=1,
+        description="The ranker's probability that the site's editors would link the pair (null for a pair "
+        "no signal proposed: hubs and structural links from the nearest page by vector search).",
+    )
+    reason: str = pa.Field(
+        isin=list(REASONS),
+        description="hub, section, topical, orphan-rescue, component-bridge or depth-shortcut (see the "
+        "README).",
+    )
+    evidence: str = pa.Field(
+        description="What proposed it: the candidate's origins ('+'-joined: similar, hierarchy, graph, "
+        "mention, serp, listing, menu), 'semantic' (vector search), 'centrality' (hubs) or 'menu' "
+        "(sections)."
+    )
+    placement: str = pa.Field(
+        isin=["home", "contextual"], description="home: on the home page; contextual: in-content."
+    )
+
+    class Config:
+        strict = True
+        unique = ["site", "source_page_id", "target_page_id"]
+
+    @pa.dataframe_check(description="no page links to itself")
+    def no_self_links(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
+
+
+class PageMetrics(pa.DataFrameModel):
+    """graph.page_metrics: each page before (existing links, when known) and after the plan."""
+
+    site: str = pa.Field(description=SITE)
+    page_id: str = pa.Field(description=PAGE_ID)
+    url: str = pa.Field(description="The page's URL.")
+    cluster_id: pl.Int32 = pa.Field(nullable=True, description="Its topic cluster.")
+    betweenness: pl.Float64 = pa.Field(ge=0, description="Betweenness centrality in the relatedness graph.")
+    inlink_quota: pl.Int32 = pa.Field(
+        ge=0, description="In-content in-links the plan fills up to (grows with centrality rank)."
+    )
+    is_hub: bool = pa.Field(
+        description="A hub: linked from the home page's content, in the crawl or by the plan."
+    )
+    depth_before: pl.Int32 = pa.Field(
+        nullable=True,
+        ge=0,
+        description="Clicks from home; null when no path reaches the page (or no links export: unknown).",
+    )
+    depth_after: pl.Int32 = pa.Field(
+        nullable=True, ge=0, description="Clicks from home with the plan; null when no path reaches the page."
+    )
+    inlinks_before: pl.Int32 = pa.Field(
+        nullable=True, ge=0, description="In-links from other pages (null: unknown)."
+    )
+    inlinks_after: pl.Int32 = pa.Field(ge=0, description="In-links with the plan.")
+    outlinks_before: pl.Int32 = pa.Field(nullable=True, ge=0, description="Out-links to other pages.")
+    outlinks_after: pl.Int32 = pa.Field(ge=0, description="Out-links with the plan.")
+    pagerank_before: pl.Float64 = pa.Field(nullable=True, ge=0, description="Internal PageRank (sums to 1).")
+    pagerank_after: pl.Float64 = pa.Field(ge=0, description="Internal PageRank with the plan.")
+    planned_inlinks: pl.Int32 = pa.Field(ge=0, description="Links the plan adds to it.")
+    planned_outlinks: pl.Int32 = pa.Field(ge=0, description="Links the plan adds on it.")
+    plan_fingerprint: str = pa.Field(
+        description="Hash of what the plan read of the page (URL, title, H1, meta description, text): the "
+        "next plan keeps this plan's links of pages whose fingerprint is unchanged."
+    )
+
+    class Config:
+        strict = True
+        unique = ["site", "page_id"]
+
+
+class LinkPlanChange(pa.DataFrameModel):
+    """graph.link_plan_changes: how this plan differs from the site's previous one, link by link."""
+
+    site: str = pa.Field(description=SITE)
+    source_page_id: str = pa.Field(description="The page the link is (or was) placed on.")
+    target_page_id: str = pa.Field(description="The page it links to.")
+    source_url: str = pa.Field(description="URL of the page the link is placed on.")
+    target_url: str = pa.Field(description="URL it links to.")
+    reason: str = pa.Field(isin=list(REASONS), description="Why the plan holding it chose it.")
+    change: str = pa.Field(
+        isin=list(CHANGES),
+        description="kept: in both plans; added: new in this plan; removed: in the previous plan only.",
+    )
+    why: str = pa.Field(
+        description="still valid, planned again after a change, new in this plan, page removed, page "
+        "changed: planned anew, now on the site, no link budget left on the source, no longer chosen."
+    )
+    computed_at: pl.Datetime = pa.Field(description="When this plan was computed (UTC).")
+
+    class Config:
+        strict = True
+        unique = ["site", "source_page_id", "target_page_id"]
+
+
+class SiteMetrics(pa.DataFrameModel):
+    """graph.site_metrics: the site's link graph before (existing links, when known) and after the plan."""
+
+    site: str = pa.Field(description=SITE)
+    scenario: str = pa.Field(
+        isin=["before", "after"], description="before: existing links; after: plus the plan."
+    )
+    crawl_id: str = pa.Field(description="The crawl the pages came from.")
+    computed_at: pl.Datetime = pa.Field(description="When the plan was made (UTC).")
+    pages: pl.Int32 = pa.Field(ge=0, description="Pages in the graph.")
+    links: pl.Int64 = pa.Field(ge=0, description="Distinct page-to-page links.")
+    planned_links: pl.Int32 = pa.Field(ge=0, description="Links added by the plan (0 before).")
+    orphan_pages: pl.Int32 = pa.Field(ge=0, description="Pages no other page links to (home excepted).")
+    unreachable_pages: pl.Int32 = pa.Field(ge=0, description="Pages with no click path from the home page.")
+    max_depth: pl.Int32 = pa.Field(ge=0, description="Deepest reachable page, in clicks from home.")
+    median_depth: pl.Float64 = pa.Field(ge=0, description="Median clicks from home (reachable pages).")
+    share_depth_le_3: pl.Float64 = pa.Field(ge=0, le=1, description="Share of pages within 3 clicks of home.")
+    share_depth_le_5: pl.Float64 = pa.Field(ge=0, le=1, description="Share of pages within 5 clicks of home.")
+    inlink_gini: pl.Float64 = pa.Field(ge=0, le=1, description="Inequality of in-links (0 = even).")
+    mean_outlinks: pl.Float64 = pa.Field(ge=0, description="Links per page.")
+    depth_histogram: str = pa.Field(description='JSON {"0": pages, "1": pages, …, "unreachable": pages}.')
+
+    class Config:
+        strict = True
+        unique = ["site", "scenario"]
+
+
+class BacktestRun(pa.DataFrameModel):
+    """graph.backtest_runs: one row per backtest: a seeded share of the in-content links hidden, the plan
+    rebuilt without them and scored against them, next to a same-budget top-title-cosine baseline."""
+
+    site: str = pa.Field(description=SITE)
+    run_id: str = pa.Field(description="Dagster run id.")
+    ran_at: pl.Datetime = pa.Field(description="When it ran (UTC).")
+    crawl_id: str = pa.Field(description="The crawl it ran on.")
+    seed: pl.Int64 = pa.Field(description="Seed of the hidden sample.")
+    fraction: pl.Float64 = pa.Field(ge=0, le=1, description="Share of in-content link pairs hidden.")
+    hidden_links: pl.Int32 = pa.Field(ge=0, description="In-content link pairs hidden.")
+    settings: str = pa.Field(description="JSON: candidate, ranker and plan settings used.")
+    ranker: str = pa.Field(description="The ranker fitted without the hidden links, and why.")
+    plan_links: pl.Int32 = pa.Field(ge=0, description="Links in the rebuilt plan.")
+    plan_precision: pl.Float64 = pa.Field(
+        ge=0, le=1, description="Share of the plan's links that were hidden."
+    )
+    plan_recall: pl.Float64 = pa.Field(ge=0, le=1, description="Share of the hidden links in the plan.")
+    baseline_precision: pl.Float64 = pa.Field(
+        ge=0, le=1, description="The same for as many top-title-cosine links."
+    )
+    baseline_recall: pl.Float64 = pa.Field(ge=0, le=1, description="Recall of that baseline.")
+    k: pl.Int32 = pa.Field(ge=1, description="The k of the candidate figures.")
+    candidate_precision_at_k: pl.Float64 = pa.Field(
+        ge=0, le=1, description="Precision of each source's top-k candidates (sources with a hidden link)."
+    )
+    candidate_recall_at_k: pl.Float64 = pa.Field(ge=0, le=1, description="Recall of those top-k lists.")
+    baseline_precision_at_k: pl.Float64 = pa.Field(
+        ge=0, le=1, description="Precision of each source's top-k pages by title cosine."
+    )
+    baseline_recall_at_k: pl.Float64 = pa.Field(ge=0, le=1, description="Recall of those lists.")
+    candidate_coverage: pl.Float64 = pa.Field(
+        ge=0, le=1, description="Share of the hidden links among the candidates at all."
+    )
+    precision_by_reason: str = pa.Field(
+        description="JSON: per plan reason, links, hits, precision and mean probability."
+    )
+    seconds: pl.Float64 = pa.Field(ge=0, description="Time the backtest took.")
+    measured_in_run: str = pa.Field(
+        nullable=True,
+        description="The run that measured these figures: this one, or an earlier one whose backtest still "
+        "stands (the site changed by at most remeasure_above since).",
+    )
+
+    class Config:
+        strict = True
+        unique = ["site", "run_id"]
