@@ -21,8 +21,8 @@ from interlink_pipeline.core.graph.link_candidates import (
     LinkGraph,
     SiteSignals,
 )
+from interlink_pipeline.core.ml.exact_search import exact_top
 from interlink_pipeline.core.ml.link_ranker import Ranker, RankerOptions, fit_ranker, training_examples
-from interlink_pipeline.core.ml.similarity import exact_top
 
 PAIR = ["source", "target"]
 

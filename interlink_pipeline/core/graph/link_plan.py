@@ -39,7 +39,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.graph.link_candidates import LinkGraph, followed_hyperlinks
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, adjacency, click_depth, out_degree
 from interlink_pipeline.core.graph.site_sections import SiteSections
-from interlink_pipeline.core.ml.similarity import exact_top
+from interlink_pipeline.core.ml.exact_search import exact_top
 from interlink_pipeline.core.sorted_sets import differing_count, sorted_unique
 
 REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")

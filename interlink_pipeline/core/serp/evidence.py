@@ -31,7 +31,7 @@ from typing import Literal
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.ml.similarity import Increment
+from interlink_pipeline.core.ml.page_neighbours import Increment
 from interlink_pipeline.core.serp.local_search import KeptIndex, search_kept
 from interlink_pipeline.core.urls import url_parts
 from interlink_pipeline.core.warehouse.store import merge_rows, query

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from interlink_pipeline.core.ml.similarity import Increment
+from interlink_pipeline.core.ml.page_neighbours import Increment
 from interlink_pipeline.core.text import detect_language, stop_words, words
 
 K1, B = 1.2, 0.75
