@@ -10,7 +10,7 @@ from pydantic import Field
 
 from interlink_pipeline.core.ml.clusters import ClusterOptions, PreviousClusters
 from interlink_pipeline.core.ml.clusters import topic_clusters as topic_clusters_core
-from interlink_pipeline.core.ml.encoders import resolve_device
+from interlink_pipeline.core.ml.model_identity import resolve_device
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.ml.similarity import (
     DEFAULT_MIN_SCORE,
