@@ -15,13 +15,8 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ingest.pages import clean_pages
-from interlink_pipeline.core.ml.encoders import (
-    DEFAULT_MODEL,
-    EncoderSettings,
-    load_encoder,
-    model_fingerprint,
-    resolve_model_dir,
-)
+from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder
+from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL, model_fingerprint, resolve_model_dir
 from interlink_pipeline.core.ml.page_embeddings import embed_site
 from interlink_pipeline.core.urls import stable_ids
 from interlink_pipeline.core.warehouse.contract import ContractError

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from interlink_pipeline.core.ingest.inbox import register_crawl
-from interlink_pipeline.core.ml.similarity import NEIGHBOUR_MARGIN
+from interlink_pipeline.core.ml.page_neighbours import NEIGHBOUR_MARGIN
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (

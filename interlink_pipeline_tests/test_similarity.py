@@ -7,7 +7,8 @@ import pytest
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.inbox import register_crawl
-from interlink_pipeline.core.ml import similarity
+from interlink_pipeline.core.ml import exact_search
+from interlink_pipeline.core.ml.ann_search import ann_top, recall_at_k
 from interlink_pipeline.core.ml.clusters import (
     ClusterOptions,
     PreviousClusters,
@@ -15,15 +16,9 @@ from interlink_pipeline.core.ml.clusters import (
     label_clusters,
     topic_clusters,
 )
-from interlink_pipeline.core.ml.similarity import (
-    SimilarityOptions,
-    exact_top,
-    nearest_pages,
-    neighbour_state,
-    recall_at_k,
-    search,
-    similar_pairs,
-)
+from interlink_pipeline.core.ml.exact_search import exact_top
+from interlink_pipeline.core.ml.page_neighbours import nearest_pages, neighbour_state
+from interlink_pipeline.core.ml.similarity import SimilarityOptions, search, similar_pairs
 from interlink_pipeline.core.text import detect_language, stop_words
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import NUTRI, SAMPLE_DIR, materialization_metadata, run_site
@@ -46,7 +41,7 @@ def _ids(n: int) -> pl.Series:
 
 def test_exact_top_matches_brute_force_in_small_blocks(monkeypatch):
     vectors, _ = _blobs(100, 5)
-    monkeypatch.setattr(similarity, "BLOCK_BYTES", 4 * len(vectors) * 7)  # 7 query rows per block
+    monkeypatch.setattr(exact_search, "BLOCK_BYTES", 4 * len(vectors) * 7)  # 7 query rows per block
     idx, scores = exact_top(vectors, vectors, 10, query_ids=np.arange(len(vectors)))
     full = vectors @ vectors.T
     np.fill_diagonal(full, -np.inf)
@@ -110,7 +105,7 @@ def test_ann_recall_is_measured_against_exact():
     # reported scores are the true cosines of the pages returned
     assert np.allclose(scores, np.einsum("ij,ikj->ik", vectors, vectors[idx]), atol=1e-5)
     # probing every cell is exact search
-    _, all_cells, _ = similarity.ann_top(vectors, 15, cells_probed=200)
+    _, all_cells, _ = ann_top(vectors, 15, cells_probed=200)
     assert recall_at_k(all_cells, exact_scores, 15) == 1.0
 
 

@@ -8,14 +8,8 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.ml.encoders import (
-    DEFAULT_MODEL,
-    EncoderSettings,
-    ModelIdentity,
-    TextEncoder,
-    identify_model,
-    load_encoder,
-)
+from interlink_pipeline.core.ml.encoders import EncoderSettings, TextEncoder, identify_model, load_encoder
+from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL, ModelIdentity
 from interlink_pipeline.core.ml.page_embeddings import DEFAULT_CHUNK, embed_site
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.contract import ContractError

@@ -8,12 +8,18 @@ import polars as pl
 from dagster import AssetCheckResult, AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.ml.clusters import ClusterOptions, PreviousClusters
+from interlink_pipeline.core.ml.clusters import ClusterOptions, ClusterStats, PreviousClusters
 from interlink_pipeline.core.ml.clusters import topic_clusters as topic_clusters_core
-from interlink_pipeline.core.ml.encoders import resolve_device
+from interlink_pipeline.core.ml.invariants import (
+    Invariant,
+    every_page_in_one_cluster,
+    similarity_pairs_k_respected,
+)
+from interlink_pipeline.core.ml.model_identity import resolve_device
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.ml.similarity import (
     DEFAULT_MIN_SCORE,
+    SearchStats,
     SimilarityOptions,
     similar_pairs,
 )
@@ -25,6 +31,7 @@ from interlink_pipeline.defs.settings import options_from
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 GROUP = "ml"
+SCORE_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 class SimilarityConfig(Config):
@@ -117,50 +124,49 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
             model=model,
             previous=warehouse.read_site("ml.page_neighbours", site),
         )
-    increment = stats.increment
     neighbours = stats.neighbours if stats.neighbours is not None else empty_frame("ml.page_neighbours")
     pairs = pairs.with_columns(pl.lit(site).alias("site"), pl.lit(stats.method).alias("method"))
-    similar = pairs.filter(pl.col("relation") == "similar")
-    per_source = similar.group_by("source_page_id").len()["len"].max() or 0
-    per_target = similar.group_by("target_page_id").len()["len"].max() or 0
-    cap = options.max_per_target or len(pages)
-    k_check = AssetCheckResult(
-        check_name="similarity_pairs_k_respected",
-        passed=per_source <= options.k and per_target <= cap,
-        metadata={
-            "max_targets_per_page": per_source,
-            "k": options.k,
-            "max_sources_per_target": per_target,
-            "max_per_target": cap,
-        },
-    )
-    titles = pages.select("page_id", "url", pl.coalesce("title", "text").alias("title"))
-    covered = similar["source_page_id"].n_unique()
-    metadata = {
+    k_check = _asset_check(similarity_pairs_k_respected(pairs, options, len(pages)))
+    metadata = _search_metadata(stats, len(pages)) | _pairs_metadata(pairs, pages)
+    if stats.recall_at_k is not None:
+        metadata["recall_at_k"] = MetadataValue.float(round(stats.recall_at_k, 4))
+        metadata["recall_sample_pages"] = stats.recall_sample
+    frames = {
+        "ml.similarity_pairs": pairs,
+        "ml.page_neighbours": neighbours.with_columns(pl.lit(site).alias("site")),
+    }
+    yield from persist(context, warehouse, site, frames, metadata, started, [k_check])
+
+
+def _search_metadata(stats: SearchStats, pages: int) -> dict:
+    """How the search ran: what it recomputed and what it reused."""
+    increment = stats.increment
+    return {
         "method": stats.method,
         "search": increment.mode if increment else "full",
         "search_why": increment.why if increment else "approximate or path-filtered searches are always full",
-        "pages_searched": increment.pages_searched if increment else len(pages),
+        "pages_searched": increment.pages_searched if increment else pages,
         "pages_reused": increment.pages_merged if increment else 0,
-        "pages_changed": increment.pages_changed if increment else len(pages),
+        "pages_changed": increment.pages_changed if increment else pages,
         "pages_removed": increment.pages_removed if increment else 0,
         "search_seconds": MetadataValue.float(round(stats.seconds, 2)),
+    }
+
+
+def _pairs_metadata(pairs: pl.DataFrame, pages: pl.DataFrame) -> dict:
+    """What the pairs are: counts, coverage, score quantiles, the strongest pairs by title."""
+    similar = pairs.filter(pl.col("relation") == "similar")
+    titles = pages.select("page_id", "url", pl.coalesce("title", "text").alias("title"))
+    covered = similar["source_page_id"].n_unique()
+    quantiles = (pl.col("score").quantile(q).round(3).alias(f"p{int(q * 100)}") for q in SCORE_QUANTILES)
+    return {
         "pages": len(pages),
         "similar_pairs": similar.height,
         "near_duplicate_pairs": pairs.height - similar.height,
         "pages_with_candidates": covered,
         "pages_without_candidates": len(pages) - covered,
         "reciprocal_share": MetadataValue.float(round(float(similar["reciprocal"].mean() or 0), 4)),
-        "score_quantiles": MetadataValue.md(
-            markdown_table(
-                similar.select(
-                    *(
-                        pl.col("score").quantile(q).round(3).alias(f"p{int(q * 100)}")
-                        for q in (0.05, 0.25, 0.5, 0.75, 0.95)
-                    )
-                )
-            )
-        ),
+        "score_quantiles": MetadataValue.md(markdown_table(similar.select(*quantiles))),
         "top_pairs": MetadataValue.md(
             markdown_table(
                 _strongest(pairs, titles, "similar", 15).select(
@@ -177,14 +183,10 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
             )
         ),
     }
-    if stats.recall_at_k is not None:
-        metadata["recall_at_k"] = MetadataValue.float(round(stats.recall_at_k, 4))
-        metadata["recall_sample_pages"] = stats.recall_sample
-    frames = {
-        "ml.similarity_pairs": pairs,
-        "ml.page_neighbours": neighbours.with_columns(pl.lit(site).alias("site")),
-    }
-    yield from persist(context, warehouse, site, frames, metadata, started, [k_check])
+
+
+def _asset_check(invariant: Invariant) -> AssetCheckResult:
+    return AssetCheckResult(check_name=invariant.name, passed=invariant.passed, metadata=invariant.figures)
 
 
 def previous_clusters(warehouse: Warehouse, site: str) -> PreviousClusters | None:
@@ -246,17 +248,14 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
         pages.select("page_id", "text_hash"), on="page_id", how="left", maintain_order="left"
     )
     cluster_rows = cluster_rows.with_columns(pl.lit(site).alias("site"))
-    one_each = AssetCheckResult(
-        check_name="every_page_in_one_cluster",
-        passed=page_rows.height == len(pages)
-        and page_rows["page_id"].is_unique().all()
-        and int(cluster_rows["size"].sum()) == len(pages),
-        metadata={
-            "pages": len(pages),
-            "clustered": page_rows.height,
-            "size_total": int(cluster_rows["size"].sum()),
-        },
-    )
+    one_each = _asset_check(every_page_in_one_cluster(page_rows, cluster_rows, len(pages)))
+    metadata = _clusters_metadata(stats, cluster_rows, pages)
+    frames = {"ml.clusters": cluster_rows, "ml.page_clusters": page_rows}
+    yield from persist(context, warehouse, site, frames, metadata, started, [one_each])
+
+
+def _clusters_metadata(stats: ClusterStats, cluster_rows: pl.DataFrame, pages: pl.DataFrame) -> dict:
+    """How k was chosen, and each cluster with its label, terms and an example page."""
     representative = pages.select(
         pl.col("page_id").alias("representative_page_id"), pl.col("text").alias("example")
     )
@@ -268,7 +267,14 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
         pl.col("top_terms").list.head(5).list.join(", "),
         "example",
     )
-    metadata = {
+    silhouettes = "k was configured"
+    if stats.silhouette_by_k:
+        by_k = {
+            "k": list(stats.silhouette_by_k),
+            "silhouette": [round(v, 4) for v in stats.silhouette_by_k.values()],
+        }
+        silhouettes = MetadataValue.md(markdown_table(pl.DataFrame(by_k), 20))
+    return {
         "clustering": stats.mode,
         "clustering_why": stats.why,
         "labels_kept": stats.labels_kept,
@@ -276,21 +282,7 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
         "k_chosen_by": stats.chosen_by,
         "language": stats.language,
         "clustering_seconds": MetadataValue.float(round(stats.seconds, 2)),
-        "silhouette_by_k": MetadataValue.md(
-            markdown_table(
-                pl.DataFrame(
-                    {
-                        "k": list(stats.silhouette_by_k),
-                        "silhouette": [round(v, 4) for v in stats.silhouette_by_k.values()],
-                    }
-                ),
-                20,
-            )
-        )
-        if stats.silhouette_by_k
-        else "k was configured",
+        "silhouette_by_k": silhouettes,
         "clusters": MetadataValue.md(markdown_table(preview, 60)),
         "largest_cluster_share": MetadataValue.float(round(int(cluster_rows["size"].max()) / len(pages), 4)),
     }
-    frames = {"ml.clusters": cluster_rows, "ml.page_clusters": page_rows}
-    yield from persist(context, warehouse, site, frames, metadata, started, [one_each])

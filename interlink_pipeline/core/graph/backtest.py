@@ -23,6 +23,7 @@ from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
 from interlink_pipeline.core.graph.link_graph import LinkGraph
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.ml.exact_search import exact_top
 from interlink_pipeline.core.ml.link_ranker import (
     Ranker,
     RankerOptions,
@@ -32,7 +33,6 @@ from interlink_pipeline.core.ml.link_ranker import (
     training_examples,
     training_fingerprint,
 )
-from interlink_pipeline.core.ml.similarity import exact_top
 
 PAIR = ["source", "target"]
 

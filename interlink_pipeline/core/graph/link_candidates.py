@@ -29,7 +29,7 @@ from interlink_pipeline.core.graph.phrases import PhraseIndex
 from interlink_pipeline.core.graph.site_signals import TEXT_FIELDS, CandidateOptions, SiteSignals
 from interlink_pipeline.core.graph.text_neighbours import neighbour_matrix, rows_with_text, similar_pairs
 from interlink_pipeline.core.graph.url_tree import UrlTree
-from interlink_pipeline.core.ml.similarity import Increment
+from interlink_pipeline.core.ml.page_neighbours import Increment
 
 # Parents with more pages below them than this have their pages' siblings kept in the NeighbourStore: a
 # re-crawl searches only the changed pages of a large section, the rest take a fraction of a second afresh.

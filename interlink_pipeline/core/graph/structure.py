@@ -12,7 +12,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, click_depth, out_degree
-from interlink_pipeline.core.ml.similarity import exact_top
+from interlink_pipeline.core.ml.exact_search import exact_top
 
 if TYPE_CHECKING:
     from interlink_pipeline.core.graph.planner import Planner

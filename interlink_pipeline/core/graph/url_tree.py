@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.graph.site_signals import CandidateOptions
-from interlink_pipeline.core.ml.similarity import exact_top
+from interlink_pipeline.core.ml.exact_search import exact_top
 
 CHUNK_ROWS = 4096  # pairs per vectorised step: small enough to stay in cache
 

@@ -213,24 +213,8 @@ def topic_clusters(
     anew: cluster ids stay, and a cluster whose members barely moved keeps its label."""
     options = options or ClusterOptions()
     started = time.monotonic()
-    n = len(vectors)
     warm, why = _warm_start(page_ids, text_hashes, vectors, options, previous)
-    if warm is not None:
-        labels, centroids = warm
-        k, chosen_by, scores = len(centroids), "the last run's centroids", {}
-    elif n < 3:  # too few pages to compare clusterings: they form one topic
-        mean = vectors.mean(axis=0)
-        labels, centroids = np.zeros(n, dtype=np.int64), (mean / max(np.linalg.norm(mean), 1e-12))[None, :]
-        k, chosen_by, scores = 1, "fewer than 3 pages", {}
-    elif options.k is not None:
-        if not 2 <= options.k < n:
-            raise InputError(f"k={options.k} must be between 2 and the number of pages minus one ({n - 1}).")
-        k, chosen_by, scores = options.k, "configured", {}
-    else:
-        k, scores = choose_k(vectors, options)
-        chosen_by = "silhouette"
-    if warm is None and k > 1:
-        labels, centroids = fit_kmeans(vectors, k, options)
+    labels, centroids, k, chosen_by, scores = _clustering(vectors, options, warm)
     similarity = np.einsum("ij,ij->i", vectors, centroids[labels])
     text_list = texts.to_list()
     language = options.language or detect_language(text_list)
@@ -249,6 +233,37 @@ def topic_clusters(
     page_rows = page_rows.with_columns(
         (pl.col("distance").rank("ordinal").over("cluster_id") == 1).alias("is_representative")
     )
+    stats = ClusterStats(
+        k, chosen_by, scores, language, time.monotonic() - started, "warm" if warm else "full", why, kept
+    )
+    return page_rows, _cluster_rows(named, page_rows, centroids), stats
+
+
+def _clustering(
+    vectors: np.ndarray, options: ClusterOptions, warm: tuple[np.ndarray, np.ndarray] | None
+) -> tuple[np.ndarray, np.ndarray, int, str, dict[int, float]]:
+    """(labels, centroids, k, how k was chosen, silhouette by k): the warm start's, or a fresh fit."""
+    n = len(vectors)
+    if warm is not None:
+        labels, centroids = warm
+        return labels, centroids, len(centroids), "the last run's centroids", {}
+    if n < 3:  # too few pages to compare clusterings: they form one topic
+        mean = vectors.mean(axis=0)
+        labels, centroids = np.zeros(n, dtype=np.int64), (mean / max(np.linalg.norm(mean), 1e-12))[None, :]
+        return labels, centroids, 1, "fewer than 3 pages", {}
+    if options.k is not None:
+        if not 2 <= options.k < n:
+            raise InputError(f"k={options.k} must be between 2 and the number of pages minus one ({n - 1}).")
+        k, chosen_by, scores = options.k, "configured", {}
+    else:
+        k, scores = choose_k(vectors, options)
+        chosen_by = "silhouette"
+    labels, centroids = fit_kmeans(vectors, k, options)
+    return labels, centroids, k, chosen_by, scores
+
+
+def _cluster_rows(named: pl.DataFrame, page_rows: pl.DataFrame, centroids: np.ndarray) -> pl.DataFrame:
+    """Each cluster's name, size, cohesion, representative page and centroid, largest first."""
     sizes = page_rows.group_by("cluster_id").agg(
         pl.len().cast(pl.Int32).alias("size"),
         (1 - pl.col("distance")).mean().cast(pl.Float32).alias("cohesion"),
@@ -260,15 +275,11 @@ def topic_clusters(
             "centroid": pl.Series(centroids.astype(np.float32)).cast(pl.List(pl.Float32)),
         }
     )
-    cluster_rows = (
+    return (
         named.join(sizes, on="cluster_id")
         .join(centroid_rows, on="cluster_id")
         .sort("size", "cluster_id", descending=[True, False])
     )
-    stats = ClusterStats(
-        k, chosen_by, scores, language, time.monotonic() - started, "warm" if warm else "full", why, kept
-    )
-    return page_rows, cluster_rows, stats
 
 
 def _warm_start(

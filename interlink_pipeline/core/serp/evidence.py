@@ -18,7 +18,7 @@ from functools import partial
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.ml.similarity import Increment
+from interlink_pipeline.core.ml.page_neighbours import Increment
 from interlink_pipeline.core.serp.cache import cached_results, fresh_keys, save_answers
 from interlink_pipeline.core.serp.local_index import KeptIndex, search_kept
 from interlink_pipeline.core.serp.options import Provider, SerpOptions

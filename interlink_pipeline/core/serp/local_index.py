@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.ml.similarity import Increment
+from interlink_pipeline.core.ml.page_neighbours import Increment
 from interlink_pipeline.core.serp.local_search import IndexStatistics, LocalSearch, documents
 
 # Results kept per query beyond those asked for: a changed or removed page rarely forces a query again.
