@@ -5,13 +5,13 @@ import time
 from datetime import UTC, datetime
 
 import polars as pl
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, Config, MetadataValue
+from dagster import AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.link_plan import PlanInputs, SitePlan, build_site_plan, plan_inputs_from
-from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS, PlanCheck
+from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
 from interlink_pipeline.core.graph.plan_metrics import comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
@@ -19,7 +19,7 @@ from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from
-from interlink_pipeline.defs.tables import persist, site_asset, user_errors
+from interlink_pipeline.defs.tables import check_results, persist, site_asset, user_errors
 
 GROUP = "graph"
 PAGE_COLUMNS = ("page_id", "url", "url_key", "path", "title", "h1", "meta_description", "body_text",
@@ -148,7 +148,7 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
         "graph.link_plan_changes": result.changes,
     }
     metadata = _metadata(result, inputs.pages, previous.height)
-    yield from persist(context, warehouse, site, frames, metadata, started, _check_results(result.checks))
+    yield from persist(context, warehouse, site, frames, metadata, started, check_results(result.checks))
     kept_centrality = result.planner.kept_centrality
     if kept_centrality is not None:  # after the write: a run that fails keeps the last estimate
         save_state(kept_centrality, centrality_path)
@@ -211,18 +211,3 @@ def _preview(plan: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
         )
         .select("reason", "on_page", "anchor_text", "link_to", "score")
     )
-
-
-def _check_results(checks: list[PlanCheck]) -> list[AssetCheckResult]:
-    return [
-        AssetCheckResult(
-            check_name=check.name,
-            passed=check.passed,
-            severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
-            metadata={
-                key: MetadataValue.json(value) if isinstance(value, list) else value
-                for key, value in check.figures.items()
-            },
-        )
-        for check in checks
-    ]

@@ -5,13 +5,12 @@ from typing import Literal
 
 import numpy as np
 import polars as pl
-from dagster import AssetCheckResult, AssetExecutionContext, Config, MetadataValue
+from dagster import AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
 from interlink_pipeline.core.ml.clusters import ClusterOptions, ClusterStats, PreviousClusters
 from interlink_pipeline.core.ml.clusters import topic_clusters as topic_clusters_core
 from interlink_pipeline.core.ml.invariants import (
-    Invariant,
     every_page_in_one_cluster,
     similarity_pairs_k_respected,
 )
@@ -28,7 +27,7 @@ from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from
-from interlink_pipeline.defs.tables import persist, site_asset, user_errors
+from interlink_pipeline.defs.tables import check_results, persist, site_asset, user_errors
 
 GROUP = "ml"
 SCORE_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -126,7 +125,7 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
         )
     neighbours = stats.neighbours if stats.neighbours is not None else empty_frame("ml.page_neighbours")
     pairs = pairs.with_columns(pl.lit(site).alias("site"), pl.lit(stats.method).alias("method"))
-    k_check = _asset_check(similarity_pairs_k_respected(pairs, options, len(pages)))
+    [k_check] = check_results([similarity_pairs_k_respected(pairs, options, len(pages))])
     metadata = _search_metadata(stats, len(pages)) | _pairs_metadata(pairs, pages)
     if stats.recall_at_k is not None:
         metadata["recall_at_k"] = MetadataValue.float(round(stats.recall_at_k, 4))
@@ -183,10 +182,6 @@ def _pairs_metadata(pairs: pl.DataFrame, pages: pl.DataFrame) -> dict:
             )
         ),
     }
-
-
-def _asset_check(invariant: Invariant) -> AssetCheckResult:
-    return AssetCheckResult(check_name=invariant.name, passed=invariant.passed, metadata=invariant.figures)
 
 
 def previous_clusters(warehouse: Warehouse, site: str) -> PreviousClusters | None:
@@ -248,7 +243,7 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
         pages.select("page_id", "text_hash"), on="page_id", how="left", maintain_order="left"
     )
     cluster_rows = cluster_rows.with_columns(pl.lit(site).alias("site"))
-    one_each = _asset_check(every_page_in_one_cluster(page_rows, cluster_rows, len(pages)))
+    [one_each] = check_results([every_page_in_one_cluster(page_rows, cluster_rows, len(pages))])
     metadata = _clusters_metadata(stats, cluster_rows, pages)
     frames = {"ml.clusters": cluster_rows, "ml.page_clusters": page_rows}
     yield from persist(context, warehouse, site, frames, metadata, started, [one_each])

@@ -24,6 +24,7 @@ from dagster import (
 )
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.contract import (
     NO_FAILURES,
@@ -212,6 +213,23 @@ def materialized(
             metadata={"dagster/row_count": rows[table], **(step_metadata if position == 0 else {})},
             check_results=[_check_result(report), *own],
         )
+
+
+def check_results(invariants: Sequence[Invariant]) -> list[AssetCheckResult]:
+    """The core's invariants as asset checks: a failing blocking one is an ERROR (nothing is written), a
+    failing non-blocking one a WARN recorded with the write."""
+    return [
+        AssetCheckResult(
+            check_name=invariant.name,
+            passed=invariant.passed,
+            severity=AssetCheckSeverity.ERROR if invariant.blocking else AssetCheckSeverity.WARN,
+            metadata={
+                key: MetadataValue.json(value) if isinstance(value, list) else value
+                for key, value in invariant.figures.items()
+            },
+        )
+        for invariant in invariants
+    ]
 
 
 def targeted(context: AssetExecutionContext, checks: Sequence[AssetCheckResult]) -> list[AssetCheckResult]:

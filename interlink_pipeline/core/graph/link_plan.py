@@ -15,7 +15,7 @@ from interlink_pipeline.core.graph.anchors import plan_anchors
 from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.graph.metrics import GraphSummary
-from interlink_pipeline.core.graph.plan_invariants import PlanCheck, check_plan
+from interlink_pipeline.core.graph.plan_invariants import check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.plan_stability import (
@@ -27,6 +27,7 @@ from interlink_pipeline.core.graph.plan_stability import (
 from interlink_pipeline.core.graph.planner import Planner, SiteGraph, plan_links
 from interlink_pipeline.core.graph.site_links import existing_links, taken_anchors, without_hidden
 from interlink_pipeline.core.graph.site_sections import SiteSections
+from interlink_pipeline.core.invariants import Invariant
 
 
 @dataclass
@@ -141,7 +142,7 @@ class SitePlan:
     changes: pl.DataFrame  # graph.link_plan_changes
     page_rows: pl.DataFrame  # graph.page_metrics
     site_rows: pl.DataFrame  # graph.site_metrics
-    checks: list[PlanCheck]  # PLAN_INVARIANTS on the plan
+    checks: list[Invariant]  # PLAN_INVARIANTS on the plan
     planner: Planner
     before: GraphSummary | None  # None when the existing links are unknown (no All Inlinks export)
     after: GraphSummary

@@ -4,13 +4,13 @@ blocking ones say the plan is wrong; the others that the settings cannot be met 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.graph.plan_options import PlanOptions, out_link_budgets
 from interlink_pipeline.core.graph.planner import Planner, PlanStats
+from interlink_pipeline.core.invariants import Invariant
 
 PLAN_INVARIANTS = {
     "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",
@@ -25,17 +25,6 @@ PLAN_INVARIANTS = {
 }
 
 
-@dataclass(frozen=True)
-class PlanCheck:
-    """One of PLAN_INVARIANTS evaluated on a plan; `blocking` failures mean the plan is wrong, the others
-    that the settings cannot be met on this site."""
-
-    name: str
-    passed: bool
-    blocking: bool
-    figures: dict[str, object]
-
-
 def check_plan(
     planned: pl.DataFrame,
     anchors: list[str | None],
@@ -44,7 +33,7 @@ def check_plan(
     orphans_after: int,
     options: PlanOptions,
     taken: Mapping[str, set[int]] | None = None,
-) -> list[PlanCheck]:
+) -> list[Invariant]:
     """PLAN_INVARIANTS on a plan (source, target rows, placement) and its anchors, in that order; an
     anchor's targets include those the site's in-content links already give it (`taken`)."""
     why = _why_unmet(planner.stats)
@@ -57,14 +46,14 @@ def check_plan(
     ]
 
 
-def _targets_are_pages(planned: pl.DataFrame, n: int) -> PlanCheck:
+def _targets_are_pages(planned: pl.DataFrame, n: int) -> Invariant:
     targets_ok = bool(((planned["source"] < n) & (planned["target"] < n)).all()) if planned.height else True
-    return PlanCheck("link_plan_targets_are_pages", targets_ok, True, {"links": planned.height})
+    return Invariant("link_plan_targets_are_pages", targets_ok, {"links": planned.height})
 
 
 def _within_budget(
     planned: pl.DataFrame, existing: pl.DataFrame, planner: Planner, options: PlanOptions
-) -> PlanCheck:
+) -> Invariant:
     n, home = len(planner.g.page_ids), planner.g.home
     contextual = planned.filter(pl.col("placement") == "contextual")
     content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
@@ -78,7 +67,7 @@ def _within_budget(
         "home_links_planned": home_planned,
         "out_link_budget": options.out_link_budget,
     }
-    return PlanCheck("link_plan_within_budget", not len(over) and home_ok, True, figures)
+    return Invariant("link_plan_within_budget", not len(over) and home_ok, figures)
 
 
 def _anchors(
@@ -86,7 +75,7 @@ def _anchors(
     anchors: list[str | None],
     options: PlanOptions,
     taken: Mapping[str, set[int]] | None,
-) -> PlanCheck:
+) -> Invariant:
     anchored = planned.select("source", "target").with_columns(
         pl.Series("anchor", anchors, dtype=pl.String).str.to_lowercase()
     )
@@ -105,7 +94,7 @@ def _anchors(
         "anchor_max_targets": options.anchor_max_targets,
         "examples": shared.sort("targets", descending=True).head(10)["anchor"].to_list(),
     }
-    return PlanCheck("link_plan_anchors", repeated_pairs == 0 and shared.is_empty(), True, figures)
+    return Invariant("link_plan_anchors", repeated_pairs == 0 and shared.is_empty(), figures)
 
 
 def _why_unmet(stats: PlanStats) -> str:
@@ -117,22 +106,25 @@ def _why_unmet(stats: PlanStats) -> str:
     )
 
 
-def _no_orphans(orphans_after: int, stats: PlanStats, why: str) -> PlanCheck:
+def _no_orphans(orphans_after: int, stats: PlanStats, why: str) -> Invariant:
     figures = {
         "orphans_after": orphans_after,
         "why": why or "none left",
         "unresolved": stats.unresolved_orphans[:20],
     }
-    return PlanCheck("link_plan_no_orphans", orphans_after == 0, False, figures)
+    return Invariant("link_plan_no_orphans", orphans_after == 0, figures, blocking=False)
 
 
-def _depth_target(stats: PlanStats, options: PlanOptions, why: str) -> PlanCheck:
+def _depth_target(stats: PlanStats, options: PlanOptions, why: str) -> Invariant:
     figures = {
         "max_depth": options.max_depth,
         "deeper_pages": stats.too_deep_after,
         "unreachable_pages": stats.unreachable_after,
         "why": why or "target met",
     }
-    return PlanCheck(
-        "link_plan_depth_target", stats.too_deep_after == 0 and stats.unreachable_after == 0, False, figures
+    return Invariant(
+        "link_plan_depth_target",
+        stats.too_deep_after == 0 and stats.unreachable_after == 0,
+        figures,
+        blocking=False,
     )

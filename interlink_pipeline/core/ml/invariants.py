@@ -3,20 +3,10 @@ rows they are about to write (a failure writes nothing)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import polars as pl
 
+from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.ml.similarity import SimilarityOptions
-
-
-@dataclass(frozen=True)
-class Invariant:
-    """One invariant evaluated on a step's rows, with the figures that show why it holds or not."""
-
-    name: str
-    passed: bool
-    figures: dict[str, int]
 
 
 def similarity_pairs_k_respected(pairs: pl.DataFrame, options: SimilarityOptions, pages: int) -> Invariant:
