@@ -187,12 +187,12 @@ page_embeddings.vectors_frame = vectors_frame
 
 # killed inside the plan's write transaction, after graph.link_plan's rows are inserted, before commit
 DURING_PLAN_WRITE = """
-insert = warehouse._insert
-def _insert(con, table, frame):
+insert = warehouse.insert_rows
+def insert_rows(con, table, frame):
     insert(con, table, frame)
     if table == "graph.link_plan":
         die()
-warehouse._insert = _insert
+warehouse.insert_rows = insert_rows
 """
 
 
@@ -248,12 +248,12 @@ def test_a_run_killed_while_embedding_or_writing_the_plan_loses_nothing(tmp_path
 
 # killed inside the similarity step's write transaction, after ml.page_neighbours' rows are inserted
 DURING_SIMILARITY_WRITE = """
-insert = warehouse._insert
-def _insert(con, table, frame):
+insert = warehouse.insert_rows
+def insert_rows(con, table, frame):
     insert(con, table, frame)
     if table == "ml.page_neighbours":
         die()
-warehouse._insert = _insert
+warehouse.insert_rows = insert_rows
 """
 
 # killed in link_candidates once the kept text neighbours are updated, before any candidate is written

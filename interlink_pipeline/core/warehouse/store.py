@@ -73,7 +73,7 @@ def replace_site_rows(
                 _delete_keys(con, table, site, frame)
             else:
                 con.execute(f"DELETE FROM {quoted_table(table)} WHERE site = ?", [site])
-            _insert(con, table, written[table])
+            insert_rows(con, table, written[table])
             if isinstance(frame, RowChanges):  # only the patch was checked: say how many rows there are
                 stored = con.execute(f"SELECT count(*) FROM {quoted_table(table)} WHERE site = ?", [site])
                 reports[table] = dataclasses.replace(reports[table], stored_rows=stored.fetchone()[0])
@@ -197,7 +197,9 @@ def _arrow(table: str, frame: pl.DataFrame):
     return frame.select(list(table_columns(table))).to_arrow(compat_level=pl.CompatLevel.newest())
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    """Append `frame` to `table` inside the caller's transaction: every replace writes its rows here, so
+    this is the seam where a fault (a killed process mid-write) is injected in the reliability tests."""
     if frame.height:
         con.register("incoming_rows", _arrow(table, frame))
         con.execute(f"INSERT INTO {quoted_table(table)} BY NAME SELECT * FROM incoming_rows")
