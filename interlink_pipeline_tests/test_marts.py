@@ -1,10 +1,13 @@
 """dbt marts inside the pipeline (per site, with lineage and tests as checks) and the analysts' snapshot."""
 
+import json
 import re
+import shutil
 
 import dagster as dg
 import duckdb
 import pytest
+from dagster_dbt import DbtProject
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.inbox import register_crawl
@@ -14,6 +17,7 @@ from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.marts import marts
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
+    DBT_DIR,
     LIGHT,
     NUTRI,
     PROJECT_ROOT,
@@ -176,3 +180,24 @@ def test_the_readme_queries_return_rows_and_every_column_is_documented(
     assert unreachable == 0  # no path is null, not -1
     assert hubs > 0  # the sample's home page already links its sections: they are its hubs
     assert comments["depth_before"] == mart_columns()["marts.page_scorecard"][1]["depth_before"]
+
+
+def test_dagster_dev_parses_the_dbt_project_with_this_environments_dbt(tmp_path, monkeypatch):
+    """Under `dagster dev` the manifest is prepared on load, with the venv's dbt even when the venv is not
+    activated (dbt not on PATH); elsewhere it is never parsed on load."""
+    from dagster_shared.record import replace
+
+    from interlink_pipeline.defs.marts import EnvironmentDbtPreparer
+
+    project_dir = tmp_path / "dbt"
+    shutil.copytree(DBT_DIR, project_dir, ignore=shutil.ignore_patterns("target", "logs"))
+    project = replace(
+        DbtProject(project_dir=project_dir, profiles_dir=project_dir), preparer=EnvironmentDbtPreparer()
+    )
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("DAGSTER_IS_DEV_CLI", raising=False)
+    project.prepare_if_dev()
+    assert not project.manifest_path.exists()
+    monkeypatch.setenv("DAGSTER_IS_DEV_CLI", "1")
+    project.prepare_if_dev()
+    assert "model.interlink.site_health" in json.loads(project.manifest_path.read_text())["nodes"]

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -20,8 +21,10 @@ from dagster_dbt import (
     DagsterDbtTranslator,
     DbtCliResource,
     DbtProject,
+    DbtProjectPreparer,
     dbt_assets,
 )
+from dagster_shared.record import replace
 
 from interlink_pipeline.core.warehouse.schemas import TABLES
 from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot
@@ -30,15 +33,36 @@ from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import WRITER_POOL, table_key, user_errors
 
 DBT_DIR = Path(__file__).resolve().parents[2] / "dbt"
-dbt_project = DbtProject(project_dir=DBT_DIR, profiles_dir=DBT_DIR)
 # dbt from this interpreter's environment (the venv need not be activated), else from PATH
 _venv_dbt = Path(sys.executable).with_name("dbt")
 DBT_EXECUTABLE = str(_venv_dbt) if _venv_dbt.exists() else (shutil.which("dbt") or "dbt")
 
+
+class EnvironmentDbtPreparer(DbtProjectPreparer):
+    """Parses the project under `dagster dev` (so model edits show on reload) with this environment's dbt:
+    dagster-dbt's default preparer runs `dbt` from PATH, which fails when the venv is not activated."""
+
+    def prepare_if_dev(self, project: DbtProject) -> None:
+        if self.using_dagster_dev():
+            self.prepare(project)
+
+    def prepare(self, project: DbtProject) -> None:
+        folders = ["--project-dir", str(project.project_dir), "--profiles-dir", str(project.profiles_dir)]
+        subprocess.run(
+            [DBT_EXECUTABLE, "parse", "--quiet", *folders, "--target-path", str(project.target_path)],
+            check=True,
+            capture_output=True,
+        )
+
+
+dbt_project = replace(
+    DbtProject(project_dir=DBT_DIR, profiles_dir=DBT_DIR), preparer=EnvironmentDbtPreparer()
+)
+dbt_project.prepare_if_dev()
 if not dbt_project.manifest_path.exists():
     raise FileNotFoundError(
-        f"{dbt_project.manifest_path} is missing: the dbt manifest is prepared at install time, never at "
-        "import. Run `make install` (or `dbt parse --project-dir dbt --profiles-dir dbt`)."
+        f"{dbt_project.manifest_path} is missing: the dbt manifest is prepared at install time (and under "
+        "`dagster dev`). Run `make install` (or `dbt parse --project-dir dbt --profiles-dir dbt`)."
     )
 
 
