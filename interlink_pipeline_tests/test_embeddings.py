@@ -240,8 +240,8 @@ def test_asset_materialises(site, export, pages, warehouse_path, inbox_root, ins
     metadata = materialization_metadata(result, "page_embeddings")
     assert metadata["dagster/row_count"] == pages
     assert metadata["model"] == encoder.model_id and metadata["backend"] == "onnx"
-    assert metadata["texts_embedded"].value + metadata["cache_hits"].value == metadata["distinct_texts"].value
-    assert "| page_id | vector |" in metadata["preview"].value
+    assert metadata["texts_embedded"] + metadata["cache_hits"] == metadata["distinct_texts"]
+    assert "| page_id | vector |" in metadata["preview"]
     checks = {
         e.event_specific_data.check_name: e.event_specific_data.passed
         for e in result.all_events

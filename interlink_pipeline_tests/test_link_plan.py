@@ -345,9 +345,8 @@ def test_a_kept_centrality_estimate_is_reused_until_the_graph_moves_past_the_lim
 
 
 def _plan(warehouse_path, inbox, instance, site, config=None):
-    return run_site(
-        warehouse_path, inbox, instance, site, {"ops": {"link_plan": {"config": config}}} if config else None
-    )
+    run_config = {"ops": {"link_plan": {"config": config}}} if config else None
+    return run_site(warehouse_path, inbox, instance, site, run_config=run_config)
 
 
 def _checks(result):
@@ -490,7 +489,9 @@ def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, in
     assert built["build"] == "incremental" and 0 < built["pairs_featured"] < candidates.height / 2
     assert built["rows_written"] + built["rows_reused"] == candidates.height
     rebuild = {"ops": {"link_candidates": {"config": {"rebuild": True}}}}
-    third = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, rebuild, ["link_candidates"])
+    third = run_site(
+        warehouse, inbox_root, instance, SAMPLE_HOST, run_config=rebuild, steps=["link_candidates"]
+    )
     assert materialization_metadata(third, "link_candidates")["build"] == "full"
     with duckdb.connect(str(warehouse), read_only=True) as con:
         assert_frame_equal(candidates, con.execute(CANDIDATES_SQL).pl())
