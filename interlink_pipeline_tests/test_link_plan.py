@@ -350,12 +350,11 @@ def _plan(warehouse_path, inbox, instance, site, config=None):
 
 
 def _checks(result):
-    """The link_plan asset's check evaluations by name."""
+    """The link_plan step's check evaluations (on each of its tables) by name."""
     return {
         e.event_specific_data.check_name: e.event_specific_data
         for e in result.all_events
-        if e.event_type_value == "ASSET_CHECK_EVALUATION"
-        and e.event_specific_data.asset_key == dg.AssetKey(["graph", "link_plan"])
+        if e.event_type_value == "ASSET_CHECK_EVALUATION" and e.step_key == "link_plan"
     }
 
 

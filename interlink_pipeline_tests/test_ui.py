@@ -99,7 +99,9 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
     with duckdb.connect(str(dagster_dev["warehouse"]), read_only=True) as con:
         planned = dict(con.execute("SELECT site, count(*) FROM graph.link_plan GROUP BY site").fetchall())
         marts = {row[0] for row in con.execute("SELECT DISTINCT site FROM marts.site_health").fetchall()}
-        kept = con.execute("SELECT count(*) FROM staging.pages WHERE site = ?", [SAMPLE_HOST]).fetchone()[0]
+        crawled = con.execute(
+            "SELECT count(*) FROM raw.crawl_pages WHERE site = ?", [SAMPLE_HOST]
+        ).fetchone()[0]
     assert set(planned) == marts == {SAMPLE_HOST, LIGHT} and min(planned.values()) > 0
 
     # the webserver answers on loopback only: every other address of this machine refuses
@@ -155,11 +157,11 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         # its run page says so, and the asset page shows the new materialisation's metadata
         page.goto(f"{dagster_dev['url']}/runs/{ui_run.run_id}", wait_until="networkidle")
         expect(page.get_by_text("Success").first).to_be_visible()
-        page.goto(f"{dagster_dev['url']}/assets/pages", wait_until="networkidle")
+        page.goto(f"{dagster_dev['url']}/assets/raw/crawl_pages", wait_until="networkidle")
         status = page.get_by_text("Latest materialization").locator("..")
         expect(status).to_contain_text(SAMPLE_HOST)
-        metadata = page.locator("tr", has_text="pages_kept")
-        expect(metadata.first).to_contain_text(str(kept))
+        metadata = page.locator("tr", has_text="rows raw.crawl_pages")
+        expect(metadata.first).to_contain_text(str(crawled))
         browser.close()
 
 
