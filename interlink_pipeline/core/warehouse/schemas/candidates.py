@@ -6,16 +6,13 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-from interlink_pipeline.core.warehouse.schemas.keys import PAGE_ID, SITE
+from interlink_pipeline.core.warehouse.schemas.bases import PageTable, PairTable
 
 
-class LinkCandidate(pa.DataFrameModel):
+class LinkCandidate(PairTable, unique=("site", "source_page_id", "target_page_id")):
     """ml.link_candidates: every pair some signal proposes, with each signal's score and the ranker's
     probability that the site's editors would link it; existing in-content links are not candidates."""
 
-    site: str = pa.Field(description=SITE)
-    source_page_id: str = pa.Field(description="The page the link would be placed on.")
-    target_page_id: str = pa.Field(description="The page it would link to.")
     probability: pl.Float32 = pa.Field(
         ge=0, le=1, description="The ranker's probability that the site's editors would link the pair."
     )
@@ -84,21 +81,11 @@ class LinkCandidate(pa.DataFrameModel):
         nullable=True, ge=0, description="Character offset of that phrase in the source's text, when found."
     )
 
-    class Config:
-        strict = True
-        unique = ["site", "source_page_id", "target_page_id"]
 
-    @pa.dataframe_check(description="no page is a candidate for itself")
-    def no_self_links(cls, data) -> pl.LazyFrame:
-        return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
-
-
-class CandidatePage(pa.DataFrameModel):
+class CandidatePage(PageTable, unique=("site", "page_id")):
     """ml.candidate_pages: per page, what its candidate pairs read of it at the last build, so that the next
     build after a re-crawl recomputes only the pairs of pages that changed (the build's state)."""
 
-    site: str = pa.Field(description=SITE)
-    page_id: str = pa.Field(description=PAGE_ID)
     candidates: pl.Int32 = pa.Field(ge=0, description="Its candidate pairs as a source.")
     inputs_hash: str = pa.Field(
         description="Hash of what a pair's features read of the page: its texts, URL, parent, topic, SERP "
@@ -111,7 +98,3 @@ class CandidatePage(pa.DataFrameModel):
     scored_by: str = pa.Field(
         description="The run that fitted the ranker whose probabilities the pairs carry."
     )
-
-    class Config:
-        strict = True
-        unique = ["site", "page_id"]

@@ -8,15 +8,12 @@ import polars as pl
 
 from interlink_pipeline.core.graph.plan_stability import CHANGES
 from interlink_pipeline.core.graph.planner import REASONS
-from interlink_pipeline.core.warehouse.schemas.keys import PAGE_ID, SITE
+from interlink_pipeline.core.warehouse.schemas.bases import PageTable, PairTable, SiteTable
 
 
-class PlannedLink(pa.DataFrameModel):
+class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")):
     """graph.link_plan: the links to add, each with its anchor text, score and reason."""
 
-    site: str = pa.Field(description=SITE)
-    source_page_id: str = pa.Field(description="The page to place the link on.")
-    target_page_id: str = pa.Field(description="The page to link to.")
     source_url: str = pa.Field(description="URL of the page to place the link on.")
     target_url: str = pa.Field(description="URL to link to.")
     anchor_text: str = pa.Field(
@@ -56,20 +53,10 @@ class PlannedLink(pa.DataFrameModel):
         isin=["home", "contextual"], description="home: on the home page; contextual: in-content."
     )
 
-    class Config:
-        strict = True
-        unique = ["site", "source_page_id", "target_page_id"]
 
-    @pa.dataframe_check(description="no page links to itself")
-    def no_self_links(cls, data) -> pl.LazyFrame:
-        return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
-
-
-class PageMetrics(pa.DataFrameModel):
+class PageMetrics(PageTable, unique=("site", "page_id")):
     """graph.page_metrics: each page before (existing links, when known) and after the plan."""
 
-    site: str = pa.Field(description=SITE)
-    page_id: str = pa.Field(description=PAGE_ID)
     url: str = pa.Field(description="The page's URL.")
     cluster_id: pl.Int32 = pa.Field(nullable=True, description="Its topic cluster.")
     betweenness: pl.Float64 = pa.Field(ge=0, description="Betweenness centrality in the relatedness graph.")
@@ -102,17 +89,10 @@ class PageMetrics(pa.DataFrameModel):
         "next plan keeps this plan's links of pages whose fingerprint is unchanged."
     )
 
-    class Config:
-        strict = True
-        unique = ["site", "page_id"]
 
-
-class LinkPlanChange(pa.DataFrameModel):
+class LinkPlanChange(PairTable, unique=("site", "source_page_id", "target_page_id")):
     """graph.link_plan_changes: how this plan differs from the site's previous one, link by link."""
 
-    site: str = pa.Field(description=SITE)
-    source_page_id: str = pa.Field(description="The page the link is (or was) placed on.")
-    target_page_id: str = pa.Field(description="The page it links to.")
     source_url: str = pa.Field(description="URL of the page the link is placed on.")
     target_url: str = pa.Field(description="URL it links to.")
     reason: str = pa.Field(isin=list(REASONS), description="Why the plan holding it chose it.")
@@ -126,15 +106,10 @@ class LinkPlanChange(pa.DataFrameModel):
     )
     computed_at: pl.Datetime = pa.Field(description="When this plan was computed (UTC).")
 
-    class Config:
-        strict = True
-        unique = ["site", "source_page_id", "target_page_id"]
 
-
-class SiteMetrics(pa.DataFrameModel):
+class SiteMetrics(SiteTable, unique=("site", "scenario")):
     """graph.site_metrics: the site's link graph before (existing links, when known) and after the plan."""
 
-    site: str = pa.Field(description=SITE)
     scenario: str = pa.Field(
         isin=["before", "after"], description="before: existing links; after: plus the plan."
     )
@@ -153,16 +128,11 @@ class SiteMetrics(pa.DataFrameModel):
     mean_outlinks: pl.Float64 = pa.Field(ge=0, description="Links per page.")
     depth_histogram: str = pa.Field(description='JSON {"0": pages, "1": pages, …, "unreachable": pages}.')
 
-    class Config:
-        strict = True
-        unique = ["site", "scenario"]
 
-
-class BacktestRun(pa.DataFrameModel):
+class BacktestRun(SiteTable, unique=("site", "run_id")):
     """graph.backtest_runs: one row per backtest: a seeded share of the in-content links hidden, the plan
     rebuilt without them and scored against them, next to a same-budget top-title-cosine baseline."""
 
-    site: str = pa.Field(description=SITE)
     run_id: str = pa.Field(description="Dagster run id.")
     ran_at: pl.Datetime = pa.Field(description="When it ran (UTC).")
     crawl_id: str = pa.Field(description="The crawl it ran on.")
@@ -201,7 +171,3 @@ class BacktestRun(pa.DataFrameModel):
         description="The run that measured these figures: this one, or an earlier one whose backtest still "
         "stands (the site changed by at most remeasure_above since).",
     )
-
-    class Config:
-        strict = True
-        unique = ["site", "run_id"]

@@ -6,19 +6,18 @@ import pandera.polars as pa
 import polars as pl
 
 from interlink_pipeline.core.ingest.exclusions import EXCLUSION_REASONS
-from interlink_pipeline.core.warehouse.schemas.keys import PAGE_ID, SITE
+from interlink_pipeline.core.warehouse.schemas.bases import (
+    MD5_LENGTH,
+    PAGE_ID,
+    PAGE_ID_LENGTH,
+    FileRows,
+    SiteTable,
+)
 
 
-class RawCrawlPage(pa.DataFrameModel):
+class RawCrawlPage(FileRows):
     """raw.crawl_pages: the crawl export as read, one row per exported URL, canonical columns."""
 
-    site: str = pa.Field(description=SITE)
-    crawl_id: str = pa.Field(
-        description="Content hash (SHA-256 prefix) of the export file this row came from."
-    )
-    loaded_at: pl.Datetime = pa.Field(description="When the file was loaded (UTC).")
-    source_file: str = pa.Field(description="File name of the export.")
-    row_number: pl.Int64 = pa.Field(ge=1, description="1-based data row in the export.")
     url: str = pa.Field(description="Address as exported.")
     content_type: str = pa.Field(nullable=True, description="Content Type (old exports: Content).")
     status_code: pl.Int32 = pa.Field(nullable=True, description="HTTP status code; 0 or null = no response.")
@@ -47,19 +46,10 @@ class RawCrawlPage(pa.DataFrameModel):
     )
     extra: str = pa.Field(nullable=True, description="JSON object of the extra_columns kept from the export.")
 
-    class Config:
-        strict = True
-        unique = ["site", "row_number"]
 
-
-class RawCrawlLink(pa.DataFrameModel):
+class RawCrawlLink(FileRows):
     """raw.crawl_links: the All Inlinks export as read: the site's existing links."""
 
-    site: str = pa.Field(description=SITE)
-    crawl_id: str = pa.Field(description="Content hash of the inlinks export.")
-    loaded_at: pl.Datetime = pa.Field(description="When the file was loaded (UTC).")
-    source_file: str = pa.Field(description="File name of the export.")
-    row_number: pl.Int64 = pa.Field(ge=1, description="1-based data row in the export.")
     link_type: str = pa.Field(nullable=True, description="Type: Hyperlink, Canonical, Image, JavaScript, …")
     source_url: str = pa.Field(description="Source: the page holding the link.")
     target_url: str = pa.Field(description="Destination: the page linked to.")
@@ -74,32 +64,18 @@ class RawCrawlLink(pa.DataFrameModel):
     link_path: str = pa.Field(nullable=True, description="XPath of the link element.")
     link_origin: str = pa.Field(nullable=True, description="HTML or Rendered HTML.")
 
-    class Config:
-        strict = True
-        unique = ["site", "row_number"]
 
-
-class RawPageText(pa.DataFrameModel):
+class RawPageText(FileRows):
     """raw.page_text: the page-text file as read (optional): each page's body text, by URL."""
 
-    site: str = pa.Field(description=SITE)
-    crawl_id: str = pa.Field(description="Content hash of the page-text file.")
-    loaded_at: pl.Datetime = pa.Field(description="When the file was loaded (UTC).")
-    source_file: str = pa.Field(description="File name of the page-text file.")
-    row_number: pl.Int64 = pa.Field(ge=1, description="1-based data row in the file.")
     url: str = pa.Field(description="Address as given.")
     text: str = pa.Field(nullable=True, description="The page's body text.")
 
-    class Config:
-        strict = True
-        unique = ["site", "row_number"]
 
-
-class Page(pa.DataFrameModel):
+class Page(SiteTable, unique=("site", "page_id")):
     """staging.pages: the pages worth linking: indexable HTML 200, de-duplicated, titles de-branded."""
 
-    site: str = pa.Field(description=SITE)
-    page_id: str = pa.Field(str_length={"min_value": 16, "max_value": 16}, description=PAGE_ID)
+    page_id: str = pa.Field(str_length=PAGE_ID_LENGTH, description=PAGE_ID)
     url: str = pa.Field(description="URL a link should point to (fragment and tracking parameters removed).")
     url_key: str = pa.Field(description="Identity key: host + path without trailing slash + sorted query.")
     crawled_url: str = pa.Field(description="Address as crawled.")
@@ -122,16 +98,12 @@ class Page(pa.DataFrameModel):
     )
     text: str = pa.Field(str_length={"min_value": 1}, description="Text that represents the page (embedded).")
     text_source: str = pa.Field(description="Which field `text` came from (after fallbacks).")
-    text_hash: str = pa.Field(str_length={"min_value": 32, "max_value": 32}, description="MD5 of `text`.")
+    text_hash: str = pa.Field(str_length=MD5_LENGTH, description="MD5 of `text`.")
     crawl_depth: pl.Int32 = pa.Field(nullable=True, ge=0, description="Crawl depth in the crawl.")
     word_count: pl.Int32 = pa.Field(nullable=True, ge=0, description="Word count.")
     main_query: str = pa.Field(nullable=True, description="Main query, when supplied.")
     crawl_id: str = pa.Field(description="The crawl these pages came from.")
     row_number: pl.Int64 = pa.Field(ge=1, description="Row in the crawl export.")
-
-    class Config:
-        strict = True
-        unique = ["site", "page_id"]
 
     @pa.dataframe_check(description="exactly one home page per site")
     def one_home_page(cls, data) -> pl.LazyFrame:
@@ -142,10 +114,9 @@ class Page(pa.DataFrameModel):
         return data.lazyframe.select(~pl.struct("site", "url_key").is_duplicated())
 
 
-class ExcludedPage(pa.DataFrameModel):
+class ExcludedPage(SiteTable, unique=("site", "row_number")):
     """staging.excluded_pages: every crawled row not kept as a page, with the reason."""
 
-    site: str = pa.Field(description=SITE)
     crawled_url: str = pa.Field(description="Address as crawled.")
     url_key: str = pa.Field(nullable=True, description="Identity key (null for invalid URLs).")
     reason: str = pa.Field(isin=list(EXCLUSION_REASONS), description="Why the row is not a page.")
@@ -153,7 +124,3 @@ class ExcludedPage(pa.DataFrameModel):
     status_code: pl.Int32 = pa.Field(nullable=True, description="HTTP status code.")
     crawl_id: str = pa.Field(description="The crawl the row came from.")
     row_number: pl.Int64 = pa.Field(ge=1, description="Row in the crawl export.")
-
-    class Config:
-        strict = True
-        unique = ["site", "row_number"]

@@ -6,71 +6,40 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-from interlink_pipeline.core.warehouse.schemas.keys import PAGE_ID, SITE
+from interlink_pipeline.core.warehouse.schemas.bases import (
+    MD5_LENGTH,
+    PAGE_ID,
+    PAGE_ID_LENGTH,
+    PageTable,
+    PairTable,
+    SiteTable,
+    UnitVectors,
+)
 
 
-def _unit_vectors(data, tolerance: float = 1e-3) -> pl.LazyFrame:
-    norm = pl.col("vector").list.eval(pl.element().cast(pl.Float64).pow(2)).list.sum().sqrt()
-    return data.lazyframe.select((norm - 1).abs() <= tolerance)
-
-
-def _vector_length_is_dim(data) -> pl.LazyFrame:
-    return data.lazyframe.select(pl.col("vector").list.len() == pl.col("dim"))
-
-
-class EmbeddingCacheRow(pa.DataFrameModel):
+class EmbeddingCacheRow(UnitVectors, unique=("model", "text_hash")):
     """ml.embedding_cache: every text ever embedded, per model; shared by all sites and runs."""
 
     model: str = pa.Field(description="Model id: name@content fingerprint[/fp16] (what produced the vector).")
-    text_hash: str = pa.Field(str_length={"min_value": 32, "max_value": 32}, description="MD5 of the text.")
+    text_hash: str = pa.Field(str_length=MD5_LENGTH, description="MD5 of the text.")
     dim: pl.Int32 = pa.Field(gt=0, description="Vector length.")
     vector: pl.List(pl.Float32) = pa.Field(description="Unit-norm embedding.")
     created_at: pl.Datetime = pa.Field(description="When it was embedded (UTC).")
 
-    class Config:
-        strict = True
-        unique = ["model", "text_hash"]
 
-    @pa.dataframe_check(description="vectors have unit norm")
-    def unit_norm(cls, data) -> pl.LazyFrame:
-        return _unit_vectors(data)
-
-    @pa.dataframe_check(description="vector length equals dim")
-    def length_is_dim(cls, data) -> pl.LazyFrame:
-        return _vector_length_is_dim(data)
-
-
-class PageEmbedding(pa.DataFrameModel):
+class PageEmbedding(SiteTable, UnitVectors, unique=("site", "page_id")):
     """ml.page_embeddings: one unit-norm vector per page, of its `text`, by the configured model."""
 
-    site: str = pa.Field(description=SITE)
-    page_id: str = pa.Field(str_length={"min_value": 16, "max_value": 16}, description=PAGE_ID)
-    text_hash: str = pa.Field(
-        str_length={"min_value": 32, "max_value": 32}, description="MD5 of the page text this vector embeds."
-    )
+    page_id: str = pa.Field(str_length=PAGE_ID_LENGTH, description=PAGE_ID)
+    text_hash: str = pa.Field(str_length=MD5_LENGTH, description="MD5 of the page text this vector embeds.")
     model: str = pa.Field(description="Model id (name@fingerprint[/fp16]).")
     dim: pl.Int32 = pa.Field(gt=0, description="Vector length.")
     vector: pl.List(pl.Float32) = pa.Field(description="Unit-norm embedding (FLOAT[]); cosine = dot product.")
 
-    class Config:
-        strict = True
-        unique = ["site", "page_id"]
 
-    @pa.dataframe_check(description="vectors have unit norm")
-    def unit_norm(cls, data) -> pl.LazyFrame:
-        return _unit_vectors(data)
-
-    @pa.dataframe_check(description="vector length equals dim")
-    def length_is_dim(cls, data) -> pl.LazyFrame:
-        return _vector_length_is_dim(data)
-
-
-class SimilarityPair(pa.DataFrameModel):
+class SimilarityPair(PairTable, unique=("site", "source_page_id", "target_page_id")):
     """ml.similarity_pairs: each page's most similar pages (link candidates) and its near-duplicates."""
 
-    site: str = pa.Field(description=SITE)
-    source_page_id: str = pa.Field(description="The page the link would be placed on.")
-    target_page_id: str = pa.Field(description="The page it would link to.")
     score: pl.Float32 = pa.Field(
         ge=-1.0001, le=1.0001, description="Cosine similarity of the two pages' texts."
     )
@@ -83,21 +52,11 @@ class SimilarityPair(pa.DataFrameModel):
     reciprocal: bool = pa.Field(description="The target lists the source too (same relation).")
     method: str = pa.Field(description="exact, or ann:<index> (approximate; recall in the run's metadata).")
 
-    class Config:
-        strict = True
-        unique = ["site", "source_page_id", "target_page_id"]
 
-    @pa.dataframe_check(description="no page is paired with itself")
-    def no_self_pairs(cls, data) -> pl.LazyFrame:
-        return data.lazyframe.select(pl.col("source_page_id") != pl.col("target_page_id"))
-
-
-class PageNeighbours(pa.DataFrameModel):
+class PageNeighbours(PageTable, unique=("site", "page_id")):
     """ml.page_neighbours: each page's nearest pages at the last exact search, kept so that the next search
     scores only the changed and added pages (the search's state, not a result: use ml.similarity_pairs)."""
 
-    site: str = pa.Field(description=SITE)
-    page_id: str = pa.Field(description=PAGE_ID)
     text_hash: str = pa.Field(description="MD5 of the page text its vector embeds (a change re-searches it).")
     model: str = pa.Field(description="Model id of the vectors searched.")
     width: pl.Int32 = pa.Field(
@@ -109,16 +68,10 @@ class PageNeighbours(pa.DataFrameModel):
     neighbour_page_ids: pl.List(pl.String) = pa.Field(description="Its nearest pages, most similar first.")
     scores: pl.List(pl.Float32) = pa.Field(description="Their cosine similarity, in the same order.")
 
-    class Config:
-        strict = True
-        unique = ["site", "page_id"]
 
-
-class PageCluster(pa.DataFrameModel):
+class PageCluster(PageTable, unique=("site", "page_id")):
     """ml.page_clusters: the topic cluster of every page."""
 
-    site: str = pa.Field(description=SITE)
-    page_id: str = pa.Field(description=PAGE_ID)
     cluster_id: pl.Int32 = pa.Field(ge=0, description="The page's cluster (see ml.clusters).")
     distance: pl.Float32 = pa.Field(ge=0, le=2, description="Cosine distance to the cluster's centroid.")
     is_representative: bool = pa.Field(description="The page closest to its cluster's centroid.")
@@ -126,15 +79,10 @@ class PageCluster(pa.DataFrameModel):
         nullable=True, description="MD5 of the page text it was clustered by (the next run compares it)."
     )
 
-    class Config:
-        strict = True
-        unique = ["site", "page_id"]
 
-
-class Cluster(pa.DataFrameModel):
+class Cluster(SiteTable, unique=("site", "cluster_id")):
     """ml.clusters: named topic clusters of a site."""
 
-    site: str = pa.Field(description=SITE)
     cluster_id: pl.Int32 = pa.Field(ge=0, description="Cluster number.")
     label: str = pa.Field(
         str_length={"min_value": 1}, description="Name: its most distinctive 1-2-word phrase."
@@ -147,15 +95,10 @@ class Cluster(pa.DataFrameModel):
         nullable=True, description="Unit-norm centroid of its pages' vectors: where the next run starts from."
     )
 
-    class Config:
-        strict = True
-        unique = ["site", "cluster_id"]
 
-
-class LinkRankerRun(pa.DataFrameModel):
+class LinkRankerRun(SiteTable, unique=("site", "run_id")):
     """ml.link_ranker_runs: one row per fitted link ranker: which model, why, and how it validated."""
 
-    site: str = pa.Field(description=SITE)
     run_id: str = pa.Field(description="Dagster run id.")
     trained_at: pl.Datetime = pa.Field(description="When it was fitted (UTC).")
     model: str = pa.Field(
@@ -176,7 +119,3 @@ class LinkRankerRun(pa.DataFrameModel):
     inputs_fingerprint: str = pa.Field(
         description="SHA-256 of the pages, texts, links, SERP, topics and settings it was fitted on."
     )
-
-    class Config:
-        strict = True
-        unique = ["site", "run_id"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
+from interlink_pipeline.core.warehouse.schemas.bases import Table
 
-class RunFailure(pa.DataFrameModel):
+
+class RunFailure(Table):
     """ops.run_failures: every failed pipeline run, as the run-failure sensor saw it."""
 
     run_id: str = pa.Field(unique=True, description="Dagster run id.")
@@ -16,6 +18,3 @@ class RunFailure(pa.DataFrameModel):
     step: str = pa.Field(nullable=True, description="The step (asset) that failed first, when known.")
     message: str = pa.Field(description="The failure's message.")
     notified: bool = pa.Field(description="Whether the webhook accepted the alert.")
-
-    class Config:
-        strict = True

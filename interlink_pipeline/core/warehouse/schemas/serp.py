@@ -5,15 +5,15 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-from interlink_pipeline.core.warehouse.schemas.keys import SITE
+from interlink_pipeline.core.warehouse.schemas.bases import MD5_LENGTH, SiteTable, Table
 
 
-class SerpCacheRow(pa.DataFrameModel):
+class SerpCacheRow(Table, unique=("provider", "request_key")):
     """serp.cache: search API answers, shared by all sites and runs, refreshed after their TTL."""
 
     provider: str = pa.Field(description="The search API (serper).")
     request_key: str = pa.Field(
-        str_length={"min_value": 32, "max_value": 32},
+        str_length=MD5_LENGTH,
         description="MD5 of the request: query, results per page, result page, country, language.",
     )
     query: str = pa.Field(description="The search string sent, e.g. 'site:www.example.com hiking boots'.")
@@ -22,15 +22,10 @@ class SerpCacheRow(pa.DataFrameModel):
     results: str = pa.Field(description="JSON list of the organic results: position, link, title.")
     result_count: pl.Int32 = pa.Field(ge=0, description="Organic results in the answer.")
 
-    class Config:
-        strict = True
-        unique = ["provider", "request_key"]
 
-
-class SerpResult(pa.DataFrameModel):
+class SerpResult(SiteTable, unique=("site", "page_id", "rank")):
     """serp.results: for each page's query, the search results, matched to the site's pages."""
 
-    site: str = pa.Field(description=SITE)
     page_id: str = pa.Field(description="The page whose main query was searched.")
     query: str = pa.Field(description="The search string.")
     provider: str = pa.Field(
@@ -43,7 +38,3 @@ class SerpResult(pa.DataFrameModel):
         nullable=True, description="The crawled page the result is (by URL key); null when it is not one."
     )
     fetched_at: pl.Datetime = pa.Field(description="When the results were fetched (UTC).")
-
-    class Config:
-        strict = True
-        unique = ["site", "page_id", "rank"]
