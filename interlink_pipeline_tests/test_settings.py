@@ -1,5 +1,5 @@
-"""One declaration per setting: every Dagster config field is a core setting of the same name and default,
-or is listed here with what it is instead."""
+"""One declaration per setting: every Dagster config field is derived from a core setting (same name, default,
+meaning and bounds), or is listed here with what it is instead."""
 
 import dataclasses
 
@@ -68,3 +68,13 @@ def test_a_config_zero_or_empty_means_the_core_none():
     assert options_from(SimilarityConfig(max_per_target=0), SimilarityOptions).max_per_target is None
     # where the config itself takes None, "" is a value: keep titles whole
     assert options_from(PagesConfig(branding_pattern=""), CleaningOptions).branding_pattern == ""
+
+
+def test_a_derived_config_carries_the_core_settings_meaning_and_bounds():
+    field = LinkPlanConfig.model_fields["out_link_budget"]
+    assert field.default == PlanOptions().out_link_budget and "links per page" in field.description
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        LinkPlanConfig(out_link_budget=0)
+    # a setting the core takes as None is spelt 0 in the config, and a list is a list
+    assert ClustersConfig.model_fields["k"].default == 0
+    assert ClustersConfig(extra_stop_words=["a"]).extra_stop_words == ["a"]

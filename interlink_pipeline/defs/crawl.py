@@ -3,7 +3,6 @@
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal
 
 import polars as pl
 from dagster import AssetExecutionContext, Config, MetadataValue
@@ -22,7 +21,7 @@ from interlink_pipeline.core.publish.previews import counts_table, markdown_tabl
 from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
-from interlink_pipeline.defs.settings import options_from
+from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 GROUP = "ingest"
@@ -71,32 +70,8 @@ class RawPageTextConfig(OptionalExportConfig):
     )
 
 
-class PagesConfig(Config):
-    text_source: Literal["title", "h1", "meta_description", "title_h1", "title_h1_meta", "custom"] = Field(
-        default="title",
-        description="Field that represents a page (embedded, searched); falls back to the next field "
-        "when empty.",
-    )
-    branding_pattern: str | None = Field(
-        default=None,
-        description="Regex removed from titles (Rust regex syntax). Unset: detect the site's branding "
-        "suffix; "
-        "'' keeps titles whole.",
-    )
-    drop_parameter_urls: bool = Field(
-        default=True, description="Drop URLs with non-tracking query parameters."
-    )
-    drop_paginated: bool = Field(
-        default=True,
-        description="Drop page 2+ of paginated listings (URLs like /page/3/ or ?p=3 in a series numbered "
-        "from 2, or with rel=prev).",
-    )
-    keep_query_params: list[str] = Field(
-        default_factory=list, description="Query parameters that identify distinct pages (e.g. 'id')."
-    )
-    min_brand_share: float = Field(
-        default=0.2, ge=0.0, le=1.0, description="Share of titles a detected branding suffix must end."
-    )
+class PagesConfig(settings_config(CleaningOptions)):
+    """How the crawl is cleaned: the settings of CleaningOptions (core/ingest/pages.py)."""
 
 
 @site_asset("raw.crawl_pages", group=GROUP)

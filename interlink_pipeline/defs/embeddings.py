@@ -2,7 +2,6 @@
 
 import os
 import time
-from typing import Literal
 
 import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
@@ -15,37 +14,15 @@ from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.contract import ContractError
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.settings import options_from
+from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import failed_checks, materialized, site_asset, user_errors
 
 MODEL_ENV = "INTERLINK_EMBEDDING_MODEL"
 DEVICE_ENV = "INTERLINK_EMBEDDING_DEVICE"
 
 
-class Embedder(ConfigurableResource):
+class Embedder(settings_config(EncoderSettings, ConfigurableResource)):
     """The sentence-transformers model that embeds page texts (loaded once per process, offline)."""
-
-    model: str = Field(
-        default=DEFAULT_MODEL,
-        description="all-MiniLM-L6-v2 (bundled, offline), any sentence-transformers model name in the local "
-        "Hugging Face cache, or a model folder. Default from $INTERLINK_EMBEDDING_MODEL.",
-    )
-    device: str = Field(
-        default="auto", description="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps."
-    )
-    backend: Literal["auto", "onnx", "torch"] = Field(
-        default="auto",
-        description="auto: ONNX Runtime on CPU (1.6-1.8x faster, same vectors), PyTorch on GPUs.",
-    )
-    batch_size: int | None = Field(
-        default=None, description="Texts per batch (default: 16 onnx, 32 cpu, 256 gpu)."
-    )
-    half_precision: bool = Field(
-        default=True, description="fp16 on GPUs (vectors cached separately from fp32)."
-    )
-    allow_download: bool = Field(
-        default=False, description="Let a model missing locally be downloaded from the Hugging Face Hub."
-    )
 
     def settings(self) -> EncoderSettings:
         return options_from(self, EncoderSettings)

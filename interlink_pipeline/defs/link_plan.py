@@ -5,8 +5,7 @@ import time
 from datetime import UTC, datetime
 
 import polars as pl
-from dagster import AssetExecutionContext, Config, MetadataValue
-from pydantic import Field
+from dagster import AssetExecutionContext, MetadataValue
 
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph.centrality import KeptCentrality
@@ -18,7 +17,7 @@ from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.settings import options_from
+from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import check_results, persist, site_asset, user_errors
 
 GROUP = "graph"
@@ -30,58 +29,8 @@ PREVIOUS_COLUMNS = ["source_page_id", "target_page_id", "source_url", "target_ur
                     "evidence", "placement"]  # fmt: skip
 
 
-class LinkPlanConfig(Config):
-    out_link_budget: int = Field(
-        default=10, ge=1, description="In-content links per page, existing ones included."
-    )
-    hub_links: int = Field(
-        default=20, ge=0, description="Links on the home page to hubs, existing ones included."
-    )
-    section_links: int = Field(
-        default=20,
-        ge=0,
-        description="In-content links of a section index (a page the site's menu lists others under), "
-        "existing ones included.",
-    )
-    min_inlinks: int = Field(
-        default=1, ge=0, description="In-content in-link quota of the least central pages."
-    )
-    max_inlinks: int = Field(
-        default=20, ge=0, description="In-content in-link quota of the most central pages."
-    )
-    max_depth: int = Field(default=4, ge=1, description="Click-depth target from the home page.")
-    exact_centrality_below: int = Field(
-        default=5000, ge=0, description="Pages below which betweenness is exact."
-    )
-    centrality_samples: int = Field(
-        default=512, ge=8, description="Sampled sources for estimated betweenness."
-    )
-    recompute_centrality_above: float = Field(
-        default=0.05,
-        ge=0,
-        le=1,
-        description="A re-crawl reuses the last sampled betweenness estimate (new pages score 0) until this "
-        "share of the relatedness graph's edges changed since it was measured; exact betweenness is always "
-        "measured.",
-    )
-    anchor_max_words: int = Field(
-        default=6, ge=1, description="Longest anchor phrase, in words (phrases are never cut)."
-    )
-    anchor_max_targets: int = Field(
-        default=1, ge=1, description="Most pages one anchor text may point at across the site."
-    )
-    min_probability: float = Field(
-        default=0.1,
-        ge=0,
-        le=1,
-        description="Topical links less probable than this (by the site's ranker) are never added to fill "
-        "a budget.",
-    )
-    keep_previous: bool = Field(
-        default=True,
-        description="Keep the previous plan's links whose pages are unchanged (a plan the team has half "
-        "shipped stays put); false plans from scratch.",
-    )
+class LinkPlanConfig(settings_config(PlanOptions)):
+    """How the plan is made: the settings of PlanOptions (core/graph/plan_options.py)."""
 
 
 def _bars(histogram: str, width: int = 24) -> str:

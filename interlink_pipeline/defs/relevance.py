@@ -7,7 +7,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -48,7 +47,7 @@ from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.settings import options_from
+from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import persist, record_run, site_asset, user_errors, with_site
 
 GROUP = "relevance"
@@ -68,42 +67,15 @@ PAGE_COLUMNS = [
 FIELD_COLUMNS = {"title": "title", "h1": "h1", "meta_description": "meta_description", "body": "body_text"}
 
 
-class CandidateSettings(ConfigurableResource):
+class CandidateSettings(settings_config(CandidateOptions, ConfigurableResource)):
     """How many pairs each signal proposes per page: shared by link_ranker (its training examples),
     link_candidates and link_backtest, so all three build candidates the same way."""
-
-    neighbours_per_field: int = Field(default=20, ge=1, description="Nearest pages per text field.")
-    children_per_page: int = Field(
-        default=50, ge=0, description="Pages below in the URL path, most similar first."
-    )
-    siblings_per_page: int = Field(
-        default=20, ge=0, description="Pages under the same parent, most similar first."
-    )
-    graph_per_page: int = Field(
-        default=20, ge=0, description="Best pages by Adamic–Adar on the existing links."
-    )
-    mentions_per_page: int = Field(
-        default=30, ge=0, description="Targets whose phrases the source's text holds."
-    )
-    listings_per_page: int = Field(
-        default=20, ge=0, description="Sources whose in-content links go to the pages most like the target."
-    )
-    serp_depth: int = Field(default=10, ge=1, description="SERP positions that count as evidence.")
-    max_phrase_words: int = Field(default=8, ge=1, description="Longest phrase looked for in texts.")
 
     def options(self) -> CandidateOptions:
         return options_from(self, CandidateOptions)
 
 
-class LinkRankerConfig(Config):
-    model: Literal["auto", "gradient_boosting", "logistic"] = Field(
-        default="auto", description="auto: the better of the two by cross-validated average precision."
-    )
-    simulation_folds: int = Field(default=4, ge=2, description="Parts the links are hidden in to train.")
-    min_positives: int = Field(default=40, ge=1, description="Fewer examples: the default weights.")
-    max_training_rows: int = Field(default=600_000, ge=1000, description="Sources are sampled beyond this.")
-    cv_folds: int = Field(default=3, ge=2, description="Validation folds, grouped by source page.")
-    seed: int = Field(default=0, description="Seed for the folds and the models.")
+class LinkRankerConfig(settings_config(RankerOptions)):
     retrain: bool = Field(
         default=False, description="Fit again even when the kept model was fitted on the same inputs."
     )

@@ -3,10 +3,9 @@
 import os
 import time
 from pathlib import Path
-from typing import Literal
 
 import polars as pl
-from dagster import AssetExecutionContext, Config, ConfigurableResource, EnvVar, MetadataValue
+from dagster import AssetExecutionContext, ConfigurableResource, EnvVar, MetadataValue
 from pydantic import Field
 
 from interlink_pipeline.core.errors import InputError
@@ -19,7 +18,7 @@ from interlink_pipeline.core.serp.options import SERPER_ENDPOINT, SerpOptions
 from interlink_pipeline.core.serp.queries import top_queries
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
-from interlink_pipeline.defs.settings import options_from
+from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import persist, site_asset, user_errors
 
 KEY_ENV = "SERPER_API_KEY"
@@ -44,41 +43,7 @@ def default_serp_api() -> SerpApi:
     )
 
 
-class SerpResultsConfig(Config):
-    provider: Literal["auto", "serper", "local", "none"] = Field(
-        default="auto", description="auto: serper when SERPER_API_KEY is set, else local (offline BM25)."
-    )
-    query_template: str = Field(
-        default="site:{host} {query}",
-        description="The search; a path after {host} narrows it (site:{host}/blog).",
-    )
-    results_per_query: int = Field(default=10, ge=1, le=100, description="Results per search (Serper 'num').")
-    max_result_pages: int = Field(
-        default=1, ge=1, le=10, description="Result pages fetched per query (each billed)."
-    )
-    exclude_url_patterns: list[str] = Field(default_factory=list, description="Regexes: results to ignore.")
-    cache_ttl_days: float = Field(
-        default=30.0, ge=0, description="Cached answers older than this are refetched."
-    )
-    budget: int = Field(default=1000, ge=0, description="Most requests sent per run (retries included).")
-    concurrency: int = Field(default=4, ge=1, le=64, description="Requests in flight at once.")
-    timeout_s: float = Field(default=15.0, gt=0, description="Per-request timeout.")
-    max_retries: int = Field(default=4, ge=0, le=10, description="Retries on 429, 5xx, timeouts, bad JSON.")
-    backoff_base_s: float = Field(default=0.5, ge=0, description="First retry delay (doubles, with jitter).")
-    backoff_max_s: float = Field(default=30.0, ge=0, description="Longest backoff delay.")
-    max_failed_share: float = Field(
-        default=0.0, ge=0, le=1, description="Share of requests allowed to fail for the run to still succeed."
-    )
-    country: str | None = Field(default=None, description="Serper 'gl' (e.g. 'es').")
-    language: str | None = Field(default=None, description="Serper 'hl' / the local engine's stop words.")
-    refresh_above: float = Field(
-        default=0.05,
-        ge=0,
-        le=1,
-        description="Local provider: a re-crawl answers from the kept index (statistics as at its last full "
-        "build) until this share of pages changed since; then the index is built in full again.",
-    )
-    cost_per_request_usd: float = Field(default=0.001, ge=0, description="For the cost estimate in metadata.")
+class SerpResultsConfig(settings_config(SerpOptions)):
     queries_file: str | None = Field(
         default=None,
         description="Queries file in the drop folder; default: the newest '*quer*'/'*keyword*' file.",

@@ -1,35 +1,62 @@
-"""Dagster config to the core's settings: one mapping for every step, checked field by field by a parity test
-(interlink_pipeline_tests/test_settings.py), so a setting's name and default cannot drift between the two."""
+"""Dagster config from the core's settings: each step's config class is derived from the core settings
+dataclass (core/settings.py declares every setting once), and `options_from` maps a config back to it."""
 
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Any, TypeVar
 
 from dagster import Config, ConfigurableResource
+from pydantic import Field, create_model
 
 Settings = TypeVar("Settings")
 
 
+def settings_config(settings: type, base: type = Config) -> Any:
+    """A Config (or ConfigurableResource) class with a field per user setting of `settings`: same name,
+    meaning, default and bounds; a tuple is a list, and a None the core takes is spelt `unset`."""
+    hints = typing.get_type_hints(settings)
+    fields = {
+        field.name: _config_field(field, hints[field.name])
+        for field in dataclasses.fields(settings)
+        if "description" in field.metadata
+    }
+    return create_model(
+        f"{settings.__name__}Fields", __base__=base, __module__=__name__, __doc__=settings.__doc__, **fields
+    )
+
+
+def _config_field(field: dataclasses.Field, annotation: Any) -> tuple[Any, Any]:
+    meta = field.metadata
+    default: Any = field.default
+    if meta["unset"] is not None:
+        annotation = type(meta["unset"])
+        default = meta["unset"] if default is None else default
+    if typing.get_origin(annotation) is tuple:
+        annotation = list[typing.get_args(annotation)[0]]
+        items = list(default)
+        return annotation, Field(default_factory=lambda: list(items), description=meta["description"])
+    return annotation, Field(default=default, description=meta["description"], **meta["bounds"])
+
+
 def options_from(config: Config | ConfigurableResource, kind: type[Settings], **resolved: Any) -> Settings:
     """The core settings `kind`, each field from the config field of the same name, or from `resolved` (what
-    the shell works out itself, such as a device). A list becomes a tuple; where the core takes None (auto,
-    no cap) and the config's type cannot hold it, the config's 0 or "" stands for None."""
+    the shell works out itself, such as a device). A list becomes a tuple, and a setting's `unset` None."""
     fields = type(config).model_fields
     values: dict[str, Any] = {}
     for field in dataclasses.fields(kind):
         if field.name in resolved:
             values[field.name] = resolved[field.name]
         elif field.name in fields:
-            values[field.name] = _core_value(getattr(config, field.name), field, fields[field.name])
+            values[field.name] = _core_value(getattr(config, field.name), field)
     return kind(**values)
 
 
-def _core_value(value: Any, field: dataclasses.Field, declared: Any) -> Any:
+def _core_value(value: Any, field: dataclasses.Field) -> Any:
     if isinstance(value, list):
         return tuple(value)
-    takes_none = "None" in str(field.type)
-    config_takes_none = declared.annotation is None or "None" in str(declared.annotation)
-    if takes_none and not config_takes_none and not isinstance(value, bool) and value in (0, ""):
+    unset = field.metadata.get("unset")
+    if unset is not None and value == unset and type(value) is type(unset):
         return None
     return value

@@ -1,11 +1,10 @@
 """similarity_pairs and topic_clusters: what each page is most like, and the site's named topics."""
 
 import time
-from typing import Literal
 
 import numpy as np
 import polars as pl
-from dagster import AssetExecutionContext, Config, MetadataValue
+from dagster import AssetExecutionContext, MetadataValue
 from pydantic import Field
 
 from interlink_pipeline.core.ml.clusters import ClusterOptions, ClusterStats, PreviousClusters
@@ -17,7 +16,6 @@ from interlink_pipeline.core.ml.invariants import (
 from interlink_pipeline.core.ml.model_identity import resolve_device
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.ml.similarity import (
-    DEFAULT_MIN_SCORE,
     SearchStats,
     SimilarityOptions,
     similar_pairs,
@@ -26,67 +24,19 @@ from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.settings import options_from
+from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import check_results, persist, site_asset, user_errors
 
 GROUP = "ml"
 SCORE_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
-class SimilarityConfig(Config):
-    k: int = Field(default=15, ge=1, le=500, description="Similar pages kept per page.")
-    min_score: float = Field(
-        default=DEFAULT_MIN_SCORE, ge=-1, le=1, description="Lowest cosine kept (0.5: see the README)."
-    )
-    max_per_target: int = Field(
-        default=50,
-        ge=0,
-        description="Most suggestions one page may receive (0: no cap); keeps templates in check.",
-    )
-    candidates_per_page: int = Field(
-        default=50, ge=1, description="Neighbours searched per page before the rules."
-    )
-    source_paths: list[str] = Field(
-        default_factory=list, description="Regexes: only pages whose path matches link."
-    )
-    target_paths: list[str] = Field(
-        default_factory=list, description="Regexes: only pages whose path matches get links."
-    )
-    exclude_source_paths: list[str] = Field(
-        default_factory=list, description="Regexes: these pages never link."
-    )
-    exclude_target_paths: list[str] = Field(
-        default_factory=list, description="Regexes: these pages are never linked."
-    )
-    method: Literal["auto", "exact", "ann"] = Field(
-        default="auto", description="auto: exact up to ann_threshold pages, an approximate index above."
-    )
-    ann_threshold: int = Field(
-        default=200_000, ge=1, description="Pages above which auto uses the ANN index."
-    )
-    ann_cells_probed: int = Field(
-        default=32,
-        ge=1,
-        description="ANN: neighbouring cells searched per cell; more raises recall (reported) and time.",
-    )
+class SimilarityConfig(settings_config(SimilarityOptions)):
     device: str = Field(default="auto", description="Exact search on auto (CUDA when present), cpu or cuda.")
 
 
-class ClustersConfig(Config):
-    k: int = Field(default=0, ge=0, description="Number of clusters; 0 chooses it by silhouette.")
-    k_min: int = Field(default=0, ge=0, description="Smallest k tried (0: about sqrt(pages)/4).")
-    k_max: int = Field(default=0, ge=0, description="Largest k tried (0: about 2*sqrt(pages)).")
-    language: str = Field(default="", description="ISO 639-1 code of the site's language ('' detects it).")
-    extra_stop_words: list[str] = Field(default_factory=list, description="Words never used in labels.")
-    keep_words: list[str] = Field(default_factory=list, description="Words never treated as stop words.")
-    top_terms: int = Field(default=10, ge=1, le=50, description="Phrases kept per cluster.")
-    recluster_above: float = Field(
-        default=0.1,
-        ge=0,
-        le=1,
-        description="A re-crawl refines the last run's clusters (ids and settled labels kept) while at most "
-        "this share of pages changed; above it, k is chosen anew.",
-    )
+class ClustersConfig(settings_config(ClusterOptions)):
+    """How pages are clustered: the settings of ClusterOptions (core/ml/clusters.py)."""
 
 
 @site_asset(

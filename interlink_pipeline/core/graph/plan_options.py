@@ -9,25 +9,47 @@ import numpy as np
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.graph.site_sections import SiteSections
+from interlink_pipeline.core.settings import setting
 
 
 @dataclass(frozen=True)
 class PlanOptions:
-    """Every field is a `link_plan` config setting of the same name."""
+    """The `link_plan` step's settings (its Dagster config is derived from the `setting` fields)."""
 
-    out_link_budget: int = 10  # contextual (in-content) links per page, existing ones included
-    hub_links: int = 20  # links from the home page to hubs, existing ones included
-    section_links: int = 20  # in-content links of a section index (menu parent, listing), existing included
-    min_inlinks: int = 1
-    max_inlinks: int = 20
-    max_depth: int = 4
-    exact_centrality_below: int = 5_000
-    centrality_samples: int = 512
-    recompute_centrality_above: float = 0.05  # share of relatedness edges changed since a kept estimate
-    anchor_max_words: int = 6  # anchors are whole phrases of at most this many words
-    anchor_max_targets: int = 1  # an anchor text points at no more targets than this across the site
-    min_probability: float = 0.1  # topical links less likely than this are never added to fill a budget
-    keep_previous: bool = True  # keep the last plan's links that are still valid (a stable plan)
+    out_link_budget: int = setting(10, "In-content links per page, existing ones included.", ge=1)
+    hub_links: int = setting(20, "Links on the home page to hubs, existing ones included.", ge=0)
+    section_links: int = setting(
+        20,
+        "In-content links of a section index (a page the site's menu lists others under), existing ones "
+        "included.",
+        ge=0,
+    )
+    min_inlinks: int = setting(1, "In-content in-link quota of the least central pages.", ge=0)
+    max_inlinks: int = setting(20, "In-content in-link quota of the most central pages.", ge=0)
+    max_depth: int = setting(4, "Click-depth target from the home page.", ge=1)
+    exact_centrality_below: int = setting(5_000, "Pages below which betweenness is exact.", ge=0)
+    centrality_samples: int = setting(512, "Sampled sources for estimated betweenness.", ge=8)
+    recompute_centrality_above: float = setting(
+        0.05,
+        "A re-crawl reuses the last sampled betweenness estimate (new pages score 0) until this share of "
+        "the relatedness graph's edges changed since it was measured; exact betweenness is always "
+        "measured.",
+        ge=0,
+        le=1,
+    )
+    anchor_max_words: int = setting(6, "Longest anchor phrase, in words (phrases are never cut).", ge=1)
+    anchor_max_targets: int = setting(1, "Most pages one anchor text may point at across the site.", ge=1)
+    min_probability: float = setting(
+        0.1,
+        "Topical links less probable than this (by the site's ranker) are never added to fill a budget.",
+        ge=0,
+        le=1,
+    )
+    keep_previous: bool = setting(
+        True,
+        "Keep the previous plan's links whose pages are unchanged (a plan the team has half shipped stays"
+        " put); false plans from scratch.",
+    )
 
 
 def check_options(options: PlanOptions) -> None:

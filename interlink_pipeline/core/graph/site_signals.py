@@ -9,22 +9,25 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.graph.text_neighbours import NeighbourStore
+from interlink_pipeline.core.settings import setting
 
 TEXT_FIELDS = ("title", "h1", "meta_description", "body")
 
 
 @dataclass(frozen=True)
 class CandidateOptions:
-    """How many pairs each signal proposes per source page; every field is a `link_candidates` setting."""
+    """How many pairs each signal proposes per source page (the `candidate_settings` resource)."""
 
-    neighbours_per_field: int = 20  # nearest pages by each text field's embedding
-    children_per_page: int = 50  # pages below in the URL path (the most similar first)
-    siblings_per_page: int = 20  # pages under the same parent (the most similar first)
-    graph_per_page: int = 20  # best by Adamic–Adar on the existing links
-    mentions_per_page: int = 30  # targets whose phrases occur in the source's text
-    listings_per_page: int = 20  # sources whose in-content links go to the pages most like the target
-    serp_depth: int = 10  # SERP positions that count as evidence
-    max_phrase_words: int = 8
+    neighbours_per_field: int = setting(20, "Nearest pages per text field.", ge=1)
+    children_per_page: int = setting(50, "Pages below in the URL path, most similar first.", ge=0)
+    siblings_per_page: int = setting(20, "Pages under the same parent, most similar first.", ge=0)
+    graph_per_page: int = setting(20, "Best pages by Adamic–Adar on the existing links.", ge=0)
+    mentions_per_page: int = setting(30, "Targets whose phrases the source's text holds.", ge=0)
+    listings_per_page: int = setting(
+        20, "Sources whose in-content links go to the pages most like the target.", ge=0
+    )
+    serp_depth: int = setting(10, "SERP positions that count as evidence.", ge=1)
+    max_phrase_words: int = setting(8, "Longest phrase looked for in texts.", ge=1)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from interlink_pipeline.core.ingest.branding import debranded_titles
 from interlink_pipeline.core.ingest.duplicates import one_per_url_key, with_duplicate_key
 from interlink_pipeline.core.ingest.exclusions import EXCLUDED_COLUMNS, with_reasons
 from interlink_pipeline.core.ingest.page_text import TextSource, with_text
+from interlink_pipeline.core.settings import setting
 from interlink_pipeline.core.urls import stable_ids, url_parts
 
 # The raw columns cleaning reads (raw.crawl_pages also keeps h2, extra, load metadata, …).
@@ -70,14 +71,28 @@ PAGE_COLUMNS = [
 
 @dataclass(frozen=True)
 class CleaningOptions:
-    """How a crawl is cleaned; every field is a `pages` config setting of the same name."""
+    """How a crawl is cleaned (the `pages` step's config is derived from these settings)."""
 
-    text_source: TextSource = "title"
-    branding_pattern: str | None = None  # None: detect; "": keep titles whole; else a regex to remove
-    drop_parameter_urls: bool = True
-    drop_paginated: bool = True  # page 2+ of a paginated listing (a series numbered from 2) is not a page
-    keep_query_params: tuple[str, ...] = ()  # parameters that make distinct pages (e.g. "id")
-    min_brand_share: float = 0.2  # the brand must end at least this share of titles
+    text_source: TextSource = setting(
+        "title", "Field that represents a page (embedded, searched); falls back to the next field when empty."
+    )
+    branding_pattern: str | None = setting(
+        None,
+        "Regex removed from titles (Rust regex syntax). Unset: detect the site's branding suffix; '' "
+        "keeps titles whole.",
+    )
+    drop_parameter_urls: bool = setting(True, "Drop URLs with non-tracking query parameters.")
+    drop_paginated: bool = setting(
+        True,
+        "Drop page 2+ of paginated listings (URLs like /page/3/ or ?p=3 in a series numbered from 2, or "
+        "with rel=prev).",
+    )
+    keep_query_params: tuple[str, ...] = setting(
+        (), "Query parameters that identify distinct pages (e.g. 'id')."
+    )
+    min_brand_share: float = setting(
+        0.2, "Share of titles a detected branding suffix must end.", ge=0.0, le=1.0
+    )
 
 
 @dataclass(frozen=True)

@@ -18,26 +18,33 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.settings import setting
 from interlink_pipeline.core.text import detect_language, stop_words, words
 
 
 @dataclass(frozen=True)
 class ClusterOptions:
-    """Every field is a `topic_clusters` config setting of the same name."""
+    """The `topic_clusters` step's settings (its Dagster config is derived from the `setting` fields)."""
 
-    k: int | None = None  # None: choose by silhouette
-    k_min: int | None = None  # candidate range (default: about sqrt(n)/4 to 2*sqrt(n))
-    k_max: int | None = None
+    k: int | None = setting(None, "Number of clusters; 0 chooses it by silhouette.", unset=0, ge=0)
+    k_min: int | None = setting(None, "Smallest k tried (0: about sqrt(pages)/4).", unset=0, ge=0)
+    k_max: int | None = setting(None, "Largest k tried (0: about 2*sqrt(pages)).", unset=0, ge=0)
     candidates: int = 8
     selection_sample: int = 20_000  # pages each candidate is fitted on
     silhouette_sample: int = 4_000
     minibatch_above: int = 20_000
-    language: str | None = None  # None: detect
-    extra_stop_words: tuple[str, ...] = ()
-    keep_words: tuple[str, ...] = ()  # never treated as stop words
-    top_terms: int = 10
+    language: str | None = setting(None, "ISO 639-1 code of the site's language ('' detects it).", unset="")
+    extra_stop_words: tuple[str, ...] = setting((), "Words never used in labels.")
+    keep_words: tuple[str, ...] = setting((), "Words never treated as stop words.")
+    top_terms: int = setting(10, "Phrases kept per cluster.", ge=1, le=50)
     seed: int = 0
-    recluster_above: float = 0.1  # share of pages changed since the last run above which k is chosen anew
+    recluster_above: float = setting(
+        0.1,
+        "A re-crawl refines the last run's clusters (ids and settled labels kept) while at most this "
+        "share of pages changed; above it, k is chosen anew.",
+        ge=0,
+        le=1,
+    )
 
 
 @dataclass

@@ -29,6 +29,7 @@ from interlink_pipeline.core.graph.candidate_features import FEATURES
 from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
 from interlink_pipeline.core.graph.link_graph import LinkGraph
 from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.settings import setting
 from interlink_pipeline.core.sorted_sets import differing_count, sorted_unique
 
 ModelKind = Literal["auto", "gradient_boosting", "logistic"]
@@ -37,14 +38,14 @@ DEFAULT_WEIGHTS = Path(__file__).with_name("default_ranker.json")
 
 @dataclass(frozen=True)
 class RankerOptions:
-    """Every field is a `link_ranker` config setting of the same name."""
+    """The `link_ranker` step's settings (its Dagster config is derived from the `setting` fields)."""
 
-    model: ModelKind = "auto"
-    simulation_folds: int = 4  # the links are hidden a part at a time to make training examples
-    min_positives: int = 40  # fewer positive examples: the default model
-    max_training_rows: int = 600_000  # sources are sampled beyond this
-    cv_folds: int = 3  # validation folds, grouped by source page
-    seed: int = 0
+    model: ModelKind = setting("auto", "auto: the better of the two by cross-validated average precision.")
+    simulation_folds: int = setting(4, "Parts the links are hidden in to train.", ge=2)
+    min_positives: int = setting(40, "Fewer examples: the default weights.", ge=1)
+    max_training_rows: int = setting(600_000, "Sources are sampled beyond this.", ge=1000)
+    cv_folds: int = setting(3, "Validation folds, grouped by source page.", ge=2)
+    seed: int = setting(0, "Seed for the folds and the models.")
 
 
 @dataclass

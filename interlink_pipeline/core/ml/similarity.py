@@ -32,6 +32,7 @@ from interlink_pipeline.core.ml.page_neighbours import (
     nearest_pages,
     neighbour_state,
 )
+from interlink_pipeline.core.settings import setting
 
 # Chosen on the real crawls and the sample (see the README's similarity section and bench_similarity).
 DEFAULT_MIN_SCORE = 0.5
@@ -43,19 +44,23 @@ BEST_FIRST = pl.col("score").rank("ordinal", descending=True)
 
 @dataclass(frozen=True)
 class SimilarityOptions:
-    """Every field is a `similarity_pairs` config setting of the same name."""
+    """The `similarity_pairs` step's settings (its Dagster config is derived from the `setting` fields)."""
 
-    k: int = 15
-    min_score: float = DEFAULT_MIN_SCORE
-    max_per_target: int | None = 50
-    candidates_per_page: int = 50  # searched per page before the rules above pick k
-    source_paths: tuple[str, ...] = ()  # regexes; a source's path must match one (when any are given)
-    target_paths: tuple[str, ...] = ()
-    exclude_source_paths: tuple[str, ...] = ()
-    exclude_target_paths: tuple[str, ...] = ()
-    method: Method = "auto"
-    ann_threshold: int = 200_000
-    ann_cells_probed: int = 32  # more: higher recall, slower (recall is measured on every run)
+    k: int = setting(15, "Similar pages kept per page.", ge=1, le=500)
+    min_score: float = setting(DEFAULT_MIN_SCORE, "Lowest cosine kept (0.5: see the README).", ge=-1, le=1)
+    max_per_target: int | None = setting(
+        50, "Most suggestions one page may receive (0: no cap); keeps templates in check.", unset=0, ge=0
+    )
+    candidates_per_page: int = setting(50, "Neighbours searched per page before the rules.", ge=1)
+    source_paths: tuple[str, ...] = setting((), "Regexes: only pages whose path matches link.")
+    target_paths: tuple[str, ...] = setting((), "Regexes: only pages whose path matches get links.")
+    exclude_source_paths: tuple[str, ...] = setting((), "Regexes: these pages never link.")
+    exclude_target_paths: tuple[str, ...] = setting((), "Regexes: these pages are never linked.")
+    method: Method = setting("auto", "auto: exact up to ann_threshold pages, an approximate index above.")
+    ann_threshold: int = setting(200_000, "Pages above which auto uses the ANN index.", ge=1)
+    ann_cells_probed: int = setting(
+        32, "ANN: neighbouring cells searched per cell; more raises recall (reported) and time.", ge=1
+    )
     device: str = "cpu"
 
 
