@@ -142,7 +142,16 @@ def test_no_crawl_export_for_the_site(warehouse_path, inbox_root, instance):
     assert "no crawl export in" in failure_message(result) and "interlink register" in failure_message(result)
 
 
-def test_pages_before_raw_crawl(warehouse_path, inbox_root, instance):
-    result = run_site(warehouse_path, inbox_root, instance, "www.example.com", steps=["pages"])
-    assert "raw.crawl_pages has no rows for www.example.com: materialise raw_crawl" in failure_message(result)
-    assert _rows(warehouse_path, "staging.pages") == 0
+@pytest.mark.parametrize(
+    ("step", "table", "missing", "writer"),
+    [
+        ("pages", "staging.pages", "raw.crawl_pages", "raw_crawl"),
+        ("serp_results", "serp.results", "staging.pages", "pages"),
+        ("link_ranker", "ml.link_ranker_runs", "staging.pages", "pages"),
+    ],
+)
+def test_a_step_before_the_step_it_reads(warehouse_path, inbox_root, instance, step, table, missing, writer):
+    result = run_site(warehouse_path, inbox_root, instance, "www.example.com", steps=[step])
+    expected = f"{missing} has no rows for www.example.com: materialise {writer} for it first."
+    assert expected in failure_message(result)
+    assert _rows(warehouse_path, table) == 0

@@ -197,9 +197,7 @@ def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Wareho
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        raw = warehouse.read_site("raw.crawl_pages", site)
-        if raw.is_empty():
-            raise InputError(f"raw.crawl_pages has no rows for {site}: materialise raw_crawl for it first.")
+        raw = warehouse.read_site_required("raw.crawl_pages", site, "raw_crawl")
         options = options_from(config, CleaningOptions)
         cleaned = clean_pages(raw, site, options, warehouse.read_site("raw.page_text", site, ["url", "text"]))
         kept, excluded = cleaned.pages, cleaned.excluded

@@ -124,9 +124,7 @@ def relevance_inputs(
 ) -> RelevanceInputs:
     """Everything the candidates are built from: pages, text vectors per field (unless `vectors` is
     false: with_vectors adds them when they turn out to be needed), SERP, clusters, links."""
-    site_pages = warehouse.read_site("staging.pages", site, PAGE_COLUMNS).sort("page_id")
-    if site_pages.is_empty():
-        raise InputError(f"staging.pages has no rows for {site}: materialise pages first.")
+    site_pages = warehouse.read_site_required("staging.pages", site, "pages", PAGE_COLUMNS).sort("page_id")
     index = site_pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
     texts = {name: site_pages[column].to_list() for name, column in FIELD_COLUMNS.items()}
     clusters = warehouse.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]).join(

@@ -44,6 +44,16 @@ class Warehouse(ConfigurableResource):
     def read_site(self, table: str, site: str, columns: list[str] | None = None) -> pl.DataFrame:
         return warehouse.read_site(self.path, table, site, columns, lock_timeout_s=self.lock_timeout_s)
 
+    def read_site_required(
+        self, table: str, site: str, step: str, columns: list[str] | None = None
+    ) -> pl.DataFrame:
+        """A site's rows of a table the calling step cannot run without: none is an InputError that names
+        the `step` that writes them."""
+        rows = self.read_site(table, site, columns)
+        if rows.is_empty():
+            raise InputError(f"{table} has no rows for {site}: materialise {step} for it first.")
+        return rows
+
     def tables(self) -> set[str]:
         """The tables the file holds now (schema.table)."""
         found = self.query("SELECT schema_name || '.' || table_name AS t FROM duckdb_tables()")

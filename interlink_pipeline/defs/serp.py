@@ -8,7 +8,6 @@ import polars as pl
 from dagster import AssetExecutionContext, ConfigurableResource, EnvVar, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.crawl_exports import read_queries_export
 from interlink_pipeline.core.publish.previews import markdown_table
@@ -65,9 +64,7 @@ def serp_results(
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        site_pages = warehouse.read_site("staging.pages", site)
-        if site_pages.is_empty():
-            raise InputError(f"staging.pages has no rows for {site}: materialise pages first.")
+        site_pages = warehouse.read_site_required("staging.pages", site, "pages")
         queries_path, main_queries = _main_queries(inbox, site, config)
         options = options_from(config, SerpOptions, endpoint=serp_api.endpoint)
         index_path = warehouse.kept_state(site) / "local_search.joblib"
