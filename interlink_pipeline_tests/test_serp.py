@@ -42,6 +42,16 @@ def test_query_template_and_sources(light_pages):
     row = asked.filter(pl.col("page_id") == light_pages["page_id"][3]).row(0, named=True)
     assert row["query"] == f"site:{LIGHT} neck pain relief" and row["query_source"] == "queries file"
     assert set(asked["query_source"]) == {"queries file", "title"}
+    # each page's query comes from the first source it has: queries file, main query, title, text
+    pages = light_pages.head(4).with_columns(
+        main_query=pl.Series([None, "supplied twice", "adjustments", None]),
+        title=pl.Series([None, "A title", "Another title", None]),
+    )
+    asked = page_queries(pages, LIGHT, "{query}", supplied.with_columns(url_key=pl.lit(pages["url_key"][1])))
+    assert asked["query_source"].to_list() == ["text", "queries file", "main_query column", "text"]
+    assert asked["base_query"].to_list()[1:3] == ["neck pain relief", "adjustments"]
+    titled = page_queries(pages.with_columns(main_query=pl.lit(None, pl.String)), LIGHT, "{query}")
+    assert titled["query_source"].to_list() == ["text", "title", "title", "text"]
 
 
 def test_serper_happy_path_then_everything_from_the_cache(warehouse_path, light_inbox, instance, light_pages):

@@ -11,6 +11,14 @@ import polars as pl
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.urls import url_parts
 
+# Where a page's query comes from, first present first: column -> what query_source calls it.
+QUERY_SOURCES = {
+    "supplied": "queries file",
+    "main_query": "main_query column",
+    "title": "title",
+    "text": "text",
+}
+
 
 def search_scope(template: str, host: str) -> tuple[str, str]:
     """(template, path prefix) after validating the template's placeholders."""
@@ -39,18 +47,13 @@ def page_queries(
         )
     else:
         frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("supplied"))
-    base = pl.coalesce("supplied", "main_query", "title", "text").str.strip_chars()
+    source = pl.coalesce(
+        pl.when(pl.col(column).is_not_null()).then(pl.lit(label)) for column, label in QUERY_SOURCES.items()
+    )
     return frame.select(
         "page_id",
-        base.alias("base_query"),
-        pl.when(pl.col("supplied").is_not_null())
-        .then(pl.lit("queries file"))
-        .when(pl.col("main_query").is_not_null())
-        .then(pl.lit("main_query column"))
-        .when(pl.col("title").is_not_null())
-        .then(pl.lit("title"))
-        .otherwise(pl.lit("text"))
-        .alias("query_source"),
+        pl.coalesce(*QUERY_SOURCES).str.strip_chars().alias("base_query"),
+        source.fill_null(QUERY_SOURCES["text"]).alias("query_source"),
     ).with_columns(pl.concat_str([pl.lit(before), pl.col("base_query"), pl.lit(after)]).alias("query"))
 
 
