@@ -82,38 +82,38 @@ def _positioned(frame: pl.DataFrame, path: str, position: str) -> pl.DataFrame:
     )
 
 
+def _link(source: pl.Expr, target: str = "url", anchor: pl.Expr | None = None) -> list[pl.Expr]:
+    """A link's columns: from `source` to the page in column `target`, anchored by its name (`core`)."""
+    anchor = pl.col("core") if anchor is None else anchor
+    return [source.alias("source"), pl.col(target).alias("target"), anchor.alias("anchor")]
+
+
 def _shop_links(content: pl.DataFrame, listings: pl.DataFrame, base: str) -> list[Placed]:
     """Home to categories to subcategories to products, listing pagination, breadcrumbs, related products."""
     members = listing_members(content)
     categories = content.filter(pl.col("page_type") == "category")
-    home_to_categories = categories.select(
-        pl.lit(base + "/").alias("source"), pl.col("url").alias("target"), pl.col("core").alias("anchor")
-    )
+    home_to_categories = categories.select(_link(pl.lit(base + "/")))
     category_to_subs = (
         content.filter(pl.col("page_type") == "subcategory")
         .join(categories.select("topic", pl.col("url").alias("source")), on="topic")
-        .select("source", pl.col("url").alias("target"), pl.col("core").alias("anchor"))
+        .select(_link(pl.col("source")))
     )
     listing_to_products = members.select(
-        pl.when(pl.col("listing_page") == 1)
-        .then(pl.col("listing_url"))
-        .otherwise(
-            pl.col("listing_url") + pl.lit("page/") + pl.col("listing_page").cast(pl.String) + pl.lit("/")
+        _link(
+            pl.when(pl.col("listing_page") == 1)
+            .then(pl.col("listing_url"))
+            .otherwise(
+                pl.col("listing_url") + pl.lit("page/") + pl.col("listing_page").cast(pl.String) + pl.lit("/")
+            )
         )
-        .alias("source"),
-        pl.col("url").alias("target"),
-        pl.col("core").alias("anchor"),
     )
     listing_pagination = listings.select(
-        pl.col("rel_prev").alias("source"),
-        pl.col("url").alias("target"),
-        pl.concat_str([pl.lit("Page "), pl.col("listing_page").cast(pl.String)]).alias("anchor"),
+        _link(
+            pl.col("rel_prev"),
+            anchor=pl.concat_str([pl.lit("Page "), pl.col("listing_page").cast(pl.String)]),
+        )
     )
-    breadcrumbs = members.select(
-        pl.col("url").alias("source"),
-        pl.col("listing_url").alias("target"),
-        pl.col("listing_name").alias("anchor"),
-    )
+    breadcrumbs = members.select(_link(pl.col("url"), "listing_url", pl.col("listing_name")))
     # "related products": the next two products of the same listing
     related = (
         members.with_columns(
@@ -121,11 +121,7 @@ def _shop_links(content: pl.DataFrame, listings: pl.DataFrame, base: str) -> lis
             pl.col("core").shift(-1).over("listing_url").alias("next1_name"),
         )
         .filter(pl.col("next1").is_not_null())
-        .select(
-            pl.col("url").alias("source"),
-            pl.col("next1").alias("target"),
-            pl.col("next1_name").alias("anchor"),
-        )
+        .select(_link(pl.col("url"), "next1", pl.col("next1_name")))
     )
     return [
         (home_to_categories, "//main/section[2]/div/a", "Content"),
@@ -140,11 +136,7 @@ def _shop_links(content: pl.DataFrame, listings: pl.DataFrame, base: str) -> lis
 def _editorial_links(content: pl.DataFrame, base: str) -> list[Placed]:
     """The blog index's first 12 posts, each post to its topic's category, the guides hub's first page."""
     blogs = content.filter(pl.col("page_type") == "blog")
-    blog_index = blogs.head(12).select(
-        pl.lit(base + "/blog/").alias("source"),
-        pl.col("url").alias("target"),
-        pl.col("core").alias("anchor"),
-    )
+    blog_index = blogs.head(12).select(_link(pl.lit(base + "/blog/")))
     blog_to_category = blogs.join(
         content.filter(pl.col("page_type") == "category").select(
             "topic", pl.col("url").alias("target"), pl.col("core").alias("anchor")
@@ -154,11 +146,7 @@ def _editorial_links(content: pl.DataFrame, base: str) -> list[Placed]:
     guides_hub = (
         content.filter(pl.col("page_type") == "guide")
         .head(GUIDES_HUB_SIZE)
-        .select(
-            pl.lit(base + "/guides/").alias("source"),
-            pl.col("url").alias("target"),
-            pl.col("core").alias("anchor"),
-        )
+        .select(_link(pl.lit(base + "/guides/")))
     )
     return [
         (blog_index, "//main/article/h2/a", "Content"),
