@@ -8,9 +8,11 @@ Headers from other crawlers are mapped with `column_map` ({canonical field: head
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 
 from interlink_pipeline.core.errors import InputError
 
@@ -32,263 +34,18 @@ class Field:
     required: bool = False
 
 
-# The Internal: HTML / Internal: All export. English first, then ES, FR, DE, IT spellings.
-CRAWL_FIELDS: tuple[Field, ...] = (
-    Field(
-        "url",
-        ("Address", "URL", "Page URL", "Dirección", "Adresse", "Indirizzo", "URL Encoded Address"),
-        required=True,
-    ),
-    Field(
-        "content_type",
-        (
-            "Content Type",
-            "Content",
-            "Tipo de contenido",
-            "Contenido",
-            "Type de contenu",
-            "Contenu",
-            "Inhaltstyp",
-            "Inhalt",
-            "Tipo di contenuto",
-            "Contenuto",
-        ),
-    ),
-    Field(
-        "status_code",
-        (
-            "Status Code",
-            "Código de respuesta",
-            "Código de estado",
-            "Code de réponse",
-            "Code HTTP",
-            "Statuscode",
-            "Status-Code",
-            "Codice di risposta",
-            "Codice di stato",
-        ),
-    ),
-    Field("status", ("Status", "Estado", "Respuesta", "Statut", "Réponse", "Stato", "Risposta")),
-    Field(
-        "indexability",
-        ("Indexability", "Indexabilidad", "Indexabilité", "Indexierbarkeit", "Indicizzabilità"),
-    ),
-    Field(
-        "indexability_status",
-        (
-            "Indexability Status",
-            "Estado de indexabilidad",
-            "Statut d'indexabilité",
-            "État d'indexabilité",
-            "Indexierbarkeitsstatus",
-            "Status der Indexierbarkeit",
-            "Stato di indicizzabilità",
-            "Stato indicizzabilità",
-        ),
-    ),
-    Field("title", ("Title 1", "Title", "Page Title", "Título 1", "Titre 1", "Titel 1", "Titolo 1")),
-    Field(
-        "meta_description",
-        (
-            "Meta Description 1",
-            "Meta Description",
-            "Meta descripción 1",
-            "Metadescripción 1",
-            "Méta description 1",
-            "Meta-Beschreibung 1",
-            "Meta Beschreibung 1",
-            "Meta descrizione 1",
-        ),
-    ),
-    Field("h1", ("H1-1", "H1", "H1 1")),
-    Field("h2", ("H2-1", "H2")),
-    Field(
-        "canonical_url",
-        (
-            "Canonical Link Element 1",
-            "Canonical",
-            "Canonical URL",
-            "Elemento de enlace canónico 1",
-            "Enlace canónico 1",
-            "Élément de lien canonique 1",
-            "Lien canonique 1",
-            "Kanonisches Link-Element 1",
-            "Canonical-Link-Element 1",
-            "Elemento link canonico 1",
-            "Link canonico 1",
-        ),
-    ),
-    Field("meta_robots", ("Meta Robots 1", "Meta Robots", "Meta-Robots 1")),
-    Field("x_robots_tag", ("X-Robots-Tag 1", "X-Robots-Tag")),
-    Field("rel_next", ('rel="next" 1', "rel next")),
-    Field("rel_prev", ('rel="prev" 1', "rel prev")),
-    Field(
-        "redirect_url",
-        (
-            "Redirect URL",
-            "URL de redirección",
-            "URL de redirection",
-            "Weiterleitungs-URL",
-            "Weiterleitungsziel",
-            "URL di reindirizzamento",
-        ),
-    ),
-    Field(
-        "crawl_depth",
-        (
-            "Crawl Depth",
-            "Depth",
-            "Profundidad de rastreo",
-            "Nivel de profundidad",
-            "Profondeur d'exploration",
-            "Niveau de profondeur",
-            "Crawl-Tiefe",
-            "Crawltiefe",
-            "Profondità di scansione",
-            "Livello di profondità",
-        ),
-    ),
-    Field(
-        "word_count",
-        (
-            "Word Count",
-            "Recuento de palabras",
-            "Número de palabras",
-            "Nombre de mots",
-            "Wortanzahl",
-            "Anzahl Wörter",
-            "Conteggio parole",
-            "Numero di parole",
-        ),
-    ),
-    Field(
-        "unique_inlinks",
-        (
-            "Unique Inlinks",
-            "Enlaces entrantes únicos",
-            "Liens entrants uniques",
-            "Eindeutige Inlinks",
-            "Inlink unici",
-        ),
-    ),
-    # Not Screaming Frog columns: filled when a user maps them (e.g. a keyword or extraction column).
-    Field("main_query", ("Main Query", "Main Keyword", "Primary Keyword", "Target Keyword", "Top Query")),
-    Field("custom_text", ()),
-    # Screaming Frog's exact-duplicate content hash (Internal export, "Hash")
-    Field("content_hash", ("Hash", "Content Hash", "Hash del contenido", "Hachage")),
-)
-
-# The All Inlinks bulk export.
-LINK_FIELDS: tuple[Field, ...] = (
-    Field("link_type", ("Type", "Tipo", "Typ")),
-    Field(
-        "source_url", ("Source", "From", "Origen", "Fuente", "Quelle", "Origine", "Sorgente"), required=True
-    ),
-    Field(
-        "target_url", ("Destination", "To", "Target URL", "Destino", "Ziel", "Destinazione"), required=True
-    ),
-    Field(
-        "anchor",
-        (
-            "Anchor",
-            "Anchor Text",
-            "Ancla",
-            "Texto ancla",
-            "Texto del ancla",
-            "Ancre",
-            "Texte d'ancrage",
-            "Anker",
-            "Ankertext",
-            "Ancora",
-            "Testo di ancoraggio",
-            "Testo ancora",
-        ),
-    ),
-    Field("alt_text", ("Alt Text", "Texto alternativo", "Texte alternatif", "Alt-Text", "Testo alternativo")),
-    Field("status_code", CRAWL_FIELDS[2].aliases),
-    Field("follow", ("Follow", "Seguir", "Suivre", "Folgen", "Segui")),
-    Field("rel", ("Rel",)),
-    Field(
-        "link_position",
-        (
-            "Link Position",
-            "Posición del enlace",
-            "Posición de enlace",
-            "Position du lien",
-            "Link-Position",
-            "Linkposition",
-            "Posizione del link",
-            "Posizione link",
-        ),
-    ),
-    Field(
-        "link_path",
-        ("Link Path", "Ruta del enlace", "Chemin du lien", "Link-Pfad", "Linkpfad", "Percorso del link"),
-    ),
-    Field(
-        "link_origin",
-        ("Link Origin", "Origen del enlace", "Origine du lien", "Link-Ursprung", "Origine del link"),
-    ),
-)
+# Each export's fields and their header spellings (data: export_headers.json, which says how they match).
+_HEADERS = json.loads(Path(__file__).with_name("export_headers.json").read_text(encoding="utf-8"))
 
 
-# A page-text file: page URL -> the page's body text (or a crawler's custom extraction of it).
-TEXT_FIELDS: tuple[Field, ...] = (
-    CRAWL_FIELDS[0],
-    Field(
-        "text",
-        ("Text", "Body", "Body Text", "Page Text", "Content", "Main Content", "Extractor 1 1", "Texto",
-         "Contenido", "Texte", "Contenu", "Inhalt", "Testo", "Contenuto"),
-        required=True,
-    ),
-)  # fmt: skip
+def _fields(export: str) -> tuple[Field, ...]:
+    return tuple(Field(f["field"], tuple(f["headers"]), f.get("required", False)) for f in _HEADERS[export])
 
-# A queries file: page URL -> query, e.g. a Search Console performance export by page and query.
-QUERY_FIELDS: tuple[Field, ...] = (
-    Field(
-        "url",
-        (
-            "Page",
-            "Landing Page",
-            "Top pages",
-            "URL",
-            "Address",
-            "Página",
-            "Page de destination",
-            "Seite",
-            "Pagina",
-            "Dirección",
-            "Adresse",
-            "Indirizzo",
-        ),
-        required=True,
-    ),
-    Field(
-        "query",
-        (
-            "Query",
-            "Top queries",
-            "Main Query",
-            "Main Keyword",
-            "Keyword",
-            "Search term",
-            "Consulta",
-            "Consultas principales",
-            "Palabra clave",
-            "Requête",
-            "Requêtes les plus fréquentes",
-            "Mot clé",
-            "Suchanfrage",
-            "Häufigste Suchanfragen",
-            "Keyword-Suche",
-            "Query principali",
-            "Parola chiave",
-        ),
-        required=True,
-    ),
-    Field("clicks", ("Clicks", "Clics", "Klicks", "Clic")),
-    Field("impressions", ("Impressions", "Impresiones", "Impressionen", "Impressioni")),
-)
+
+CRAWL_FIELDS = _fields("crawl pages")  # the Internal: HTML / Internal: All export
+LINK_FIELDS = _fields("crawl links")  # the All Inlinks bulk export
+TEXT_FIELDS = (CRAWL_FIELDS[0], *_fields("page text"))  # page URL -> its body text (or an extraction)
+QUERY_FIELDS = _fields("queries")  # page URL -> query, e.g. a Search Console export by page and query
 
 
 def accepted_names(field: Field) -> str:
