@@ -7,10 +7,19 @@ import tomllib
 from pathlib import Path
 
 import polars as pl
+import pytest
 
+from interlink_pipeline.core.warehouse import table_docs
 from interlink_pipeline.core.warehouse.contract import table_columns
 from interlink_pipeline.core.warehouse.schemas import TABLES
-from interlink_pipeline.core.warehouse.table_docs import END, START, tables_markdown
+from interlink_pipeline.core.warehouse.table_docs import (
+    END,
+    SOURCES,
+    START,
+    dbt_sources,
+    sources_yaml,
+    tables_markdown,
+)
 from interlink_pipeline.sample import generate_site, write_site
 from interlink_pipeline.sample.vocabulary import TOPICS
 from interlink_pipeline_tests.helpers import PROJECT_ROOT, SAMPLE_DIR
@@ -72,6 +81,20 @@ def test_generator_is_deterministic_and_covers_every_topic():
     assert truth["url"].is_unique().all()
 
 
+def test_dbt_sources_are_the_contract_tables_the_models_read():
+    assert SOURCES.read_text() == sources_yaml(), "dbt sources.yml is stale: run `make docs`"
+    # the marts read the plan, the pages, the clusters and the metrics; each is a contract table
+    assert set(dbt_sources()) == {
+        "staging.pages",
+        "ml.similarity_pairs",
+        "ml.page_clusters",
+        "ml.clusters",
+        "graph.link_plan",
+        "graph.page_metrics",
+        "graph.site_metrics",
+    }
+
+
 def test_readme_table_reference_is_current():
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert f"{START}\n\n{tables_markdown()}\n\n{END}" in readme, "README tables are stale: run `make docs`"
@@ -120,3 +143,10 @@ def test_readme_names_the_two_commands():
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert "make run" in readme and "make test" in readme
     assert "make test" in Path(PROJECT_ROOT / ".ci" / "run").read_text()
+
+
+def test_a_dbt_source_outside_the_contract_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "stg_typo.sql").write_text("select * from {{ source('ml', 'link_candidate') }}")
+    monkeypatch.setattr(table_docs, "DBT_MODELS", tmp_path)
+    with pytest.raises(ValueError, match=r"not in the contract: ml\.link_candidate$"):
+        table_docs.dbt_sources()
