@@ -8,15 +8,21 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from interlink_pipeline.core.warehouse import table_docs
 from interlink_pipeline.core.warehouse.contract import table_columns
 from interlink_pipeline.core.warehouse.schemas import TABLES
 from interlink_pipeline.core.warehouse.table_docs import (
+    COLUMN_DOCS,
     END,
+    MARTS_DOCS,
     SOURCES,
     START,
+    column_docs,
+    column_docs_markdown,
     dbt_sources,
+    mart_columns,
     sources_yaml,
     tables_markdown,
 )
@@ -83,6 +89,7 @@ def test_generator_is_deterministic_and_covers_every_topic():
 
 def test_dbt_sources_are_the_contract_tables_the_models_read():
     assert SOURCES.read_text() == sources_yaml(), "dbt sources.yml is stale: run `make docs`"
+    assert COLUMN_DOCS.read_text() == column_docs_markdown(), "dbt column docs are stale: run `make docs`"
     # the marts read the plan, the pages, the clusters and the metrics; each is a contract table
     assert set(dbt_sources()) == {
         "staging.pages",
@@ -143,6 +150,21 @@ def test_readme_names_the_two_commands():
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert "make run" in readme and "make test" in readme
     assert "make test" in Path(PROJECT_ROOT / ".ci" / "run").read_text()
+
+
+def test_mart_columns_refer_to_the_contract_rather_than_copy_it():
+    """A mart column that passes a contract column through says {{ doc(...) }}, so its text cannot drift."""
+    contract = set(column_docs().values())
+    models = yaml.safe_load(MARTS_DOCS.read_text())["models"]
+    copies = [
+        f"{model['name']}.{column['name']}"
+        for model in models
+        for column in model["columns"]
+        if " ".join(column.get("description", "").split()) in contract
+    ]
+    assert not copies, f"marts.yml copies contract descriptions; use doc(): {copies}"
+    referring = mart_columns()["marts.page_scorecard"][1]
+    assert referring["depth_before"] == table_columns("graph.page_metrics")["depth_before"][1]
 
 
 def test_a_dbt_source_outside_the_contract_is_refused(tmp_path, monkeypatch):
