@@ -3,6 +3,9 @@
 import json
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import dagster as dg
 import duckdb
@@ -137,7 +140,7 @@ def _readme_queries() -> list[str]:
 
 
 def test_the_readme_queries_return_rows_and_every_column_is_documented(
-    warehouse_path, sample_inbox, instance, encoder
+    warehouse_path, sample_inbox, instance, encoder, tmp_path
 ):
     dbt_targets = sorted((PROJECT_ROOT / "dbt" / "target").glob("marts-*"))
     result = run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
@@ -180,6 +183,21 @@ def test_the_readme_queries_return_rows_and_every_column_is_documented(
     assert unreachable == 0  # no path is null, not -1
     assert hubs > 0  # the sample's home page already links its sections: they are its hubs
     assert comments["depth_before"] == mart_columns()["marts.page_scorecard"][1]["depth_before"]
+
+    # dbt docs: every model, and every column the warehouse has for it, carries a description
+    docs = tmp_path / "dbt_docs"
+    dbt_vars = json.dumps({"duckdb_path": str(warehouse_path)})
+    command = ["docs", "generate", "--project-dir", DBT_DIR, "--profiles-dir", DBT_DIR, "--target-path", docs]
+    subprocess.run([Path(sys.executable).with_name("dbt"), *command, "--vars", dbt_vars], check=True)
+    catalog = json.loads((docs / "catalog.json").read_text())["nodes"]
+    manifest = json.loads((docs / "manifest.json").read_text())["nodes"]
+    models = [key for key in catalog if key.startswith("model.")]
+    assert len(models) == len(list(DBT_DIR.glob("models/*/*.sql")))
+    assert [key for key in models if not manifest[key]["description"]] == []
+    described = {key: {c for c, v in manifest[key]["columns"].items() if v["description"]} for key in models}
+    assert [f"{key}.{c}" for key in models for c in catalog[key]["columns"] if c not in described[key]] == []
+    texts = [v["description"] for key in models for v in manifest[key]["columns"].values()]
+    assert not [text for text in texts if "{{" in text]  # doc() references rendered
 
 
 def test_dagster_dev_parses_the_dbt_project_with_this_environments_dbt(tmp_path, monkeypatch):
