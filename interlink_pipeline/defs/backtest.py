@@ -101,7 +101,7 @@ def link_backtest(
     metadata = {
         **_figures(row.row(0, named=True)),
         "why": f"measured: {why}",
-        "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in result.seconds.items()}),
+        "seconds_by_step": MetadataValue.json(result.seconds),
     }
     yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
     save_state(BacktestInputs(*now, run_id), state_path)
@@ -174,12 +174,12 @@ def _figures(row: dict) -> dict:
     return {
         "hidden_links": row["hidden_links"],
         "plan_links": row["plan_links"],
-        "plan_precision": MetadataValue.float(round(row["plan_precision"], 4)),
-        "plan_recall": MetadataValue.float(round(row["plan_recall"], 4)),
-        "baseline_precision": MetadataValue.float(round(row["baseline_precision"], 4)),
-        "candidate_precision_at_k": MetadataValue.float(round(row["candidate_precision_at_k"], 4)),
-        "baseline_precision_at_k": MetadataValue.float(round(row["baseline_precision_at_k"], 4)),
-        "candidate_coverage": MetadataValue.float(round(row["candidate_coverage"], 4)),
+        "plan_precision": MetadataValue.float(row["plan_precision"]),
+        "plan_recall": MetadataValue.float(row["plan_recall"]),
+        "baseline_precision": MetadataValue.float(row["baseline_precision"]),
+        "candidate_precision_at_k": MetadataValue.float(row["candidate_precision_at_k"]),
+        "baseline_precision_at_k": MetadataValue.float(row["baseline_precision_at_k"]),
+        "candidate_coverage": MetadataValue.float(row["candidate_coverage"]),
         "ours_vs_baseline": MetadataValue.md(markdown_table(comparison, 10)),
         "chart": MetadataValue.md(chart),
         "precision_by_reason": MetadataValue.md(

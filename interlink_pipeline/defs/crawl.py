@@ -215,7 +215,7 @@ def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Wareho
         **({"warning": " ".join(warnings)} if warnings else {}),
         "pages_kept": kept.height,
         "rows_excluded": excluded.height,
-        "kept_share": MetadataValue.float(round(kept.height / max(1, raw.height), 4)),
+        "kept_share": MetadataValue.float(kept.height / max(1, raw.height)),
         "excluded_by_reason": MetadataValue.md(counts_table(excluded, "reason")),
         "branding_removed": cleaned.branding or "none detected",
         "titles_debranded": cleaned.titles_debranded,

@@ -119,7 +119,7 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int) -> dic
     hubs = pl.DataFrame({"hub": [names[pages["page_id"][h]] for h in result.planner.hubs]})
     return {
         "planned_links": plan.height,
-        "plan_stability": MetadataValue.float(round(counts.get("kept", 0) / previous_links, 4))
+        "plan_stability": MetadataValue.float(counts.get("kept", 0) / previous_links)
         if previous_links
         else "no previous plan",
         "changes_since_last_plan": MetadataValue.md(markdown_table(change_counts, 20)),
@@ -131,7 +131,7 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int) -> dic
         "depth_after": MetadataValue.md(_bars(result.after.depth_histogram)),
         "hubs": MetadataValue.md(markdown_table(hubs, 30)),
         "centrality": stats.centrality,
-        "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in stats.seconds.items()}),
+        "seconds_by_step": MetadataValue.json(stats.seconds),
         "preview": MetadataValue.md(markdown_table(_preview(plan, names), 20)),
     }
 

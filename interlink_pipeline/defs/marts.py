@@ -30,7 +30,7 @@ from interlink_pipeline.core.warehouse.schemas import TABLES
 from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import WRITER_POOL, table_key, user_errors
+from interlink_pipeline.defs.tables import WRITER_POOL, readable, table_key, user_errors
 
 DBT_DIR = Path(__file__).resolve().parents[2] / "dbt"
 # dbt from this interpreter's environment (the venv need not be activated), else from PATH
@@ -136,11 +136,13 @@ def analyst_snapshot(context: AssetExecutionContext, warehouse: Warehouse) -> Ma
         copied = publish_snapshot(warehouse.path, path, lock_timeout_s=warehouse.lock_timeout_s)
     context.log.info(f"published {path} ({len(copied)} tables)")
     return MaterializeResult(
-        metadata={
-            "path": MetadataValue.path(str(path)),
-            "size_mb": round(path.stat().st_size / 2**20, 1),
-            "tables": MetadataValue.json(copied),
-            "query_it": MetadataValue.md(f"`duckdb -readonly {path}`"),
-            "seconds": round(time.monotonic() - started, 2),
-        }
+        metadata=readable(
+            {
+                "path": MetadataValue.path(str(path)),
+                "size_mb": path.stat().st_size / 2**20,
+                "tables": MetadataValue.json(copied),
+                "query_it": MetadataValue.md(f"`duckdb -readonly {path}`"),
+                "seconds": time.monotonic() - started,
+            }
+        )
     )

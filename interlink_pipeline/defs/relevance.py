@@ -231,7 +231,7 @@ def _ranker_metadata(ranker: Ranker) -> dict:
         if ranker.validation
         else "none: default weights",
         "feature_weights": MetadataValue.md(markdown_table(feature_weights(ranker), 30)),
-        "seconds_by_step": MetadataValue.json({k: round(v, 2) for k, v in ranker.seconds.items()}),
+        "seconds_by_step": MetadataValue.json(ranker.seconds),
     }
 
 

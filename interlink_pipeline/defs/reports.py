@@ -13,7 +13,7 @@ from interlink_pipeline.core.publish.warehouse_reads import report_data, spreads
 from interlink_pipeline.defs.marts import after_marts
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import user_errors
+from interlink_pipeline.defs.tables import readable, user_errors
 
 GROUP = "reports"
 EXPORTS_ENV = "INTERLINK_EXPORTS_DIR"
@@ -41,16 +41,18 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
     run = exports.write_exports(site_folder(warehouse, site), tables, "interlink_plan.xlsx")
     csvs = {name: path for name, path in run.files.items() if name != "workbook"}
     return MaterializeResult(
-        metadata={
-            "workbook": MetadataValue.path(str(run.files["workbook"].resolve())),
-            **{f"{name}_csv": MetadataValue.path(str(path.resolve())) for name, path in csvs.items()},
-            "rows": MetadataValue.json({name: frame.height for name, frame in tables.items()}),
-            "written": MetadataValue.json(run.written),
-            "unchanged": MetadataValue.json(run.unchanged),
-            "sheets": MetadataValue.json(run.sheets) if run.sheets else "the workbook was unchanged",
-            "preview": MetadataValue.md(markdown_table(tables["link_plan"], 10)),
-            "seconds": round(time.monotonic() - started, 2),
-        }
+        metadata=readable(
+            {
+                "workbook": MetadataValue.path(str(run.files["workbook"].resolve())),
+                **{f"{name}_csv": MetadataValue.path(str(path.resolve())) for name, path in csvs.items()},
+                "rows": MetadataValue.json({name: frame.height for name, frame in tables.items()}),
+                "written": MetadataValue.json(run.written),
+                "unchanged": MetadataValue.json(run.unchanged),
+                "sheets": MetadataValue.json(run.sheets) if run.sheets else "the workbook was unchanged",
+                "preview": MetadataValue.md(markdown_table(tables["link_plan"], 10)),
+                "seconds": time.monotonic() - started,
+            }
+        )
     )
 
 
@@ -69,16 +71,20 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
         data = report_data(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
     path = report.render(data, site_folder(warehouse, site) / "report.html")
     return MaterializeResult(
-        metadata={
-            # a path to copy: browsers open no file:// link from the UI's http page
-            "path": MetadataValue.path(str(path.resolve())),
-            "size_kb": round(path.stat().st_size / 1024),
-            "charts": MetadataValue.md(
-                markdown_table(
-                    pl.DataFrame({"chart": ["topic map", "depth", "orphans", "hubs → pages", "top links"]}),
-                    10,
-                )
-            ),
-            "seconds": round(time.monotonic() - started, 2),
-        }
+        metadata=readable(
+            {
+                # a path to copy: browsers open no file:// link from the UI's http page
+                "path": MetadataValue.path(str(path.resolve())),
+                "size_kb": round(path.stat().st_size / 1024),
+                "charts": MetadataValue.md(
+                    markdown_table(
+                        pl.DataFrame(
+                            {"chart": ["topic map", "depth", "orphans", "hubs → pages", "top links"]}
+                        ),
+                        10,
+                    )
+                ),
+                "seconds": time.monotonic() - started,
+            }
+        )
     )

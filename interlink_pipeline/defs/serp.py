@@ -115,7 +115,7 @@ def _metadata(run: SerpRun, results: pl.DataFrame, options: SerpOptions, queries
         "billed_requests": run.fetch.billed,
         "retries": run.fetch.retries,
         "failed_requests": len(run.fetch.failures),
-        "cost_estimate_usd": MetadataValue.float(round(run.cost_usd(options), 4)),
+        "cost_estimate_usd": MetadataValue.float(run.cost_usd(options)),
         "results": results.height,
         "matched_results": matched,
         "unmatched_results": results.height - matched,

@@ -78,7 +78,7 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
     [k_check] = check_results([similarity_pairs_k_respected(pairs, options, len(pages))])
     metadata = _search_metadata(stats, len(pages)) | _pairs_metadata(pairs, pages)
     if stats.recall_at_k is not None:
-        metadata["recall_at_k"] = MetadataValue.float(round(stats.recall_at_k, 4))
+        metadata["recall_at_k"] = MetadataValue.float(stats.recall_at_k)
         metadata["recall_sample_pages"] = stats.recall_sample
     frames = {
         "ml.similarity_pairs": pairs,
@@ -98,7 +98,7 @@ def _search_metadata(stats: SearchStats, pages: int) -> dict:
         "pages_reused": increment.pages_merged if increment else 0,
         "pages_changed": increment.pages_changed if increment else pages,
         "pages_removed": increment.pages_removed if increment else 0,
-        "search_seconds": MetadataValue.float(round(stats.seconds, 2)),
+        "search_seconds": MetadataValue.float(stats.seconds),
     }
 
 
@@ -114,7 +114,7 @@ def _pairs_metadata(pairs: pl.DataFrame, pages: pl.DataFrame) -> dict:
         "near_duplicate_pairs": pairs.height - similar.height,
         "pages_with_candidates": covered,
         "pages_without_candidates": len(pages) - covered,
-        "reciprocal_share": MetadataValue.float(round(float(similar["reciprocal"].mean() or 0), 4)),
+        "reciprocal_share": MetadataValue.float(float(similar["reciprocal"].mean() or 0)),
         "score_quantiles": MetadataValue.md(markdown_table(similar.select(*quantiles))),
         "top_pairs": MetadataValue.md(
             markdown_table(
@@ -226,8 +226,8 @@ def _clusters_metadata(stats: ClusterStats, cluster_rows: pl.DataFrame, pages: p
         "k": stats.k,
         "k_chosen_by": stats.chosen_by,
         "language": stats.language,
-        "clustering_seconds": MetadataValue.float(round(stats.seconds, 2)),
+        "clustering_seconds": MetadataValue.float(stats.seconds),
         "silhouette_by_k": silhouettes,
         "clusters": MetadataValue.md(markdown_table(preview, 60)),
-        "largest_cluster_share": MetadataValue.float(round(int(cluster_rows["size"].max()) / len(pages), 4)),
+        "largest_cluster_share": MetadataValue.float(int(cluster_rows["size"].max()) / len(pages)),
     }

@@ -16,6 +16,8 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     Failure,
+    FloatMetadataValue,
+    JsonMetadataValue,
     MaterializeResult,
     MetadataValue,
     TableColumn,
@@ -25,6 +27,7 @@ from dagster import (
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.invariants import Invariant
+from interlink_pipeline.core.numbers import for_people, significant
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.contract import (
     NO_FAILURES,
@@ -184,6 +187,19 @@ def failed_checks(site: str, exc: ContractError) -> Iterator[AssetCheckResult]:
     raise Failure(description=f"nothing was written for {site}:\n{exc}", allow_retries=False) from None
 
 
+def readable(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Metadata for people: every float (bare, a float value, or inside JSON) to 4 significant digits."""
+    return {key: _readable(value) for key, value in metadata.items()}
+
+
+def _readable(value: Any) -> Any:
+    if isinstance(value, FloatMetadataValue) and value.value is not None:
+        return MetadataValue.float(significant(value.value))
+    if isinstance(value, JsonMetadataValue):
+        return MetadataValue.json(for_people(value.data))
+    return for_people(value)
+
+
 def materialized(
     context: AssetExecutionContext,
     site: str,
@@ -200,11 +216,13 @@ def materialized(
         for table, report in reports.items()
     }
     context.log.info(f"{site}: wrote " + ", ".join(f"{t} ({n:,} rows)" for t, n in rows.items()))
-    step_metadata = {
-        **{f"rows {table}": MetadataValue.int(n) for table, n in rows.items()},
-        **metadata,
-        "duration_s": MetadataValue.float(round(time.monotonic() - started, 3)),
-    }
+    step_metadata = readable(
+        {
+            **{f"rows {table}": MetadataValue.int(n) for table, n in rows.items()},
+            **metadata,
+            "duration_s": MetadataValue.float(time.monotonic() - started),
+        }
+    )
     invariants = targeted(context, invariants)
     for position, (table, report) in enumerate(reports.items()):
         own = [check for check in invariants if check.asset_key == table_key(table)]
@@ -223,10 +241,12 @@ def check_results(invariants: Sequence[Invariant]) -> list[AssetCheckResult]:
             check_name=invariant.name,
             passed=invariant.passed,
             severity=AssetCheckSeverity.ERROR if invariant.blocking else AssetCheckSeverity.WARN,
-            metadata={
-                key: MetadataValue.json(value) if isinstance(value, list) else value
-                for key, value in invariant.figures.items()
-            },
+            metadata=readable(
+                {
+                    key: MetadataValue.json(value) if isinstance(value, list) else value
+                    for key, value in invariant.figures.items()
+                }
+            ),
         )
         for invariant in invariants
     ]

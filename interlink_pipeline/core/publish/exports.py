@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from interlink_pipeline.core.files import replaced_atomically
+from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
 
 FORMULA_START = r"^[=+\-@\t\r]"  # what makes a spreadsheet read text as a formula
 XLSX_MAX_ROWS = 1_048_575  # Excel's sheet limit, less the header row
@@ -35,13 +36,18 @@ def neutralise(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _printable(frame: pl.DataFrame) -> pl.DataFrame:
-    """Lists and other nested values as text (neither CSV nor XLSX holds them), and 32-bit floats as the
-    decimals they print as: widened as they are, 0.0931 would show as 0.09309999644756317."""
+    """Lists and other nested values as text (neither CSV nor XLSX holds them), and floats to 4 significant
+    digits: 32-bit ones first as the decimals they print as (widened as they are, 0.0931 would show as
+    0.09309999644756317). The warehouse keeps full precision."""
     nested = [n for n, t in frame.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
-    singles = [n for n, t in frame.schema.items() if t == pl.Float32]
+    floats = {n: t for n, t in frame.schema.items() if t in (pl.Float32, pl.Float64)}
+    widened = {
+        n: pl.col(n).cast(pl.String).cast(pl.Float64) if t == pl.Float32 else pl.col(n)
+        for n, t in floats.items()
+    }
     return frame.with_columns(
         *(pl.col(n).cast(pl.List(pl.String)).list.join(", ") for n in nested),
-        *(pl.col(n).cast(pl.String).cast(pl.Float64) for n in singles),
+        *(column.round_sig_figs(SIGNIFICANT_DIGITS).alias(n) for n, column in widened.items()),
     )
 
 
