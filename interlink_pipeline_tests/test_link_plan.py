@@ -581,3 +581,31 @@ def test_the_depth_histogram_is_a_markdown_table_one_row_per_depth():
         "| 2 | 0 |  |",
         f"| unreachable | 3 | {'█' * 6} |",
     ]
+
+
+def test_each_run_leaves_figures_the_ui_plots_over_time(warehouse_path, sample_inbox, instance, encoder):
+    """The asset's Plots tab charts numeric metadata run after run: a site's orphans, depth, links planned
+    and run time over three plans (the backtest's precision sits on graph/backtest_runs)."""
+    assert _plan(warehouse_path, sample_inbox, instance, SAMPLE_HOST).success
+    for budget in (12, 8):
+        config = {"ops": {"link_plan": {"config": {"out_link_budget": budget}}}}
+        rerun = run_site(
+            warehouse_path, sample_inbox, instance, SAMPLE_HOST, run_config=config, steps=["link_plan"]
+        )
+        assert rerun.success
+    records = instance.fetch_materializations(dg.AssetKey(["graph", "link_plan"]), limit=10).records
+    plotted = (
+        "planned_links",
+        "orphan_pages_after",
+        "share_depth_le_3_after",
+        "max_depth_after",
+        "duration_s",
+    )
+    assert len(records) == 3
+    for record in records:
+        metadata = record.asset_materialization.metadata
+        assert record.asset_materialization.partition == SAMPLE_HOST
+        assert all(isinstance(metadata[name].value, int | float) for name in plotted)
+        assert metadata["orphan_pages_after"].value == 0 and metadata["orphan_pages_before"].value > 0
+    backtests = instance.fetch_materializations(dg.AssetKey(["graph", "backtest_runs"]), limit=10).records
+    assert isinstance(backtests[0].asset_materialization.metadata["plan_precision"].value, float)

@@ -4,6 +4,7 @@ import json
 import time
 from datetime import UTC, datetime
 
+import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
@@ -11,7 +12,7 @@ from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.link_plan import PlanInputs, SitePlan, build_site_plan, plan_inputs_from
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
-from interlink_pipeline.core.graph.plan_metrics import comparison
+from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish.previews import markdown_table
@@ -130,9 +131,28 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int) -> dic
         "depth_before": MetadataValue.md(_bars(result.before.depth_histogram)) if known else "unknown",
         "depth_after": MetadataValue.md(_bars(result.after.depth_histogram)),
         "hubs": MetadataValue.md(markdown_table(hubs, 30)),
+        **_figures(result),
         "centrality": stats.centrality,
         "seconds_by_step": MetadataValue.json(stats.seconds),
         "preview": MetadataValue.md(markdown_table(_preview(plan, names), 20)),
+    }
+
+
+def _figures(result: SitePlan) -> dict:
+    """Each summary figure after the plan (and before it, when the links are known) as a number: the UI's
+    Plots tab charts them run after run, per site."""
+    scenarios = {"after": result.after, "before": result.before}
+    figures = {
+        f"{key}_{scenario}": getattr(summary, key)
+        for scenario, summary in scenarios.items()
+        if summary is not None
+        for key, _ in SUMMARY_ROWS
+    }
+    return {
+        name: MetadataValue.int(int(value))
+        if isinstance(value, int | np.integer)
+        else MetadataValue.float(value)
+        for name, value in figures.items()
     }
 
 
