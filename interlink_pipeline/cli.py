@@ -22,49 +22,28 @@ SAMPLE_DIR = PROJECT_ROOT / "data" / "sample"
 PID_TAG, HOST_TAG = "interlink/pid", "interlink/host"
 
 
+# what a command's --help ends with: one example each
+EXAMPLES = {
+    "demo": "interlink demo",
+    "register": "interlink register crawl/internal_all.csv --links crawl/all_inlinks.csv --run",
+    "materialize": "interlink materialize --site www.example.com --config plan.yaml --out-link-budget 15",
+    "backtest": "interlink backtest --site www.example.com --fraction 0.2 --seed 1",
+    "generate-site": "interlink generate-site --pages 5000 --host www.shop.example --out data/shop",
+    "sites": "interlink sites",
+    "status": "interlink status --site www.example.com",
+    "sql": "interlink sql   (then: SELECT * FROM marts.site_health;)",
+}
+# flags for the settings people change most: flag -> (where in the Dagster run config, type)
+SETTING_FLAGS = {
+    "--text-source": (("ops", "pages", "config", "text_source"), str),
+    "--model": (("resources", "embedder", "config", "model"), str),
+    "--out-link-budget": (("ops", "link_plan", "config", "out_link_budget"), int),
+    "--max-depth": (("ops", "link_plan", "config", "max_depth"), int),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="interlink", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    demo = commands.add_parser("demo", help="run the whole pipeline on the bundled sample site")
-    demo.add_argument("--sample-dir", type=Path, default=SAMPLE_DIR)
-
-    register = commands.add_parser("register", help="copy a crawl export into the drop folder, add the site")
-    register.add_argument("crawl", type=Path, help="Internal: HTML/All export (CSV or XLSX)")
-    register.add_argument("--links", type=Path, help="All Inlinks export (optional)")
-    register.add_argument(
-        "--queries", type=Path, help="page URL -> main query file, e.g. from Search Console"
-    )
-    register.add_argument(
-        "--text", type=Path, help="page-text file: Address + Text (body text per page), optional"
-    )
-    register.add_argument("--site", help="site host (default: the host most URLs are on)")
-    register.add_argument("--run", action="store_true", help="materialise the pipeline for the site now")
-
-    run = commands.add_parser("materialize", help="materialise the whole pipeline for a registered site")
-    run.add_argument("--site", required=True)
-
-    backtest = commands.add_parser(
-        "backtest",
-        help="measure the plan on the site's own links: hide some, rebuild, score against them",
-        description="Hide a seeded share of the site's in-content links, rebuild candidates, ranker and "
-        "plan without them, and score the plan against them next to a same-budget title-cosine baseline. "
-        "The site must have been materialised (interlink materialize). Each run adds a row to "
-        "graph.backtest_runs. Example: interlink backtest --site www.example.com --fraction 0.2 --seed 1",
-    )
-    backtest.add_argument("--site", required=True)
-    backtest.add_argument("--fraction", type=float, default=0.2, help="share of link pairs hidden (0.2)")
-    backtest.add_argument("--seed", type=int, default=0, help="which links are hidden (0)")
-
-    generate = commands.add_parser("generate-site", help="write a synthetic site's exports and ground truth")
-    generate.add_argument("--pages", type=int, default=1700)
-    generate.add_argument("--seed", type=int, default=7)
-    generate.add_argument("--out", type=Path, required=True)
-    generate.add_argument("--no-links", action="store_true", help="skip the All Inlinks export")
-
-    commands.add_parser("sites", help="list registered sites and their table row counts")
-
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     from interlink_pipeline.core.errors import InputError
 
     try:
@@ -75,10 +54,156 @@ def main(argv: list[str] | None = None) -> int:
             "backtest": _backtest,
             "generate-site": _generate,
             "sites": _sites,
+            "status": _status,
+            "sql": _sql,
         }[args.command](args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="interlink", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"interlink {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, summary: str, description: str | None = None) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=summary,
+            description=description or summary,
+            epilog=f"example:\n  {EXAMPLES[name]}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    demo = command("demo", "run the whole pipeline on the bundled sample site")
+    demo.add_argument("--sample-dir", type=Path, default=SAMPLE_DIR, help="the sample's exports")
+    _settings_options(demo)
+    register = command("register", "copy a crawl export into the drop folder, add the site")
+    register.add_argument("crawl", type=Path, help="Internal: HTML/All export (CSV or XLSX)")
+    register.add_argument("--links", type=Path, help="All Inlinks export (optional)")
+    register.add_argument(
+        "--queries", type=Path, help="page URL -> main query file, e.g. from Search Console"
+    )
+    register.add_argument("--text", type=Path, help="page-text file: Address + Text (body text per page)")
+    register.add_argument("--site", help="site host (default: the host most URLs are on)")
+    register.add_argument("--run", action="store_true", help="materialise the pipeline for the site now")
+    _settings_options(register)
+    run = command("materialize", "materialise the whole pipeline for a registered site")
+    run.add_argument("--site", required=True, help="a registered site (see: interlink sites)")
+    _settings_options(run)
+    backtest = command(
+        "backtest",
+        "measure the plan on the site's own links: hide some, rebuild, score against them",
+        "Hide a seeded share of the site's in-content links, rebuild candidates, ranker and plan without "
+        "them, and score the plan against them next to a same-budget title-cosine baseline. The site must "
+        "have been materialised (interlink materialize). Each run adds a row to graph.backtest_runs.",
+    )
+    backtest.add_argument("--site", required=True, help="a materialised site")
+    backtest.add_argument("--fraction", type=float, default=0.2, help="share of link pairs hidden (0.2)")
+    backtest.add_argument("--seed", type=int, default=0, help="which links are hidden (0)")
+    generate = command("generate-site", "write a synthetic site's exports and ground truth")
+    generate.add_argument("--pages", type=int, default=1700, help="linkable pages, about (1700)")
+    generate.add_argument("--seed", type=int, default=7, help="the same seed writes the same site (7)")
+    generate.add_argument("--host", default=None, help="the site's host (www.alpinegear.example)")
+    generate.add_argument("--out", type=Path, required=True, help="folder to write the exports to")
+    generate.add_argument("--no-links", action="store_true", help="skip the All Inlinks export")
+    command("sites", "list registered sites and their table row counts")
+    status = command("status", "a site's last run, its figures and where its files are")
+    status.add_argument("--site", required=True, help="a registered site")
+    command("sql", "open a DuckDB shell on the analysts' snapshot (read-only; .quit leaves)")
+    return parser
+
+
+def _settings_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--config",
+        type=Path,
+        help="YAML or TOML run config, as in the launchpad: ops: {link_plan: {config: {max_depth: 3}}}, "
+        "resources: {embedder: {config: {model: …}}}",
+    )
+    for flag, (where, kind) in SETTING_FLAGS.items():
+        command.add_argument(flag, type=kind, help=f"sets {'.'.join(where)} (overrides --config)")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("interlink_pipeline")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _run_config(args: argparse.Namespace) -> dict:
+    """The run config of --config FILE with the setting flags over it; a file that cannot be read, or
+    settings the pipeline does not have, are refused before anything runs."""
+    from interlink_pipeline.core.errors import InputError
+
+    config: dict = {}
+    if args.config is not None:
+        config = _read_config_file(args.config)
+    for flag, (where, _) in SETTING_FLAGS.items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None:
+            node = config
+            for key in where[:-1]:
+                node = node.setdefault(key, {})
+                if not isinstance(node, dict):
+                    raise InputError(f"{args.config}: {key} must be a mapping.")
+            node[where[-1]] = value
+    if config:
+        _validate(config, args.config)
+    return config
+
+
+def _read_config_file(path: Path) -> dict:
+    import tomllib
+
+    import yaml
+
+    from interlink_pipeline.core.errors import InputError
+
+    if not path.is_file():
+        raise InputError(f"{path}: config file not found.")
+    text = path.read_text(encoding="utf-8")
+    try:
+        config = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise InputError(f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {exc}") from None
+    if not isinstance(config, dict):
+        raise InputError(
+            f"{path}: a run config is a mapping (ops: …, resources: …), not {type(config).__name__}."
+        )
+    return config
+
+
+def _validate(config: dict, path: Path | None) -> None:
+    """Check `config` as the run would: its shape against the job's config schema, then each step's and
+    resource's settings against their bounds (which Dagster checks only once the step starts)."""
+    import inspect
+
+    from dagster import DagsterInvalidConfigError, validate_run_config
+    from pydantic import ValidationError
+
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.definitions import defs
+
+    job = defs.resolve_job_def("site_pipeline")
+    try:
+        validate_run_config(job, config)
+        for name, node in (config.get("ops") or {}).items():
+            step = inspect.signature(job.graph.node_named(name).definition.compute_fn.decorated_fn)
+            if "config" in step.parameters:
+                step.parameters["config"].annotation(**(node.get("config") or {}))
+        for name, node in (config.get("resources") or {}).items():
+            type(defs.resources[name])(**(node.get("config") or {}))
+    except DagsterInvalidConfigError as exc:
+        problems = "; ".join(error.message for error in exc.errors)
+        raise InputError(f"{path or 'the settings'}: {problems}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"{path or 'the settings'}: {exc.title} {problems}") from None
 
 
 def _instance():
@@ -305,20 +430,23 @@ def _register_files(
 def _demo(args: argparse.Namespace) -> int:
     crawl = args.sample_dir / "internal_all.csv"
     links = args.sample_dir / "all_inlinks.csv"
+    config = _run_config(args)
     site = _register_files(crawl, links if links.exists() else None, None)
-    return _run_site(site)
+    return _run_site(site, run_config=config)
 
 
 def _register(args: argparse.Namespace) -> int:
+    config = _run_config(args)
     site = _register_files(args.crawl, args.links, args.site, args.queries, args.text)
     if args.run:
-        return _run_site(site)
+        return _run_site(site, run_config=config)
     print(f"the inbox sensor starts its run (make dev), or run it now: interlink materialize --site {site}")
     return 0
 
 
 def _materialize(args: argparse.Namespace) -> int:
-    return _run_site(_registered(args.site))
+    config = _run_config(args)
+    return _run_site(_registered(args.site), run_config=config)
 
 
 def _backtest(args: argparse.Namespace) -> int:
@@ -354,10 +482,12 @@ def _backtest(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from interlink_pipeline.core.urls import normalize_host
     from interlink_pipeline.sample import generate_site, write_site
 
     started = time.monotonic()
-    site = generate_site(args.pages, seed=args.seed, with_links=not args.no_links)
+    host = {"host": normalize_host(args.host)} if args.host else {}
+    site = generate_site(args.pages, seed=args.seed, with_links=not args.no_links, **host)
     paths = write_site(site, args.out)
     print(f"generated {site.host}: {site.crawl.height:,} crawl rows in {time.monotonic() - started:.1f}s")
     for kind, path in paths.items():
@@ -390,6 +520,98 @@ def _sites(args: argparse.Namespace) -> int:
     if not sites:
         print("no sites registered; try: interlink register <crawl.csv>")
     return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    """The site's last run (how it ended, when, how long), its plan's figures and where its files are."""
+    from datetime import UTC, datetime
+
+    from dagster import RunsFilter
+
+    site = _registered(args.site)
+    records = _instance().get_run_records(RunsFilter(tags={"dagster/partition": site}), limit=1)
+    if records:
+        record, run = records[0], records[0].dagster_run
+        began = datetime.fromtimestamp(record.start_time or record.create_timestamp.timestamp(), UTC)
+        ran = record.end_time and record.start_time
+        took = f", {record.end_time - record.start_time:.0f}s" if ran else ""
+        print(f"last run: {run.run_id} {run.status.value} ({began:%Y-%m-%d %H:%M} UTC{took})")
+    else:
+        print(f"last run: none yet (interlink materialize --site {site})")
+    for line in _site_figures(site):
+        print(line)
+    warehouse = _warehouse()
+    from interlink_pipeline.defs.reports import site_folder
+
+    folder = site_folder(warehouse, site)
+    files = {
+        "warehouse": Path(warehouse.path),
+        "snapshot": warehouse.analyst_snapshot(),
+        "report": folder / "report.html",
+        "workbook": folder / "interlink_plan.xlsx",
+    }
+    for name, path in files.items():
+        print(f"{name + ':':<11}{path.resolve()}{'' if path.exists() else ' (not written yet)'}")
+    return 0
+
+
+def _site_figures(site: str) -> list[str]:
+    """The plan's before/after figures and the last backtest, as lines (none before the first plan)."""
+    import duckdb
+
+    from interlink_pipeline.core.warehouse.store import query
+
+    path = _warehouse().path
+    if not Path(path).exists():
+        return []
+    try:
+        metrics = query(
+            path,
+            "SELECT scenario, pages, links, planned_links, orphan_pages, max_depth, share_depth_le_3 "
+            "FROM graph.site_metrics WHERE site = ? ORDER BY scenario DESC",
+            [site],
+        )
+        backtest = query(
+            path, "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1", [site]
+        )
+    except duckdb.CatalogException:
+        return []
+    lines = [
+        f"{row['scenario']:<7}{row['pages']:,} pages, {row['links']:,} links "
+        f"({row['planned_links']:,} planned), {row['orphan_pages']:,} orphans, max depth {row['max_depth']}, "
+        f"{row['share_depth_le_3']:.1%} within 3 clicks"
+        for row in metrics.iter_rows(named=True)
+    ]
+    for row in backtest.iter_rows(named=True):
+        lines.append(
+            f"backtest: plan precision {row['plan_precision']:.1%} against {row['baseline_precision']:.1%} "
+            f"for as many top-title-cosine links ({row['hidden_links']:,} links hidden, seed {row['seed']})"
+        )
+    return lines
+
+
+def _warehouse():
+    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+    from interlink_pipeline.defs.resources import Warehouse
+
+    return Warehouse(path=str(default_duckdb_path()))
+
+
+def _sql(args: argparse.Namespace) -> int:
+    """A DuckDB shell on the analysts' snapshot: the pipeline's runs never wait for it, nor it for them."""
+    import shutil
+    import subprocess
+
+    from interlink_pipeline.core.errors import InputError
+
+    snapshot = _warehouse().analyst_snapshot()
+    if not snapshot.exists():
+        raise InputError(f"no snapshot yet at {snapshot}: materialise a site first (interlink demo).")
+    shell = Path(sys.executable).with_name("duckdb")
+    found = str(shell) if shell.exists() else shutil.which("duckdb")
+    if found is None:
+        raise InputError("the duckdb shell is not installed: make install (it pins duckdb-cli).")
+    return subprocess.call([found, "-readonly", str(snapshot)])
 
 
 if __name__ == "__main__":

@@ -157,12 +157,13 @@ def materialization_metadata(result: dg.ExecuteInProcessResult, step: str) -> di
     return {name: entry.value for name, entry in metadata.items()}
 
 
-def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+def run_cli(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     """`interlink ARGS` as a user runs it: a subprocess in the project folder."""
     return subprocess.run(
         [sys.executable, "-m", "interlink_pipeline.cli", *args],
         env=env,
         cwd=PROJECT_ROOT,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=600,

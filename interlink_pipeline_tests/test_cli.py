@@ -1,7 +1,9 @@
 """The `interlink` command, run as a user would (a subprocess with its own instance and warehouse)."""
 
 import duckdb
+import polars as pl
 
+from interlink_pipeline.cli import EXAMPLES
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import NUTRI, run_cli
 
@@ -15,6 +17,19 @@ def test_demo_materialises_the_sample(cli_env, tmp_path):
         assert con.execute("SELECT count(*) FROM staging.pages").fetchone()[0] == 1700
     listing = run_cli(cli_env, "sites")
     assert f"{SAMPLE_HOST}: raw.crawl_pages=1,962" in listing.stdout
+    # status: the last run, the plan's figures, where the files are
+    status = run_cli(cli_env, "status", "--site", SAMPLE_HOST)
+    assert status.returncode == 0, status.stderr
+    assert "last run: " in status.stdout and " SUCCESS (" in status.stdout
+    assert "after  1,700 pages" in status.stdout and "backtest: plan precision" in status.stdout
+    report = tmp_path / "exports" / SAMPLE_HOST / "report.html"
+    assert f"report:    {report}" in status.stdout and report.exists()
+    # sql: a DuckDB shell on the snapshot, its version the library's
+    shell = run_cli(
+        cli_env, "sql", stdin="SELECT count(*) AS crawls FROM marts.site_health; SELECT version();"
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert "crawls" in shell.stdout and f"v{duckdb.__version__}" in shell.stdout
 
 
 def test_register_infers_the_site_and_adds_the_partition(cli_env, tmp_path, crawls):
@@ -39,8 +54,40 @@ def test_register_bad_input_fails_cleanly(cli_env, tmp_path):
 
 
 def test_generate_site(cli_env, tmp_path):
-    done = run_cli(cli_env, "generate-site", "--pages", "500", "--out", str(tmp_path / "site"), "--no-links")
+    out = tmp_path / "site"
+    done = run_cli(
+        cli_env, "generate-site", "--pages", "500", "--out", str(out), "--no-links", "--host", "Shop.Example"
+    )
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "site" / "internal_all.csv").exists() and not (
-        tmp_path / "site" / "all_inlinks.csv"
-    ).exists()
+    assert "generated shop.example" in done.stdout
+    assert (out / "internal_all.csv").exists() and not (out / "all_inlinks.csv").exists()
+    addresses = pl.read_csv(out / "internal_all.csv", columns=["Address"])["Address"]
+    assert addresses.str.starts_with("https://shop.example/").all()
+
+
+def test_every_command_says_what_it_does_with_an_example(cli_env):
+    version = run_cli(cli_env, "--version")
+    assert version.returncode == 0 and version.stdout.startswith("interlink 0.")
+    for command, example in EXAMPLES.items():
+        shown = run_cli(cli_env, command, "--help")
+        assert shown.returncode == 0, shown.stderr
+        assert f"example:\n  {example}" in shown.stdout
+
+
+def test_settings_from_a_file_or_flags_are_checked_before_anything_runs(cli_env, tmp_path):
+    def materialize(*options):
+        return run_cli(cli_env, "materialize", "--site", SAMPLE_HOST, *options)
+
+    missing = materialize("--config", str(tmp_path / "none.yaml"))
+    assert missing.returncode == 2 and "none.yaml: config file not found." in missing.stderr
+    (tmp_path / "bad.yaml").write_text("ops: [unclosed")
+    assert "bad.yaml: not valid YAML" in materialize("--config", str(tmp_path / "bad.yaml")).stderr
+    (tmp_path / "list.toml").write_text("ops = 1")
+    assert "list.toml:" in materialize("--config", str(tmp_path / "list.toml")).stderr
+    (tmp_path / "typo.yaml").write_text("ops: {link_plan: {config: {out_link_budgett: 5}}}")
+    typo = materialize("--config", str(tmp_path / "typo.yaml"))
+    assert typo.returncode == 2 and "out_link_budgett" in typo.stderr
+    low = materialize("--out-link-budget", "0")
+    assert low.returncode == 2 and "out_link_budget" in low.stderr
+    # nothing ran, nothing was written
+    assert not (tmp_path / "w.duckdb").exists() and not (tmp_path / "inbox").exists()
