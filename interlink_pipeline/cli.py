@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -258,16 +259,22 @@ def _execute(instance, site: str, steps: list[str] | None, run_config: dict | No
     tags = {"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     key = inbox_run_key(default_inbox(), site) if steps is None else None
     started = time.monotonic()
-    result = defs.resolve_job_def("site_pipeline").execute_in_process(
-        partition_key=site,
-        instance=instance,
-        raise_on_error=False,
-        # a whole run of the registered exports: the inbox sensor of `make dev` will not run them again
-        tags={**tags, RUN_KEY_TAG: key} if key else tags,
-        asset_selection=step_keys(defs, steps) if steps else None,
-        # the console gets one line per failure, not Dagster's stack traces: they go to the run's log file
-        run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
-    )
+    job = defs.resolve_job_def("site_pipeline")
+    selection = step_keys(defs, steps) if steps else None
+    run_id = str(uuid.uuid4())  # known before the run starts, so its events can be followed
+    planned = job.get_subset(asset_selection=selection) if selection else job
+    with _progress(instance, run_id, len(planned.graph.nodes)):
+        result = job.execute_in_process(
+            run_id=run_id,
+            partition_key=site,
+            instance=instance,
+            raise_on_error=False,
+            # a whole run of the registered exports: the inbox sensor of `make dev` will not run them again
+            tags={**tags, RUN_KEY_TAG: key} if key else tags,
+            asset_selection=selection,
+            # the console gets one line per failure, not Dagster's stack traces: they go to the run's log file
+            run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
+        )
     seconds = time.monotonic() - started
     if not result.success:
         return _report_failure(instance, result, site, seconds)
@@ -289,6 +296,46 @@ def _execute(instance, site: str, steps: list[str] | None, run_config: dict | No
             print(f"  {event.asset_key.to_user_string():<32} {detail}")
     _print_where()
     return 0
+
+
+@contextmanager
+def _progress(instance, run_id: str, steps: int) -> Iterator[None]:
+    """How far the run is while it goes: a bar with the step running and the time spent in a terminal, a
+    line per finished step otherwise (logs, CI)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    terminal = sys.stdout.isatty()
+    bar = Progress(
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not terminal,
+    )
+    task = bar.add_task("starting", total=steps)
+    began: dict[str, float] = {}
+
+    def seen(entry, _cursor) -> None:
+        event = entry.dagster_event
+        if event is None or event.step_key is None:
+            return
+        if event.event_type_value == "STEP_START":
+            began[event.step_key] = time.monotonic()
+            bar.update(task, description=event.step_key)
+        elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED"):
+            bar.advance(task)
+            done = bar.tasks[0].completed
+            took = time.monotonic() - began.get(event.step_key, time.monotonic())
+            if not terminal:
+                outcome = event.event_type_value.removeprefix("STEP_").lower()
+                print(f"  [{done:.0f}/{steps}] {event.step_key}: {outcome} in {took:.1f}s", flush=True)
+
+    instance.watch_event_logs(run_id, None, seen)
+    try:
+        with bar:
+            yield
+    finally:
+        instance.end_watch_event_logs(run_id, seen)
 
 
 @contextmanager

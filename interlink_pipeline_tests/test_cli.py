@@ -1,5 +1,7 @@
 """The `interlink` command, run as a user would (a subprocess with its own instance and warehouse)."""
 
+import re
+
 import duckdb
 import polars as pl
 
@@ -13,6 +15,12 @@ def test_demo_materialises_the_sample(cli_env, tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"registered {SAMPLE_HOST}" in done.stdout
     assert "succeeded in" in done.stdout and "pages" in done.stdout
+    # outside a terminal, a line per finished step (a terminal gets a bar)
+    finished = re.findall(r"\[(\d+)/(\d+)\] (\w+): success in", done.stdout)
+    assert [step for _, _, step in finished][:2] == ["raw_crawl", "raw_links"] and "link_plan" in str(
+        finished
+    )
+    assert finished[-1][0] == finished[-1][1]  # every step counted
     with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM staging.pages").fetchone()[0] == 1700
     listing = run_cli(cli_env, "sites")
