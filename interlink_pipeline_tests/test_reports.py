@@ -11,9 +11,11 @@ import numpy as np
 import openpyxl
 import polars as pl
 import pytest
+from playwright.sync_api import expect
 
+from interlink_pipeline.core.graph.planner import REASON_WORDS, REASONS
+from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.publish import exports, report
-from interlink_pipeline.core.publish.report import TOP_OPPORTUNITIES
 from interlink_pipeline.defs.tables import readable
 from interlink_pipeline_tests.helpers import LIGHT, chromium_path, register_lightchiropractic, run_site
 
@@ -133,13 +135,11 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
         if cell.value and "HYPERLINK" in str(cell.value)
     ]
     assert cells and all(c.data_type == "s" and c.value.startswith("'=") for c in cells)
-    # numbers as rounded: 0.0931, never the float32's 0.09309999644756317
+    # numbers to 4 significant digits: 0.0931, never the float32's 0.09309999644756317
     numbers = [
         c.value for sheet in workbook for row in sheet.iter_rows() for c in row if type(c.value) is float
     ]
-    assert numbers and all(len(repr(value)) <= 8 for value in numbers), max(
-        numbers, key=lambda v: len(repr(v))
-    )
+    assert numbers and [value for value in numbers if value != significant(value)] == []
 
 
 def test_people_read_four_significant_digits_and_the_warehouse_keeps_the_rest(tmp_path):
@@ -205,10 +205,7 @@ def test_a_sheet_past_the_row_limit_continues_on_the_next(tmp_path, monkeypatch)
 
 def test_the_report_draws_its_charts_in_headless_chromium_without_network(planned_site, tmp_path):
     with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
-        shown = con.execute(
-            "SELECT least(count(*), ?) FROM marts.link_opportunities WHERE reason <> 'hub'",
-            [TOP_OPPORTUNITIES],
-        ).fetchone()[0]
+        shown = con.execute("SELECT least(count(*), 25) FROM marts.link_opportunities").fetchone()[0]
 
     with opened(planned_site.exports / "report.html") as report:
         page = report.page
@@ -218,14 +215,54 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(planne
             "depth bars": page.locator("#depth-chart .bars .point").count(),
             "health bars": page.locator("#health-chart .bars .point").count(),
             "slices": page.locator("#hub-tree .slice").count(),
-            "rows": page.locator("#opportunities tbody tr").count(),
+            "rows": page.locator("#plan tbody tr").count(),
+            "header": page.locator(".facts").inner_text(),
         }
         shot = page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert report.refused == []  # everything the page needs is in the file
     assert drawn["points"] >= 90 and drawn["topics"] >= 2  # the kept pages, coloured by topic
     assert drawn["depth bars"] >= 6 and drawn["health bars"] == 4  # before and after
-    assert drawn["slices"] >= 2 and drawn["rows"] == shown > 0  # the most probable links, at most 50
+    assert drawn["slices"] >= 2 and drawn["rows"] == shown > 0  # the plan, 25 links a page
+    assert "crawl " in drawn["header"] and "plan made 20" in drawn["header"] and "run " in drawn["header"]
     assert len(shot) > 100_000  # a page of drawn charts, not a blank one
+
+
+def test_the_plan_table_sorts_filters_searches_and_downloads(planned_site, tmp_path):
+    assert list(REASON_WORDS) == list(REASONS)  # every reason has its words
+    with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
+        plan = con.execute("SELECT * FROM marts.link_opportunities").pl()
+    rescued = plan.filter(pl.col("reason") == "orphan-rescue")
+    target = plan.filter(pl.col("reason") == "topical")["target_url"][0]
+    with opened(planned_site.exports / "report.html") as report:
+        page = report.page
+        info = page.locator("#plan_wrapper .dt-info")
+        assert f"of {plan.height:,} entries" in info.inner_text()
+        # sort: the probability header twice, the most probable first
+        header = page.locator("#plan thead th", has_text="probability")
+        header.click()
+        header.click()
+        first = float(page.locator("#plan tbody tr").first.locator("td").last.inner_text())
+        # filter by reason, in words
+        search = page.locator("#plan_wrapper input[type=search]")
+        search.fill("orphan rescue")
+        expect(info).to_contain_text("filtered")
+        filtered = info.inner_text()
+        reasons = {row.locator("td").nth(5).inner_text() for row in page.locator("#plan tbody tr").all()}
+        # search a URL, and download what is shown
+        search.fill(target)
+        expect(info).not_to_have_text(filtered)  # redrawn
+        found = [row.inner_text() for row in page.locator("#plan tbody tr").all()]
+        with page.expect_download() as download:
+            page.get_by_text("Download CSV").click()
+        downloaded = pl.read_csv(download.value.path()).filter(pl.col("on page URL").is_not_null())
+    assert first == significant(plan["probability"].max())
+    assert rescued.height > 0
+    assert f"of {rescued.height:,} entries (filtered from {plan.height:,} total" in filtered
+    assert reasons == {REASON_WORDS["orphan-rescue"]}
+    assert found and all(target in row for row in found)
+    assert downloaded.columns[:3] == ["on page", "on page URL", "anchor"]
+    assert downloaded.height == len(found) < plan.height  # the rows shown, not the whole plan
+    assert all(target.lower() in " ".join(map(str, row)).lower() for row in downloaded.rows())
 
 
 def test_the_hub_chart_draws_the_hubs_the_home_page_links_already(planned_site):
@@ -256,27 +293,33 @@ def test_titles_holding_markup_show_as_text_and_run_nothing(planned_site):
         in_table = {
             title
             for (title,) in con.execute(
-                "SELECT source_title FROM marts.link_opportunities WHERE reason <> 'hub' "
-                "UNION SELECT target_title FROM marts.link_opportunities WHERE reason <> 'hub'"
+                "SELECT source_title FROM marts.link_opportunities "
+                "UNION SELECT target_title FROM marts.link_opportunities"
             ).fetchall()
         }
     titles = set(MARKUP.values())
-    assert titles & in_table  # some are in the table of opportunities (all of them are hubs)
+    assert titles & in_table  # some are in the plan's table
     # escaped everywhere in the file, the charts' JSON too: no title can close its <script> element
     written = (planned_site.exports / "report.html").read_text()
     assert [title for title in titles if title in written] == []
 
     with opened(planned_site.exports / "report.html") as report:
         page = report.page
-        injected = page.locator("img[src=x], svg a, #opportunities b, #opportunities script").count()
+        injected = page.locator("img[src=x], svg a, #plan b, #plan script").count()
         shown = {
-            chart: [t for t in texts if page.locator(chart).get_by_text(t, exact=True).first.is_visible()]
-            for chart, texts in (("#hub-tree", titles), ("#opportunities", titles & in_table))
+            "#hub-tree": [
+                t for t in titles if page.locator("#hub-tree").get_by_text(t, exact=True).first.is_visible()
+            ]
         }
+        shown["#plan"] = []
+        for title in titles & in_table:  # searched for, so that its row is on the page shown
+            page.locator("#plan_wrapper input[type=search]").fill(title)
+            if page.locator("#plan").get_by_text(title, exact=True).first.is_visible():
+                shown["#plan"].append(title)
     assert report.dialogs == [] and injected == 0  # no script ran, no element was made from a title
     # each title reads as it is written, markup and entities too
     assert sorted(shown["#hub-tree"]) == sorted(titles)
-    assert sorted(shown["#opportunities"]) == sorted(titles & in_table)
+    assert sorted(shown["#plan"]) == sorted(titles & in_table)
 
 
 def test_the_report_metadata_is_a_path_not_a_dead_file_link(planned_site):

@@ -39,6 +39,15 @@ from interlink_pipeline.core.graph.site_sections import SiteSections
 from interlink_pipeline.core.graph.structure import bridge_components, rescue_orphans, shorten_depth
 
 REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
+# each reason as a person reads it (the report's plan table)
+REASON_WORDS = {
+    "hub": "hub: linked from the home page, so the pages it links are few clicks from home",
+    "section": "section: the site's menu lists the target under this page",
+    "topical": "topical: the site's own links say its editors would link these two pages",
+    "orphan-rescue": "orphan rescue: no other page linked to the target",
+    "component-bridge": "bridge: no click path from the home page reached the target's part of the site",
+    "depth-shortcut": "depth shortcut: the target was deeper than the click-depth target",
+}
 
 
 @dataclass

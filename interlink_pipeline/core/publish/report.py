@@ -1,9 +1,12 @@
-"""The per-site HTML report: one self-contained file (Plotly's library inlined) that opens with no network.
+"""The per-site HTML report: one self-contained file (Plotly's and ITables' libraries inlined) that opens
+with no network.
 
-Charts: the topic map (a 2-D projection of the page vectors, coloured by cluster), click depth and orphans
-before and after the plan, the home page's hubs and the pages they link on to, and the top opportunities.
-Crawled text (titles, topic labels) is shown as text: escaped in the tables, and escaped for Plotly, which
-reads tags and entities in its labels.
+A header (site, crawl, when, the run, the settings); charts: the topic map (a 2-D projection of the page
+vectors, coloured by cluster), click depth and orphans before and after the plan, the home page's hubs and
+the pages they link on to; the plan as a table to sort, filter, search and download as CSV (ITables, i.e.
+DataTables); the backtest and the changes since the last run. Crawled text (titles, topic labels) is shown
+as text: escaped in the tables (ITables escapes every cell), and escaped for Plotly, which reads tags and
+entities in its labels.
 """
 
 from __future__ import annotations
@@ -17,10 +20,22 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.files import replaced_atomically
+from interlink_pipeline.core.graph.planner import REASON_WORDS
+from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
 PAGES_PER_HUB = 8
-TOP_OPPORTUNITIES = 50
+CHANGES_SHOWN = 50  # the added and removed links listed
+PLAN_TABLE_ROWS = 20_000  # the plan table's rows (the most probable first); the exports hold every link
+PLAN_COLUMNS = {  # plan column -> the table's header
+    "source_title": "on page",
+    "source_url": "on page URL",
+    "anchor_text": "anchor",
+    "target_title": "link to",
+    "target_url": "link to URL",
+    "why": "why",
+    "probability": "probability",
+}
 
 
 @dataclass
@@ -32,6 +47,7 @@ class ReportData:
     plan: pl.DataFrame  # marts.link_opportunities rows
     backtest: pl.DataFrame  # the latest graph.backtest_runs row (empty: never backtested)
     changes: pl.DataFrame | None = None  # graph.link_plan_changes rows (None: not known)
+    run_id: str = "–"  # the run that writes the report
 
 
 def _short(text: str | None, limit: int = 48) -> str:
@@ -211,58 +227,78 @@ def changes_section(data: ReportData) -> str:
     moved = (
         changes.filter(pl.col("change") != "kept")
         .sort("change", "source_url", "target_url")
-        .head(TOP_OPPORTUNITIES)
+        .head(CHANGES_SHOWN)
         .select("change", "why", "source_url", "target_url", "reason")
     )
     return intro + _table(counts, "change-counts") + _table(moved, "changes")
 
 
-def opportunities_table(data: ReportData) -> str:
-    top = (
-        data.plan.filter(pl.col("reason") != "hub")
-        .sort(["probability", "score"], descending=True, nulls_last=True)
-        .head(TOP_OPPORTUNITIES)
+def plan_table(data: ReportData) -> str:
+    """Every planned link (up to PLAN_TABLE_ROWS, the most probable first), with its reason in words: a
+    table to sort, filter, search and download as CSV, drawn by ITables (DataTables) with no network."""
+    import itables
+
+    rows = (
+        data.plan.sort(["probability", "score"], descending=True, nulls_last=True)
+        .head(PLAN_TABLE_ROWS)
+        .with_columns(pl.col("reason").replace_strict(REASON_WORDS).alias("why"))
+        .select(list(PLAN_COLUMNS))
+        .with_columns(pl.col("probability").round_sig_figs(SIGNIFICANT_DIGITS))
+        .rename(PLAN_COLUMNS)
     )
-    columns = [
-        ("source_title", "on page"),
-        ("anchor_text", "anchor"),
-        ("target_title", "link to"),
-        ("reason", "why"),
-        ("evidence", "evidence"),
-        ("probability", "probability"),
-    ]
-    head = "".join(f"<th>{label}</th>" for _, label in columns)
-    body = []
-    for row in top.iter_rows(named=True):
-        cells = []
-        for key, _ in columns:
-            value = row[key]
-            if key == "source_title":
-                value = f'<a href="{html.escape(row["source_url"])}">{html.escape(_short(value, 70))}</a>'
-            elif key == "target_title":
-                value = f'<a href="{html.escape(row["target_url"])}">{html.escape(_short(value, 70))}</a>'
-            elif key == "probability":
-                value = "–" if value is None else f"{value:.3f}"
-            else:
-                value = html.escape(str(value))
-            cells.append(f"<td>{value}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table id="opportunities"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    note = (
+        f"<p>The {PLAN_TABLE_ROWS:,} most probable of the plan's {data.plan.height:,} links; the exports "
+        "(link_plan.csv, interlink_plan.xlsx) hold them all.</p>"
+        if data.plan.height > PLAN_TABLE_ROWS
+        else ""
+    )
+    table = itables.to_html_datatable(
+        rows,
+        table_id="plan",
+        connected=False,
+        display_logo_when_loading=False,
+        show_dtypes=False,
+        maxBytes=0,  # every row, not a sample: the table is the plan
+        buttons=[{"extend": "csvHtml5", "text": "Download CSV (the rows shown)", "title": "link_plan"}],
+        layout={"topStart": ["pageLength", "buttons"], "topEnd": "search"},
+        lengthMenu=[25, 100, 1000],
+        classes="display compact",
+        pageLength=25,
+    )
+    return note + table
 
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #1f2933; }
 h1 { font-size: 1.6rem; } .kpis { display: flex; gap: 1rem; flex-wrap: wrap; }
 .kpi { background: #f0f4f8; border-radius: 8px; padding: .8rem 1.2rem; }
-.kpi b { display: block; font-size: 1.4rem; }
+.kpi b { display: block; font-size: 1.4rem; } .facts { color: #52606d; }
 table { border-collapse: collapse; width: 100%; font-size: .85rem; } th { background: #f0f4f8; }
 th, td { border-bottom: 1px solid #d9e2ec; padding: .35rem .5rem; text-align: left; }
 """
 
 
+def header(data: ReportData) -> str:
+    """Which site, crawl and run the report shows, when the plan was made, and the settings it used."""
+    metrics = data.site_metrics.row(0, named=True) if data.site_metrics.height else {}
+    made = metrics.get("computed_at")
+    facts = {
+        "crawl": metrics.get("crawl_id", "–"),
+        "plan made": f"{made:%Y-%m-%d %H:%M} UTC" if made else "–",
+        "run": data.run_id,
+    }
+    line = " · ".join(f"{name} <code>{html.escape(str(value))}</code>" for name, value in facts.items())
+    settings = "" if data.backtest.is_empty() else data.backtest["settings"][0]
+    shown = json.dumps(json.loads(settings), indent=1) if settings else "not recorded (no backtest ran)"
+    details = f"<details><summary>settings</summary><pre>{html.escape(shown)}</pre></details>"
+    return f'<p class="facts">{line}</p>{details}'
+
+
 def render(data: ReportData, path: Path) -> Path:
     """Write the report (atomically: a temp file renamed into place)."""
     import plotly.io as pio
+    from itables import options
+    from itables.javascript import generate_init_offline_itables_html
 
     charts = [
         ("topic-map", topic_map(data)),
@@ -302,6 +338,7 @@ def render(data: ReportData, path: Path) -> Path:
 <html lang="en"><head><meta charset="utf-8"><title>Internal links: {html.escape(data.site)}</title>
 <style>{STYLE}</style></head><body>
 <h1>Internal-linking plan for {html.escape(data.site)}</h1>
+{header(data)}
 <div class="kpis">{"".join(f'<div class="kpi"><b>{v}</b>{k}</div>' for k, v in kpis)}</div>
 {"".join(divs)}
 <h2>Links by reason</h2>
@@ -310,8 +347,9 @@ def render(data: ReportData, path: Path) -> Path:
 {backtest_section(data)}
 <h2>Changes since the last run</h2>
 {changes_section(data)}
-<h2>Top opportunities</h2>
-{opportunities_table(data)}
+<h2>The plan</h2>
+{generate_init_offline_itables_html(options.dt_bundle)}
+{plan_table(data)}
 </body></html>"""
     with replaced_atomically(path) as partial:
         partial.write_text(page, encoding="utf-8")

@@ -13,22 +13,20 @@ from interlink_pipeline.core.warehouse import store
 
 PLAN_SQL = """
 SELECT source_url, source_title, target_url, target_title, anchor_text, reason, evidence, placement,
-       round(probability, 4) AS probability, round(score, 4) AS score, round(similarity, 4) AS similarity,
-       target_cluster, priority
+       probability, score, similarity, target_cluster, priority
 FROM marts.link_opportunities WHERE site = ? ORDER BY source_url, priority, target_url
 """
 PAIRS_SQL = """
 SELECT s.url AS page_url, s.title AS page_title, t.url AS similar_url, t.title AS similar_title,
-       p.rank, round(p.score, 4) AS score, p.relation, p.reciprocal
+       p.rank, p.score, p.relation, p.reciprocal
 FROM ml.similarity_pairs p
 JOIN staging.pages s ON s.site = p.site AND s.page_id = p.source_page_id
 JOIN staging.pages t ON t.site = p.site AND t.page_id = p.target_page_id
 WHERE p.site = ? ORDER BY s.url, p.relation DESC, p.rank
 """
 CLUSTERS_SQL = """
-SELECT cluster_id, label, top_terms, size, round(cohesion, 3) AS cohesion, representative_url, hubs,
-       orphans_before, round(mean_depth_before, 2) AS mean_depth_before,
-       round(mean_depth_after, 2) AS mean_depth_after, planned_inlinks
+SELECT cluster_id, label, top_terms, size, cohesion, representative_url, hubs, orphans_before,
+       mean_depth_before, mean_depth_after, planned_inlinks
 FROM marts.cluster_summary WHERE site = ? ORDER BY size DESC, cluster_id
 """
 CHANGES_SQL = """
@@ -49,12 +47,13 @@ def spreadsheet_tables(warehouse: str | Path, site: str, *, lock_timeout_s: floa
     return {name: _site_rows(warehouse, site, lock_timeout_s, sql) for name, sql in SPREADSHEETS.items()}
 
 
-def report_data(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> ReportData:
-    """Everything the site's HTML report draws."""
+def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s: float) -> ReportData:
+    """Everything the site's HTML report draws (`run_id`: the run that writes it)."""
     rows = partial(_site_rows, warehouse, site, lock_timeout_s)
     pages, vectors = read_vectors(warehouse, site, ("page_id",))
     return ReportData(
         site=site,
+        run_id=run_id,
         pages=pages.join(
             rows("SELECT page_id, title, cluster, is_hub FROM marts.page_scorecard WHERE site = ?"),
             on="page_id",
