@@ -41,12 +41,12 @@ from interlink_pipeline.core.graph.structure import bridge_components, rescue_or
 REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
 # each reason as a person reads it (the report's plan table)
 REASON_WORDS = {
-    "hub": "hub: linked from the home page, so the pages it links are few clicks from home",
-    "section": "section: the site's menu lists the target under this page",
-    "topical": "topical: the site's own links say its editors would link these two pages",
-    "orphan-rescue": "orphan rescue: no other page linked to the target",
-    "component-bridge": "bridge: no click path from the home page reached the target's part of the site",
-    "depth-shortcut": "depth shortcut: the target was deeper than the click-depth target",
+    "hub": "hub: linked from the home page",
+    "section": "section: the menu lists it here",
+    "topical": "topical: the site's editors would link it",
+    "orphan-rescue": "orphan rescue: nothing linked to it",
+    "component-bridge": "bridge: no path from home reached it",
+    "depth-shortcut": "depth shortcut: it was too deep",
 }
 
 

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import polars as pl
 
+from interlink_pipeline.core.numbers import significant
+
 
 def markdown_table(frame: pl.DataFrame, max_rows: int = 10, max_chars: int = 80) -> str:
-    """A markdown table of the first `max_rows` rows, cells cut to `max_chars` and pipes escaped."""
+    """A markdown table of the first `max_rows` rows: numbers to 4 significant digits, cells cut to
+    `max_chars`, pipes escaped."""
     if frame.width == 0:
         return "_(no columns)_"
     shown = frame.head(max_rows)
 
     def cell(value: object) -> str:
-        text = "" if value is None else str(value)
+        text = "" if value is None else str(significant(value) if isinstance(value, float) else value)
         text = text.replace("\n", " ").replace("|", "\\|")
         return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 

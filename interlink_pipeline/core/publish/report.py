@@ -260,7 +260,13 @@ def plan_table(data: ReportData) -> str:
         show_dtypes=False,
         maxBytes=0,  # every row, not a sample: the table is the plan
         buttons=[{"extend": "csvHtml5", "text": "Download CSV (the rows shown)", "title": "link_plan"}],
-        layout={"topStart": ["pageLength", "buttons"], "topEnd": "search"},
+        layout={
+            "topStart": "buttons",
+            "topEnd": "search",
+            "bottomStart": "info",
+            "bottomEnd": "paging",
+            "bottom2Start": "pageLength",
+        },
         lengthMenu=[25, 100, 1000],
         classes="display compact",
         pageLength=25,
