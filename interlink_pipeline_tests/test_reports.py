@@ -1,6 +1,7 @@
 """Spreadsheet exports and the HTML report: they open safely, and the charts draw in a real browser."""
 
 import dataclasses
+import html
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,10 +283,24 @@ def test_the_hub_chart_draws_the_hubs_the_home_page_links_already(planned_site):
 
     with opened(planned_site.exports / "report.html") as report:
         tree = report.page.evaluate("document.getElementById('hub-tree').data[0]")
-        slices = report.page.locator("#hub-tree .slice").count()
-    hubs = {i for i, parent in zip(tree["ids"], tree["parents"], strict=True) if parent == "home"}
-    assert hubs == linked | planned
-    assert slices == len(tree["ids"])  # home, every hub and the pages each links on to, all drawn
+        slices = report.page.locator("#hub-tree .slice")
+        drawn = slices.count()
+        children = {
+            hub: [i for i, parent in zip(tree["ids"], tree["parents"], strict=True) if parent == hub]
+            for hub in tree["ids"]
+        }
+        # the tree opens on a hub and closes again: a click on a hub shows it and its pages alone, a click
+        # on its centre goes back to the home page
+        hub = max(children["home"], key=lambda h: len(children[h]))
+        label = tree["labels"][tree["ids"].index(hub)]
+        slices.filter(has_text=label).first.click()
+        expect(slices).to_have_count(1 + len(children[hub]))
+        opened_hub = [slice.text_content() for slice in slices.all()]
+        slices.filter(has_text=label).first.click()
+        expect(slices).to_have_count(drawn)
+    assert set(children["home"]) == linked | planned
+    assert drawn == len(tree["ids"])  # home, every hub and the pages each links on to, all drawn
+    assert children[hub] and opened_hub[0] == html.unescape(label)
 
 
 def test_titles_holding_markup_show_as_text_and_run_nothing(planned_site):
@@ -305,21 +320,27 @@ def test_titles_holding_markup_show_as_text_and_run_nothing(planned_site):
 
     with opened(planned_site.exports / "report.html") as report:
         page = report.page
-        injected = page.locator("img[src=x], svg a, #plan b, #plan script").count()
         shown = {
             "#hub-tree": [
                 t for t in titles if page.locator("#hub-tree").get_by_text(t, exact=True).first.is_visible()
             ]
         }
         shown["#plan"] = []
+        shown["#drilldown-view"] = []
+        for url, title in MARKUP.items():  # each page picked: its title heads the view, as written
+            _drill_to(page, url)
+            if page.locator("#drilldown-view h3").inner_text() == title:
+                shown["#drilldown-view"].append(title)
         for title in titles & in_table:  # searched for, so that its row is on the page shown
             page.locator("#plan_wrapper input[type=search]").fill(title)
             if page.locator("#plan").get_by_text(title, exact=True).first.is_visible():
                 shown["#plan"].append(title)
+        injected = page.locator("img[src=x], svg a, #plan b, #plan script, #drilldown-view b").count()
     assert report.dialogs == [] and injected == 0  # no script ran, no element was made from a title
     # each title reads as it is written, markup and entities too
     assert sorted(shown["#hub-tree"]) == sorted(titles)
     assert sorted(shown["#plan"]) == sorted(titles & in_table)
+    assert sorted(shown["#drilldown-view"]) == sorted(titles)
 
 
 def test_the_report_metadata_is_a_path_not_a_dead_file_link(planned_site):
@@ -342,7 +363,7 @@ def test_the_report_says_what_changed_since_the_last_run():
         }
     )
     data = report.ReportData(
-        "s", pl.DataFrame(), np.zeros((0, 2)), pl.DataFrame(), pl.DataFrame(), pl.DataFrame()
+        "s", pl.DataFrame(), np.zeros((0, 2)), pl.DataFrame(), pl.DataFrame(), pl.DataFrame(), pl.DataFrame()
     )
     assert "first plan" in report.changes_section(data)
     section = report.changes_section(dataclasses.replace(data, changes=changes))
@@ -352,3 +373,68 @@ def test_the_report_says_what_changed_since_the_last_run():
     )
     first_plan = changes.with_columns(pl.lit("added").alias("change"))
     assert "first plan" in report.changes_section(dataclasses.replace(data, changes=first_plan))
+
+
+def _drill_to(page, url: str) -> dict[str, dict[str, set[str]]]:
+    """Pick `url` in the drill-down; the URLs it lists by table (in, out) and kind (now, planned)."""
+    picker = page.locator("#drilldown-page")
+    picker.fill(url)
+    picker.press("Enter")
+    expect(page.locator("#drilldown-view .facts")).to_have_text(url)
+    return _drilled(page)
+
+
+def _drilled(page) -> dict[str, dict[str, set[str]]]:
+    tables = page.locator("#drilldown-view table").all()
+    return {
+        side: {
+            kind: {row.locator(".url").inner_text() for row in table.locator(f"tbody tr.{kind}").all()}
+            for kind in ("now", "planned")
+        }
+        for side, table in zip(("in", "out"), tables, strict=True)
+    }
+
+
+def test_the_drilldown_shows_a_pages_links_in_and_out_before_and_after(planned_site):
+    with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
+        plan = con.execute("SELECT source_url, target_url FROM marts.link_opportunities").pl()
+        content = con.execute(
+            "SELECT DISTINCT s.url AS source_url, t.url AS target_url FROM raw.crawl_links l "
+            "JOIN staging.pages s ON s.url = l.source_url JOIN staging.pages t ON t.url = l.target_url "
+            "WHERE l.link_position = 'Content' AND l.follow AND l.link_type = 'Hyperlink' AND s.url <> t.url"
+        ).pl()
+        scorecard = con.execute("SELECT url, depth_before, depth_after FROM marts.page_scorecard").pl()
+    # the page the plan links to most, and one of the pages it is linked from
+    target = plan["target_url"].value_counts(sort=True)["target_url"][0]
+    source = plan.filter(pl.col("target_url") == target)["source_url"].sort()[0]
+
+    def expected(url: str) -> dict[str, dict[str, set[str]]]:
+        def ends(frame: pl.DataFrame, at: str, other: str) -> set[str]:
+            return set(frame.filter(pl.col(at) == url)[other])
+
+        return {
+            "in": {
+                "now": ends(content, "target_url", "source_url"),
+                "planned": ends(plan, "target_url", "source_url"),
+            },
+            "out": {
+                "now": ends(content, "source_url", "target_url"),
+                "planned": ends(plan, "source_url", "target_url"),
+            },
+        }
+
+    depth = scorecard.filter(pl.col("url") == target).row(0, named=True)
+    with opened(planned_site.exports / "report.html") as report:
+        page = report.page
+        shown = _drill_to(page, target)
+        figures = page.locator("#drilldown-view p").nth(1).inner_text()
+        # a listed page is a step further: a click shows its own links
+        links_in = page.locator("#drilldown-view table").first
+        links_in.locator("tr.planned").filter(has=page.get_by_text(source, exact=True)).locator(
+            "button"
+        ).click()
+        expect(page.locator("#drilldown-view .facts")).to_have_text(source)
+        followed = _drilled(page)
+    assert shown == expected(target) and shown["in"]["planned"] and shown["in"]["now"]
+    assert f"clicks from home {depth['depth_before']} → {depth['depth_after']}" in figures
+    assert followed == expected(source) and target in followed["out"]["planned"]

@@ -68,7 +68,7 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        data = report_data(warehouse.path, site, context.run_id, lock_timeout_s=warehouse.lock_timeout_s)
+        data = report_data(warehouse.path, site, context.run.run_id, lock_timeout_s=warehouse.lock_timeout_s)
     path = report.render(data, site_folder(warehouse, site) / "report.html")
     return MaterializeResult(
         metadata=readable(

@@ -2,11 +2,11 @@
 with no network.
 
 A header (site, crawl, when, the run, the settings); charts: the topic map (a 2-D projection of the page
-vectors, coloured by cluster), click depth and orphans before and after the plan, the home page's hubs and
-the pages they link on to; the plan as a table to sort, filter, search and download as CSV (ITables, i.e.
-DataTables); the backtest and the changes since the last run. Crawled text (titles, topic labels) is shown
-as text: escaped in the tables (ITables escapes every cell), and escaped for Plotly, which reads tags and
-entities in its labels.
+vectors, coloured and named by cluster), click depth and orphans before and after the plan, the home page's
+hubs and the pages they link on to; the plan as a table to sort, filter, search and download as CSV
+(ITables, i.e. DataTables); the backtest; the changes since the last run; one page's links before and
+after. Crawled text (titles, topic labels) is shown as text: escaped in the tables (ITables escapes every
+cell), and escaped for Plotly, which reads tags and entities in its labels.
 """
 
 from __future__ import annotations
@@ -18,12 +18,19 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from plotly.colors import qualitative
 
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
+from interlink_pipeline.core.publish.page_drilldown import STYLE as DRILLDOWN_STYLE
+from interlink_pipeline.core.publish.page_drilldown import drilldown_data, drilldown_section
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
+LABELLED_TOPICS = 12  # the largest topics are named on the map itself; the legend names them all
+# 48 distinct colours, then the same colours with other marker shapes: no two topics look alike
+TOPIC_COLOURS = qualitative.Dark24 + qualitative.Light24
+TOPIC_SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
 PAGES_PER_HUB = 8
 CHANGES_SHOWN = 50  # the added and removed links listed
 PLAN_TABLE_ROWS = 20_000  # the plan table's rows (the most probable first); the exports hold every link
@@ -41,11 +48,12 @@ PLAN_COLUMNS = {  # plan column -> the table's header
 @dataclass
 class ReportData:
     site: str
-    pages: pl.DataFrame  # page_id, title, cluster (label), is_hub
+    pages: pl.DataFrame  # page_id, url, title, cluster (label), is_hub and the drill-down's PAGE_FIGURES
     vectors: np.ndarray  # aligned with pages
     site_metrics: pl.DataFrame  # graph.site_metrics rows (scenario before/after)
     plan: pl.DataFrame  # marts.link_opportunities rows
     backtest: pl.DataFrame  # the latest graph.backtest_runs row (empty: never backtested)
+    content_links: pl.DataFrame  # the in-content links the site has: source_page_id, target_page_id
     changes: pl.DataFrame | None = None  # graph.link_plan_changes rows (None: not known)
     run_id: str = "–"  # the run that writes the report
 
@@ -76,7 +84,11 @@ def topic_map(data: ReportData):
     )
     frame = pages.with_columns(pl.Series("x", xy[:, 0]), pl.Series("y", xy[:, 1]))
     figure = go.Figure()
-    for (label,), group in frame.group_by("cluster", maintain_order=True):
+    topics = (
+        frame.group_by("cluster").len().sort(["len", "cluster"], descending=[True, False], nulls_last=True)
+    )
+    for i, label in enumerate(topics["cluster"]):  # the largest topics first: in the legend, and labelled
+        group = frame.filter(pl.col("cluster").eq_missing(label))
         figure.add_trace(
             go.Scatter(
                 x=group["x"].to_list(),
@@ -86,9 +98,23 @@ def topic_map(data: ReportData):
                 text=[_label(t, 80) for t in group["title"].to_list()],
                 meta=_label(label, 80),  # data, not template text: a %{…} in a label is not read
                 hovertemplate="%{text}<extra>%{meta}</extra>",
-                marker={"size": 6, "opacity": 0.75},
+                marker={
+                    "size": 6,
+                    "opacity": 0.75,
+                    "color": TOPIC_COLOURS[i % len(TOPIC_COLOURS)],
+                    "symbol": TOPIC_SYMBOLS[i // len(TOPIC_COLOURS) % len(TOPIC_SYMBOLS)],
+                },
             )
         )
+        if i < LABELLED_TOPICS and label is not None:
+            figure.add_annotation(
+                x=group["x"].median(),
+                y=group["y"].median(),
+                text=_label(label, 28),
+                showarrow=False,
+                font={"size": 11},
+                bgcolor="rgba(255,255,255,0.75)",
+            )
     figure.update_layout(
         title=f"Topics: {pages.height:,} pages on the two main directions of their embeddings (PCA)",
         xaxis={"visible": False},
@@ -342,7 +368,7 @@ def render(data: ReportData, path: Path) -> Path:
     ]
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Internal links: {html.escape(data.site)}</title>
-<style>{STYLE}</style></head><body>
+<style>{STYLE}{DRILLDOWN_STYLE}</style></head><body>
 <h1>Internal-linking plan for {html.escape(data.site)}</h1>
 {header(data)}
 <div class="kpis">{"".join(f'<div class="kpi"><b>{v}</b>{k}</div>' for k, v in kpis)}</div>
@@ -356,6 +382,8 @@ def render(data: ReportData, path: Path) -> Path:
 <h2>The plan</h2>
 {generate_init_offline_itables_html(options.dt_bundle)}
 {plan_table(data)}
+<h2>One page, before and after</h2>
+{drilldown_section(drilldown_data(data.pages, data.content_links, data.plan))}
 </body></html>"""
     with replaced_atomically(path) as partial:
         partial.write_text(page, encoding="utf-8")

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import polars as pl
 
+from interlink_pipeline.core.graph.site_links import existing_links
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
+from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
 from interlink_pipeline.core.publish.report import ReportData
 from interlink_pipeline.core.warehouse import store
 
@@ -51,20 +53,41 @@ def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s
     """Everything the site's HTML report draws (`run_id`: the run that writes it)."""
     rows = partial(_site_rows, warehouse, site, lock_timeout_s)
     pages, vectors = read_vectors(warehouse, site, ("page_id",))
+    figures = ", ".join(column for _, *columns in PAGE_FIGURES for column in columns)
+    scorecard = (
+        f"SELECT page_id, url, title, cluster, is_hub, {figures} FROM marts.page_scorecard WHERE site = ?"
+    )
     return ReportData(
         site=site,
         run_id=run_id,
-        pages=pages.join(
-            rows("SELECT page_id, title, cluster, is_hub FROM marts.page_scorecard WHERE site = ?"),
-            on="page_id",
-            how="left",
-            maintain_order="left",
-        ),
+        pages=pages.join(rows(scorecard), on="page_id", how="left", maintain_order="left"),
         vectors=vectors,
         site_metrics=rows("SELECT * FROM graph.site_metrics WHERE site = ?"),
         plan=rows("SELECT * FROM marts.link_opportunities WHERE site = ? ORDER BY link_key"),
         backtest=rows("SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1"),
         changes=store.read_site(warehouse, "graph.link_plan_changes", site, lock_timeout_s=lock_timeout_s),
+        content_links=content_links(warehouse, site, lock_timeout_s=lock_timeout_s),
+    )
+
+
+def content_links(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> pl.DataFrame:
+    """The site's in-content links between its pages (source_page_id, target_page_id), read as the plan
+    reads them (followed hyperlinks, by URL key; navigation links left out)."""
+    read = partial(store.read_site, warehouse, site=site, lock_timeout_s=lock_timeout_s)
+    pages = read(table="staging.pages", columns=["page_id", "url_key"])
+    links = read(
+        table="raw.crawl_links", columns=["source_url", "target_url", "link_type", "follow", "link_position"]
+    )
+    edges, _ = existing_links(links, pages["url_key"])
+    ids = pages["page_id"]
+    between_pages = edges.filter(
+        pl.col("content") & (pl.col("source") < len(ids)) & (pl.col("target") < len(ids))
+    )
+    return pl.DataFrame(
+        {
+            "source_page_id": ids.gather(between_pages["source"]),
+            "target_page_id": ids.gather(between_pages["target"]),
+        }
     )
 
 
