@@ -170,6 +170,34 @@ def run_cli(env: dict[str, str], *args: str, stdin: str | None = None) -> subpro
     )
 
 
+def run_cli_in_terminal(env: dict[str, str], *args: str) -> str:
+    """`interlink ARGS` with its output on a pseudo-terminal, as in a user's shell: what it drew there."""
+    import pty
+
+    reader, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "interlink_pipeline.cli", *args],
+        env={**env, "TERM": "xterm-256color", "COLUMNS": "120"},
+        cwd=PROJECT_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    drawn = bytearray()
+    while True:
+        try:
+            chunk = os.read(reader, 65536)
+        except OSError:  # the terminal's other end closed: the command has exited
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(reader)
+    assert process.wait(timeout=600) == 0, drawn.decode(errors="replace")[-3000:]
+    return drawn.decode(errors="replace")
+
+
 def changed_light_crawl(crawls: Path, tmp_path: Path) -> Path:
     """lightchiropractic's export without one of its pages: a new crawl of the same site."""
     export = pl.read_csv(crawls / "lightchiropractic/internal_all.csv", infer_schema=False)

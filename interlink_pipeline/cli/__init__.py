@@ -1,0 +1,124 @@
+"""`interlink`: register crawls, run the pipeline for a site, generate synthetic sites.
+
+Runs are recorded in the Dagster instance at $DAGSTER_HOME (default: the project's dagster_home/), so
+they show up in `dagster dev` next to sensor-triggered runs. This module holds the command line (its
+commands, options and examples); `commands` what each command does, `runs` how a site's run is made and
+followed, `run_config` the settings a user passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from interlink_pipeline.cli import commands
+from interlink_pipeline.cli.run_config import SETTING_FLAGS
+from interlink_pipeline.cli.runs import PROJECT_ROOT
+
+SAMPLE_DIR = PROJECT_ROOT / "data" / "sample"
+
+# what a command's --help ends with: one example each
+EXAMPLES = {
+    "demo": "interlink demo",
+    "register": "interlink register crawl/internal_all.csv --links crawl/all_inlinks.csv --run",
+    "materialize": "interlink materialize --site www.example.com --config plan.yaml --out-link-budget 15",
+    "backtest": "interlink backtest --site www.example.com --fraction 0.2 --seed 1",
+    "generate-site": "interlink generate-site --pages 5000 --host www.shop.example --out data/shop",
+    "sites": "interlink sites",
+    "status": "interlink status --site www.example.com",
+    "sql": "interlink sql   (then: SELECT * FROM marts.site_health;)",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from interlink_pipeline.core.errors import InputError
+
+    try:
+        return {
+            "demo": commands.demo,
+            "register": commands.register,
+            "materialize": commands.materialize,
+            "backtest": commands.backtest,
+            "generate-site": commands.generate,
+            "sites": commands.sites,
+            "status": commands.status,
+            "sql": commands.sql,
+        }[args.command](args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="interlink", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"interlink {_version()}")
+    subcommands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, summary: str, description: str | None = None) -> argparse.ArgumentParser:
+        return subcommands.add_parser(
+            name,
+            help=summary,
+            description=description or summary,
+            epilog=f"example:\n  {EXAMPLES[name]}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    demo = command("demo", "run the whole pipeline on the bundled sample site")
+    demo.add_argument("--sample-dir", type=Path, default=SAMPLE_DIR, help="the sample's exports")
+    _settings_options(demo)
+    register = command("register", "copy a crawl export into the drop folder, add the site")
+    register.add_argument("crawl", type=Path, help="Internal: HTML/All export (CSV or XLSX)")
+    register.add_argument("--links", type=Path, help="All Inlinks export (optional)")
+    register.add_argument(
+        "--queries", type=Path, help="page URL -> main query file, e.g. from Search Console"
+    )
+    register.add_argument("--text", type=Path, help="page-text file: Address + Text (body text per page)")
+    register.add_argument("--site", help="site host (default: the host most URLs are on)")
+    register.add_argument("--run", action="store_true", help="materialise the pipeline for the site now")
+    _settings_options(register)
+    run = command("materialize", "materialise the whole pipeline for a registered site")
+    run.add_argument("--site", required=True, help="a registered site (see: interlink sites)")
+    _settings_options(run)
+    backtest = command(
+        "backtest",
+        "measure the plan on the site's own links: hide some, rebuild, score against them",
+        "Hide a seeded share of the site's in-content links, rebuild candidates, ranker and plan without "
+        "them, and score the plan against them next to a same-budget title-cosine baseline. The site must "
+        "have been materialised (interlink materialize). Each run adds a row to graph.backtest_runs.",
+    )
+    backtest.add_argument("--site", required=True, help="a materialised site")
+    backtest.add_argument("--fraction", type=float, default=0.2, help="share of link pairs hidden (0.2)")
+    backtest.add_argument("--seed", type=int, default=0, help="which links are hidden (0)")
+    generate = command("generate-site", "write a synthetic site's exports and ground truth")
+    generate.add_argument("--pages", type=int, default=1700, help="linkable pages, about (1700)")
+    generate.add_argument("--seed", type=int, default=7, help="the same seed writes the same site (7)")
+    generate.add_argument("--host", default=None, help="the site's host (www.alpinegear.example)")
+    generate.add_argument("--out", type=Path, required=True, help="folder to write the exports to")
+    generate.add_argument("--no-links", action="store_true", help="skip the All Inlinks export")
+    command("sites", "list registered sites and their table row counts")
+    status = command("status", "a site's last run, its figures and where its files are")
+    status.add_argument("--site", required=True, help="a registered site")
+    command("sql", "open a DuckDB shell on the analysts' snapshot (read-only; .quit leaves)")
+    return parser
+
+
+def _settings_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--config",
+        type=Path,
+        help="YAML or TOML run config, as in the launchpad: ops: {link_plan: {config: {max_depth: 3}}}, "
+        "resources: {embedder: {config: {model: …}}}",
+    )
+    for flag, (where, kind) in SETTING_FLAGS.items():
+        command.add_argument(flag, type=kind, help=f"sets {'.'.join(where)} (overrides --config)")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("interlink_pipeline")
+    except PackageNotFoundError:
+        return "unknown (not installed)"

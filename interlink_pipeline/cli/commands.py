@@ -1,0 +1,212 @@
+"""What each `interlink` command does."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from interlink_pipeline.cli.run_config import run_config
+from interlink_pipeline.cli.runs import add_site, dagster_instance, registered, run_site, warehouse_resource
+
+
+def _register_files(
+    crawl: Path,
+    links: Path | None,
+    site: str | None,
+    queries: Path | None = None,
+    text: Path | None = None,
+) -> str:
+    from interlink_pipeline.core.ingest.crawl_exports import infer_site
+    from interlink_pipeline.core.ingest.inbox import default_inbox, register_crawl
+    from interlink_pipeline.core.urls import normalize_host
+
+    site = normalize_host(site) if site else infer_site(crawl)
+    drop = register_crawl(default_inbox(), site, crawl, links, queries, text)
+    add_site(site)
+    extras = [str(f) for f in (drop.links_file, drop.queries_file, drop.text_file) if f]
+    print(f"registered {site}: {drop.crawl_file}" + "".join(f" + {f}" for f in extras))
+    for warning in drop.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return site
+
+
+def demo(args: argparse.Namespace) -> int:
+    crawl = args.sample_dir / "internal_all.csv"
+    links = args.sample_dir / "all_inlinks.csv"
+    config = run_config(args)
+    site = _register_files(crawl, links if links.exists() else None, None)
+    return run_site(site, run_config=config)
+
+
+def register(args: argparse.Namespace) -> int:
+    config = run_config(args)
+    site = _register_files(args.crawl, args.links, args.site, args.queries, args.text)
+    if args.run:
+        return run_site(site, run_config=config)
+    print(f"the inbox sensor starts its run (make dev), or run it now: interlink materialize --site {site}")
+    return 0
+
+
+def materialize(args: argparse.Namespace) -> int:
+    config = run_config(args)
+    return run_site(registered(args.site), run_config=config)
+
+
+def backtest(args: argparse.Namespace) -> int:
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+    from interlink_pipeline.core.warehouse.store import query
+
+    site = registered(args.site)
+    if not 0 < args.fraction < 1:
+        raise InputError(f"--fraction must be between 0 and 1 (exclusive), not {args.fraction}.")
+    config = {"ops": {"link_backtest": {"config": {"fraction": args.fraction, "seed": args.seed}}}}
+    code = run_site(site, ["link_backtest"], config)
+    if code == 0:
+        last = query(
+            default_duckdb_path(),
+            "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1",
+            [site],
+        )
+        if last.height:
+            row = last.row(0, named=True)
+            print(
+                f"{row['hidden_links']:,} links hidden (seed {row['seed']}): the plan's "
+                f"{row['plan_links']:,} links found {row['plan_recall']:.1%} of them at precision "
+                f"{row['plan_precision']:.1%}; as many top-title-cosine links: precision "
+                f"{row['baseline_precision']:.1%}. Candidate precision@{row['k']}: "
+                f"{row['candidate_precision_at_k']:.1%} vs {row['baseline_precision_at_k']:.1%}."
+            )
+        else:
+            print(
+                f"{site}: nothing to backtest: no in-content links are known (register an All Inlinks export)"
+            )
+    return code
+
+
+def generate(args: argparse.Namespace) -> int:
+    from interlink_pipeline.core.urls import normalize_host
+    from interlink_pipeline.sample import generate_site, write_site
+
+    started = time.monotonic()
+    host = {"host": normalize_host(args.host)} if args.host else {}
+    site = generate_site(args.pages, seed=args.seed, with_links=not args.no_links, **host)
+    paths = write_site(site, args.out)
+    print(f"generated {site.host}: {site.crawl.height:,} crawl rows in {time.monotonic() - started:.1f}s")
+    for kind, path in paths.items():
+        print(f"  {kind:<6} {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+def sites(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from interlink_pipeline.core.warehouse.contract import table_columns
+    from interlink_pipeline.core.warehouse.database import connect, default_duckdb_path
+    from interlink_pipeline.core.warehouse.schemas import TABLES
+    from interlink_pipeline.defs.partitions import site_partitions
+
+    per_site = [table for table in TABLES if "site" in table_columns(table)]
+    sites = dagster_instance().get_dynamic_partitions(site_partitions.name)
+    counts: dict[tuple[str, str], int] = {}
+    if Path(default_duckdb_path()).exists():
+        with connect(default_duckdb_path(), read_only=True) as con:
+            for table in per_site:
+                try:
+                    rows = con.execute(f"SELECT site, count(*) FROM {table} GROUP BY site").fetchall()
+                except duckdb.CatalogException:
+                    continue
+                counts.update({(site, table): n for site, n in rows})
+    for site in sites:
+        tables = ", ".join(f"{t}={counts[(site, t)]:,}" for t in per_site if (site, t) in counts)
+        print(f"{site}: {tables or 'not materialised yet'}")
+    if not sites:
+        print("no sites registered; try: interlink register <crawl.csv>")
+    return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    """The site's last run (how it ended, when, how long), its plan's figures and where its files are."""
+    from datetime import UTC, datetime
+
+    from dagster import RunsFilter
+
+    site = registered(args.site)
+    records = dagster_instance().get_run_records(RunsFilter(tags={"dagster/partition": site}), limit=1)
+    if records:
+        record, run = records[0], records[0].dagster_run
+        began = datetime.fromtimestamp(record.start_time or record.create_timestamp.timestamp(), UTC)
+        ran = record.end_time and record.start_time
+        took = f", {record.end_time - record.start_time:.0f}s" if ran else ""
+        print(f"last run: {run.run_id} {run.status.value} ({began:%Y-%m-%d %H:%M} UTC{took})")
+    else:
+        print(f"last run: none yet (interlink materialize --site {site})")
+    for line in _site_figures(site):
+        print(line)
+    warehouse = warehouse_resource()
+    from interlink_pipeline.defs.reports import site_folder
+
+    folder = site_folder(warehouse, site)
+    files = {
+        "warehouse": Path(warehouse.path),
+        "snapshot": warehouse.analyst_snapshot(),
+        "report": folder / "report.html",
+        "workbook": folder / "interlink_plan.xlsx",
+    }
+    for name, path in files.items():
+        print(f"{name + ':':<11}{path.resolve()}{'' if path.exists() else ' (not written yet)'}")
+    return 0
+
+
+def _site_figures(site: str) -> list[str]:
+    """The plan's before/after figures and the last backtest, as lines (none before the first plan)."""
+    import duckdb
+
+    from interlink_pipeline.core.warehouse.store import query
+
+    path = warehouse_resource().path
+    if not Path(path).exists():
+        return []
+    try:
+        metrics = query(
+            path,
+            "SELECT scenario, pages, links, planned_links, orphan_pages, max_depth, share_depth_le_3 "
+            "FROM graph.site_metrics WHERE site = ? ORDER BY scenario DESC",
+            [site],
+        )
+        backtest = query(
+            path, "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1", [site]
+        )
+    except duckdb.CatalogException:
+        return []
+    lines = [
+        f"{row['scenario']:<7}{row['pages']:,} pages, {row['links']:,} links "
+        f"({row['planned_links']:,} planned), {row['orphan_pages']:,} orphans, max depth {row['max_depth']}, "
+        f"{row['share_depth_le_3']:.1%} within 3 clicks"
+        for row in metrics.iter_rows(named=True)
+    ]
+    for row in backtest.iter_rows(named=True):
+        lines.append(
+            f"backtest: plan precision {row['plan_precision']:.1%} against {row['baseline_precision']:.1%} "
+            f"for as many top-title-cosine links ({row['hidden_links']:,} links hidden, seed {row['seed']})"
+        )
+    return lines
+
+
+def sql(args: argparse.Namespace) -> int:
+    """A DuckDB shell on the analysts' snapshot: the pipeline's runs never wait for it, nor it for them."""
+    import shutil
+    import subprocess
+
+    from interlink_pipeline.core.errors import InputError
+
+    snapshot = warehouse_resource().analyst_snapshot()
+    if not snapshot.exists():
+        raise InputError(f"no snapshot yet at {snapshot}: materialise a site first (interlink demo).")
+    shell = Path(sys.executable).with_name("duckdb")
+    found = str(shell) if shell.exists() else shutil.which("duckdb")
+    if found is None:
+        raise InputError("the duckdb shell is not installed: make install (it pins duckdb-cli).")
+    return subprocess.call([found, "-readonly", str(snapshot)])

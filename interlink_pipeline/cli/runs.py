@@ -1,0 +1,271 @@
+"""A site's run from the command line: in process, one run of a site at a time, followed step by step,
+and a failed run recorded as one anywhere else."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# a CLI run's process, so the next one can tell a run still working from one that was killed
+PID_TAG, HOST_TAG = "interlink/pid", "interlink/host"
+
+
+def dagster_instance():
+    os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home"))
+    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    from dagster import DagsterInstance
+
+    return DagsterInstance.get()
+
+
+def add_site(site: str) -> None:
+    from interlink_pipeline.defs.partitions import site_partitions
+
+    instance = dagster_instance()
+    if not instance.has_dynamic_partition(site_partitions.name, site):
+        instance.add_dynamic_partitions(site_partitions.name, [site])
+
+
+def registered(name: str) -> str:
+    """The site `name` names, which `register` must have added: a misspelt name is refused with the
+    registered ones, never made a new, empty site."""
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.urls import normalize_host
+    from interlink_pipeline.defs.partitions import site_partitions
+
+    site = normalize_host(name)
+    known = dagster_instance().get_dynamic_partitions(site_partitions.name)
+    if site not in known:
+        listed = ", ".join(sorted(known)) or "none yet"
+        raise InputError(
+            f"'{site}' is not a registered site (registered: {listed}). Register its crawl first: "
+            f"interlink register CRAWL --site {site}"
+        )
+    return site
+
+
+def run_site(site: str, steps: list[str] | None = None, run_config: dict | None = None) -> int:
+    """Materialise the site's pipeline (or just `steps`) in process and print what was written; one run
+    of a site at a time."""
+    instance = dagster_instance()
+    _release_dead_runs(instance)
+    with _site_lock(instance, site):
+        return _execute(instance, site, steps, run_config)
+
+
+def _execute(instance, site: str, steps: list[str] | None, run_config: dict | None) -> int:
+    from interlink_pipeline.core.ingest.inbox import default_inbox
+    from interlink_pipeline.definitions import defs
+    from interlink_pipeline.defs.jobs import step_keys
+    from interlink_pipeline.defs.sensors import RUN_KEY_TAG, inbox_run_key
+
+    tags = {"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    key = inbox_run_key(default_inbox(), site) if steps is None else None
+    started = time.monotonic()
+    job = defs.resolve_job_def("site_pipeline")
+    selection = step_keys(defs, steps) if steps else None
+    run_id = str(uuid.uuid4())  # known before the run starts, so its events can be followed
+    planned = job.get_subset(asset_selection=set(selection)) if selection else job
+    with _progress(instance, run_id, len(planned.graph.nodes)):
+        result = job.execute_in_process(
+            run_id=run_id,
+            partition_key=site,
+            instance=instance,
+            raise_on_error=False,
+            # a whole run of the registered exports: the inbox sensor of `make dev` will not run them again
+            tags={**tags, RUN_KEY_TAG: key} if key else tags,
+            asset_selection=selection,
+            # the console gets one line per failure, not Dagster's stack traces: they go to the run's log file
+            run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
+        )
+    seconds = time.monotonic() - started
+    if not result.success:
+        return _report_failure(instance, result, site, seconds)
+    print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s")
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_MATERIALIZATION":
+            metadata = event.event_specific_data.materialization.metadata
+            if "warning" in metadata:
+                print(
+                    f"warning ({event.asset_key.to_user_string()}): {metadata['warning'].value}",
+                    file=sys.stderr,
+                )
+            if "dagster/row_count" in metadata:
+                detail = f"{metadata['dagster/row_count'].value:>10,} rows"
+            elif "path" in metadata or "workbook" in metadata:
+                detail = str((metadata.get("path") or metadata["workbook"]).value)
+            else:
+                detail = "built by dbt" if event.asset_key.path[0] in ("marts", "dbt_staging") else ""
+            print(f"  {event.asset_key.to_user_string():<32} {detail}")
+    print_where()
+    return 0
+
+
+@contextmanager
+def _progress(instance, run_id: str, steps: int) -> Iterator[None]:
+    """How far the run is while it goes: a bar with the step running and the time spent in a terminal, a
+    line per finished step otherwise (logs, CI)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    terminal = sys.stdout.isatty()
+    bar = Progress(
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not terminal,
+    )
+    task = bar.add_task("starting", total=steps)
+    began: dict[str, float] = {}
+
+    def seen(entry, _cursor) -> None:
+        event = entry.dagster_event
+        if event is None or event.step_key is None:
+            return
+        if event.event_type_value == "STEP_START":
+            began[event.step_key] = time.monotonic()
+            bar.update(task, description=event.step_key)
+        elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED"):
+            bar.advance(task)
+            done = bar.tasks[0].completed
+            took = time.monotonic() - began.get(event.step_key, time.monotonic())
+            if not terminal:
+                outcome = event.event_type_value.removeprefix("STEP_").lower()
+                print(f"  [{done:.0f}/{steps}] {event.step_key}: {outcome} in {took:.1f}s", flush=True)
+
+    instance.watch_event_logs(run_id, None, seen)
+    try:
+        with bar:
+            yield
+    finally:
+        instance.end_watch_event_logs(run_id, seen)
+
+
+@contextmanager
+def _site_lock(instance, site: str) -> Iterator[None]:
+    """Runs of one site never interleave: a second CLI run of the site (the lock file, released by the
+    kernel when its holder dies) or a CLI run while the UI or the daemon runs it is refused at once."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    from interlink_pipeline.core.errors import InputError
+
+    busy = f"a run of {site} is already in progress"
+    lock_dir = Path(instance.root_directory) / "site_locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{site}.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            raise InputError(
+                f"{busy} (interlink, process {lock.read().strip() or '?'}); wait for it to finish, then run "
+                "again."
+            ) from None
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        in_progress = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+        for record in instance.get_run_records(
+            RunsFilter(tags={"dagster/partition": site}, statuses=in_progress), limit=1
+        ):
+            raise InputError(
+                f"{busy} (run {record.dagster_run.run_id}, in the UI or the daemon); wait for it to finish, "
+                "or cancel it there."
+            )
+        yield
+
+
+def _release_dead_runs(instance) -> None:
+    """Free the writer-pool slots that no live run holds: those of finished runs, and those of a CLI run on
+    this machine whose process is gone (SIGKILL, the OOM killer, a crash), which is marked failed and
+    recorded. A slot a live run holds is named, so a waiting user knows what the wait is for."""
+    from interlink_pipeline.core.files import process_alive
+    from interlink_pipeline.defs.automation import failure_payload
+    from interlink_pipeline.defs.tables import WRITER_POOL
+
+    storage = instance.event_log_storage
+    for run_id in sorted(storage.get_concurrency_run_ids()):
+        run = instance.get_run_by_id(run_id)
+        if run is not None and not run.is_finished:
+            pid, host = run.tags.get(PID_TAG), run.tags.get(HOST_TAG)
+            if pid is None or host != socket.gethostname() or process_alive(int(pid)):
+                site = run.tags.get("dagster/partition", "?")
+                print(f"waiting: run {run_id} ({site}) holds the {WRITER_POOL} pool", file=sys.stderr)
+                continue
+            message = f"its process (pid {pid}) is gone: it was killed or crashed before finishing"
+            instance.report_run_failed(run, message)
+            _record_failure(failure_payload(run, [], message))
+            print(f"run {run_id} had stopped: {message}; marked failed, its slots freed", file=sys.stderr)
+        storage.free_concurrency_slots_for_run(run_id)
+
+
+def _record_failure(payload: dict) -> str:
+    """Record a failed run in ops.run_failures and post it to the webhook, as the run-failure sensor does;
+    what happened, in words (a warehouse that cannot be written cannot keep the record either)."""
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.publish.alerts import record_failure
+    from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, default_duckdb_path
+    from interlink_pipeline.defs.automation import FailureAlerts
+
+    alerts = FailureAlerts()
+    try:
+        _, outcome = record_failure(
+            payload, default_duckdb_path(), alerts.webhook_url, alerts.timeout_s, LOCK_TIMEOUT_S
+        )
+    except InputError as exc:
+        return f"not recorded: {exc}"
+    return f"recorded in ops.run_failures (webhook: {outcome})"
+
+
+def _report_failure(instance, result, site: str, seconds: float) -> int:
+    """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
+    webhook; the user gets the step and its message, and the path of the full log."""
+    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+    from interlink_pipeline.defs.automation import failure_payload
+
+    events = result.all_events
+    payload = failure_payload(
+        instance.get_run_by_id(result.run_id),
+        [e for e in events if e.event_type_value == "STEP_FAILURE"],
+        None,
+    )
+    log = Path(default_duckdb_path()).resolve().parent / "logs" / f"{site}-{result.run_id}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w", encoding="utf-8") as out:
+        for event in events:
+            out.write(f"{event.event_type_value} {event.step_key or ''} {event.message or ''}\n")
+            error = getattr(event.event_specific_data, "error", None)
+            if error is not None:
+                out.write(error.to_string() + "\n")
+    recorded = _record_failure(payload)
+    where = f" at {payload['step']}" if payload["step"] else ""
+    print(
+        f"error: run {result.run_id} for {site} failed{where} after {seconds:.1f}s: {payload['message']}\n"
+        f"full log: {log}\n{recorded}",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def print_where() -> None:
+    from interlink_pipeline.core.ingest.inbox import default_inbox
+    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+
+    print(f"warehouse: {Path(default_duckdb_path()).resolve()}")
+    print(f"drop folder: {Path(default_inbox()).resolve()}")
+    print("UI: make dev, then open http://127.0.0.1:3000")
+
+
+def warehouse_resource():
+    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+    from interlink_pipeline.defs.resources import Warehouse
+
+    return Warehouse(path=str(default_duckdb_path()))
