@@ -21,11 +21,13 @@ def test_demo_materialises_the_sample(cli_env, tmp_path):
         finished
     )
     assert finished[-1][0] == finished[-1][1]  # every step counted
-    # in a terminal, a bar with the step running, the steps done and the time, and no step lines
+    # in a terminal, a bar with the step running, the steps done, the time and the step's latest message;
+    # no step lines
     drawn = run_cli_in_terminal(cli_env, "backtest", "--site", SAMPLE_HOST)
     assert "\x1b[?25l" in drawn  # rich's live display took the terminal (cursor hidden while it draws)
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)  # the text, without the colours
-    assert re.search(r"link_backtest\s+━+\s+1/1\s+0:\d\d:\d\d", shown), shown[-2000:]
+    bar = r"link_backtest\s+━+\s+1/1\s+0:\d\d:\d\d .*wrote graph.backtest_runs"
+    assert re.search(bar, shown), shown[-2000:]
     assert "[1/1]" not in drawn and "links hidden (seed 0)" in drawn
     with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM staging.pages").fetchone()[0] == 1700

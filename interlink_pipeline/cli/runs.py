@@ -16,6 +16,7 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # a CLI run's process, so the next one can tell a run still working from one that was killed
 PID_TAG, HOST_TAG = "interlink/pid", "interlink/host"
+PROGRESS_MESSAGE_CHARS = 60  # the running step's latest message, as much as the bar shows of it
 
 
 def dagster_instance():
@@ -111,8 +112,9 @@ def _execute(instance, site: str, steps: list[str] | None, run_config: dict | No
 
 @contextmanager
 def _progress(instance, run_id: str, steps: int) -> Iterator[None]:
-    """How far the run is while it goes: a bar with the step running and the time spent in a terminal, a
-    line per finished step otherwise (logs, CI)."""
+    """How far the run is while it goes: in a terminal, a bar with the step running, the steps done, the
+    time spent and the step's latest message (a long step says how far it is: "embedded 20,000 of 81,515
+    new texts"); otherwise a line per finished step (logs, CI)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     terminal = sys.stdout.isatty()
@@ -121,18 +123,23 @@ def _progress(instance, run_id: str, steps: int) -> Iterator[None]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[said]}", style="dim"),
         disable=not terminal,
     )
-    task = bar.add_task("starting", total=steps)
+    task = bar.add_task("starting", total=steps, said="")
     began: dict[str, float] = {}
 
     def seen(entry, _cursor) -> None:
         event = entry.dagster_event
-        if event is None or event.step_key is None:
+        if event is None:
+            if entry.step_key is not None and entry.user_message:
+                bar.update(task, said=entry.user_message.splitlines()[0][:PROGRESS_MESSAGE_CHARS])
+            return
+        if event.step_key is None:
             return
         if event.event_type_value == "STEP_START":
             began[event.step_key] = time.monotonic()
-            bar.update(task, description=event.step_key)
+            bar.update(task, description=event.step_key, said="")
         elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED"):
             bar.advance(task)
             done = bar.tasks[0].completed
