@@ -380,7 +380,7 @@ def _drill_to(page, url: str) -> dict[str, dict[str, set[str]]]:
     picker = page.locator("#drilldown-page")
     picker.fill(url)
     picker.press("Enter")
-    expect(page.locator("#drilldown-view .facts")).to_have_text(url)
+    expect(page.locator("#drilldown-view .page-url")).to_have_text(url)
     return _drilled(page)
 
 
@@ -433,7 +433,7 @@ def test_the_drilldown_shows_a_pages_links_in_and_out_before_and_after(planned_s
         links_in.locator("tr.planned").filter(has=page.get_by_text(source, exact=True)).locator(
             "button"
         ).click()
-        expect(page.locator("#drilldown-view .facts")).to_have_text(source)
+        expect(page.locator("#drilldown-view .page-url")).to_have_text(source)
         followed = _drilled(page)
     assert shown == expected(target) and shown["in"]["planned"] and shown["in"]["now"]
     assert f"clicks from home {depth['depth_before']} → {depth['depth_after']}" in figures

@@ -108,7 +108,7 @@ SCRIPT = """
       return `${name} ${say(before)} → ${say(after)}`;
     });
     view.replaceChildren(
-      element("h3", page[1] || page[0]), element("p", page[0], "facts"), element("p", figures.join(" · ")),
+      element("h3", page[1] || page[0]), element("p", page[0], "page-url"), element("p", figures.join(" · ")),
       element("div", undefined, "drilldown-lists"));
     view.lastChild.append(
       linkTable("in-content links in", linksIn[i]), linkTable("in-content links out", linksOut[i]));
@@ -147,7 +147,7 @@ STYLE = """
 .drilldown-lists { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
 .drilldown-lists table { align-self: start; }
 .drilldown-lists caption { text-align: left; font-weight: 600; padding: .3rem 0; }
-.drilldown-lists tr.planned { background: #e3f9e5; }
+.drilldown-lists tr.planned { background: #e3f9e5; } #drilldown-view .page-url { color: #52606d; }
 .page-link { background: none; border: none; color: #0b69a3; cursor: pointer; padding: 0; text-align: left;
   font: inherit; } .drilldown-lists .url { color: #7b8794; font-size: .75rem; word-break: break-all; }
 """
