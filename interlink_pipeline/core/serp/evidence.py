@@ -171,7 +171,8 @@ def _check_failures(fetch: FetchReport, requested: int, options: SerpOptions) ->
             f"'{r.query}' (page {r.page}): {why}" for r, why in list(fetch.failures.items())[:3]
         )
         raise InputError(
-            f"{failed} of {requested} search requests failed after {options.max_retries} retries (e.g. "
+            f"{failed} of {requested} search requests failed (timeouts, rate limits, server errors and "
+            f"malformed answers were retried up to {options.max_retries} times; e.g. "
             f"{examples}). The {fetch.billed} answered ones are cached; re-run to retry the rest, or "
             "allow some failures with max_failed_share."
         )

@@ -84,12 +84,19 @@ class _Failed:
 
 
 def _retry_after(value: str | None) -> float | None:
+    """The wait a Retry-After header asks for (seconds, or an HTTP date); None when there is none or it
+    cannot be read ("soon"): then the backoff decides."""
     if not value:
         return None
-    if value.strip().isdigit():
-        return float(value)
-    parsed = email.utils.parsedate_to_datetime(value)
-    return max(0.0, (parsed - datetime.now(parsed.tzinfo or UTC)).total_seconds()) if parsed else None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (parsed - datetime.now(parsed.tzinfo or UTC)).total_seconds())
 
 
 def _redact(text: str, secret: str | None) -> str:
