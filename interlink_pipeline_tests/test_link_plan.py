@@ -13,6 +13,7 @@ from interlink_pipeline.core.graph.anchors import anchor_phrases, choose_anchors
 from interlink_pipeline.core.graph.centrality import betweenness, centrality
 from interlink_pipeline.core.graph.metrics import adjacency, click_depth, gini, pagerank, summarize
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS, check_plan
+from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.planner import SiteGraph, plan_links
 from interlink_pipeline.core.graph.site_links import existing_links
@@ -278,6 +279,17 @@ def test_graph_metrics():
         "unreachable": 0,
     }
     assert summary.share_depth_le_3 == 1.0
+
+
+def test_the_before_after_table_reads_counts_as_counts():
+    # 12,000 pages in a chain: counts past 4 digits, shares and the Gini with long decimals
+    graph = adjacency(12_000, np.arange(11_999), np.arange(1, 12_000))
+    summary, *_ = summarize(graph, 0)
+    table = dict(zip(SUMMARY_ROWS, comparison(None, summary)["after"], strict=True))
+    shown = {key: value for (key, _), value in table.items()}
+    assert shown["links"] == "11,999" and shown["max_depth"] == "11,999"  # whole, not 1.2e+04 nor 11999.0
+    assert shown["share_depth_le_3"] == f"{significant(4 / 12_000):g}" == "0.0003333"
+    assert comparison(None, summary)["before"].is_null().all()
 
 
 def test_betweenness_exact_and_estimated_agree_on_the_centre():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
+from numbers import Integral
 
 import numpy as np
 import polars as pl
@@ -13,6 +14,7 @@ from scipy import sparse
 
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, GraphSummary, adjacency, out_degree, summarize
 from interlink_pipeline.core.graph.planner import Planner
+from interlink_pipeline.core.numbers import significant
 
 SUMMARY_ROWS = [
     ("orphan_pages", "orphan pages"),
@@ -160,14 +162,20 @@ def _clicks(depth: np.ndarray) -> pl.Series:
 
 
 def comparison(before: GraphSummary | None, after: GraphSummary) -> pl.DataFrame:
-    """The before/after table: each summary figure, rounded, without and with the plan."""
+    """The before/after table people read: each summary figure without and with the plan, counts as
+    counts (14,243) and the rest to significant digits."""
+
+    def shown(summary: GraphSummary | None, key: str) -> str | None:
+        if summary is None:
+            return None
+        value = getattr(summary, key)
+        return f"{value:,}" if isinstance(value, Integral) else f"{significant(float(value)):g}"
+
     return pl.DataFrame(
         {
             "metric": [label for _, label in SUMMARY_ROWS],
-            "before": [
-                round(float(getattr(before, key)), 3) if before is not None else None
-                for key, _ in SUMMARY_ROWS
-            ],
-            "after": [round(float(getattr(after, key)), 3) for key, _ in SUMMARY_ROWS],
-        }
+            "before": [shown(before, key) for key, _ in SUMMARY_ROWS],
+            "after": [shown(after, key) for key, _ in SUMMARY_ROWS],
+        },
+        schema={"metric": pl.String, "before": pl.String, "after": pl.String},
     )
