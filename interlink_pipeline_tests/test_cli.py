@@ -1,6 +1,7 @@
 """The `interlink` command, run as a user would (a subprocess with its own instance and warehouse)."""
 
 import re
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -21,6 +22,9 @@ def test_demo_materialises_the_sample(cli_env, tmp_path):
         finished
     )
     assert finished[-1][0] == finished[-1][1]  # every step counted
+    # what the steps print (dbt's console) is kept in a file, not shown between those lines
+    said = Path(re.search(r"its steps' output: (\S+)\)", done.stdout)[1])
+    assert "Running with dbt" not in done.stdout and "Running with dbt" in said.read_text()
     # in a terminal, a bar with the step running, the steps done, the time and the step's latest message;
     # no step lines
     drawn = run_cli_in_terminal(cli_env, "backtest", "--site", SAMPLE_HOST)

@@ -10,7 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +75,13 @@ def _execute(instance, site: str, steps: list[str] | None, run_config: dict | No
     selection = step_keys(defs, steps) if steps else None
     run_id = str(uuid.uuid4())  # known before the run starts, so its events can be followed
     planned = job.get_subset(asset_selection=set(selection)) if selection else job
-    with _progress(instance, run_id, len(planned.graph.nodes)):
+    # what the steps print (dbt's own console, for one) goes to a file, not between the progress lines
+    said = _run_file(site, run_id, "out")
+    with (
+        _progress(instance, run_id, len(planned.graph.nodes)),
+        said.open("w", encoding="utf-8") as out,
+        redirect_stdout(out),
+    ):
         result = job.execute_in_process(
             run_id=run_id,
             partition_key=site,
@@ -90,7 +96,7 @@ def _execute(instance, site: str, steps: list[str] | None, run_config: dict | No
     seconds = time.monotonic() - started
     if not result.success:
         return _report_failure(instance, result, site, seconds)
-    print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s")
+    print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s (its steps' output: {said})")
     for event in result.all_events:
         if event.event_type_value == "ASSET_MATERIALIZATION":
             metadata = event.event_specific_data.materialization.metadata
@@ -115,15 +121,19 @@ def _progress(instance, run_id: str, steps: int) -> Iterator[None]:
     """How far the run is while it goes: in a terminal, a bar with the step running, the steps done, the
     time spent and the step's latest message (a long step says how far it is: "embedded 20,000 of 81,515
     new texts"); otherwise a line per finished step (logs, CI)."""
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    terminal = sys.stdout.isatty()
+    screen = sys.stdout  # the user's, kept before the run's own output is sent to its file
+    terminal = screen.isatty()
     bar = Progress(
         TextColumn("{task.description:<28}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.fields[said]}", style="dim"),
+        console=Console(file=screen),
+        redirect_stdout=False,
         disable=not terminal,
     )
     task = bar.add_task("starting", total=steps, said="")
@@ -146,7 +156,11 @@ def _progress(instance, run_id: str, steps: int) -> Iterator[None]:
             took = time.monotonic() - began.get(event.step_key, time.monotonic())
             if not terminal:
                 outcome = event.event_type_value.removeprefix("STEP_").lower()
-                print(f"  [{done:.0f}/{steps}] {event.step_key}: {outcome} in {took:.1f}s", flush=True)
+                print(
+                    f"  [{done:.0f}/{steps}] {event.step_key}: {outcome} in {took:.1f}s",
+                    file=screen,
+                    flush=True,
+                )
 
     instance.watch_event_logs(run_id, None, seen)
     try:
@@ -235,7 +249,6 @@ def _record_failure(payload: dict) -> str:
 def _report_failure(instance, result, site: str, seconds: float) -> int:
     """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
     webhook; the user gets the step and its message, and the path of the full log."""
-    from interlink_pipeline.core.warehouse.database import default_duckdb_path
     from interlink_pipeline.defs.automation import failure_payload
 
     events = result.all_events
@@ -244,8 +257,7 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
         [e for e in events if e.event_type_value == "STEP_FAILURE"],
         None,
     )
-    log = Path(default_duckdb_path()).resolve().parent / "logs" / f"{site}-{result.run_id}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
+    log = _run_file(site, result.run_id, "log")
     with log.open("w", encoding="utf-8") as out:
         for event in events:
             out.write(f"{event.event_type_value} {event.step_key or ''} {event.message or ''}\n")
@@ -260,6 +272,15 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _run_file(site: str, run_id: str, kind: str) -> Path:
+    """A file of a CLI run, beside the warehouse: logs/<site>-<run id>.<kind>."""
+    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+
+    path = Path(default_duckdb_path()).resolve().parent / "logs" / f"{site}-{run_id}.{kind}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def print_where() -> None:
