@@ -25,14 +25,16 @@ def test_demo_materialises_the_sample(cli_env, tmp_path):
     # what the steps print (dbt's console) is kept in a file, not shown between those lines
     said = Path(re.search(r"its steps' output: (\S+)\)", done.stdout)[1])
     assert "Running with dbt" not in done.stdout and "Running with dbt" in said.read_text()
-    # in a terminal, a bar with the step running, the steps done, the time and the step's latest message;
-    # no step lines
-    drawn = run_cli_in_terminal(cli_env, "backtest", "--site", SAMPLE_HOST)
+    # in a terminal, a bar with the step running, the steps done, the time and the step's latest message,
+    # drawn while the step runs (Dagster's capture of a step's output takes the terminal's descriptor), and
+    # no step lines; a new seed, so the backtest runs rather than stands
+    drawn = run_cli_in_terminal(cli_env, "backtest", "--site", SAMPLE_HOST, "--seed", "1")
     assert "\x1b[?25l" in drawn  # rich's live display took the terminal (cursor hidden while it draws)
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)  # the text, without the colours
+    assert re.search(r"link_backtest\s+━+\s+0/1\s+0:\d\d:\d\d", shown), shown[-2000:]  # while it runs
     bar = r"link_backtest\s+━+\s+1/1\s+0:\d\d:\d\d .*wrote graph.backtest_runs"
     assert re.search(bar, shown), shown[-2000:]
-    assert "[1/1]" not in drawn and "links hidden (seed 0)" in drawn
+    assert "[1/1]" not in drawn and "links hidden (seed 1)" in drawn
     with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM staging.pages").fetchone()[0] == 1700
     listing = run_cli(cli_env, "sites")

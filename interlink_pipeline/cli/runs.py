@@ -4,6 +4,7 @@ and a failed run recorded as one anywhere else."""
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import socket
 import sys
@@ -12,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
+from typing import TextIO
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # a CLI run's process, so the next one can tell a run still working from one that was killed
@@ -78,7 +80,8 @@ def _execute(instance, site: str, steps: list[str] | None, run_config: dict | No
     # what the steps print (dbt's own console, for one) goes to a file, not between the progress lines
     said = _run_file(site, run_id, "out")
     with (
-        _progress(instance, run_id, len(planned.graph.nodes)),
+        _screen() as screen,
+        _progress(instance, run_id, len(planned.graph.nodes), screen),
         said.open("w", encoding="utf-8") as out,
         redirect_stdout(out),
     ):
@@ -117,14 +120,29 @@ def _execute(instance, site: str, steps: list[str] | None, run_config: dict | No
 
 
 @contextmanager
-def _progress(instance, run_id: str, steps: int) -> Iterator[None]:
+def _screen() -> Iterator[TextIO]:
+    """The user's terminal (or log) as it is before the run. While steps run, Dagster's capture of their
+    output swaps file descriptor 1 for a pipe (a bar drawn there would stop: no terminal), so the bar and
+    the step lines write to a copy of it. Output with no descriptor (captured in process) is used as is."""
+    try:
+        descriptor = os.dup(sys.stdout.fileno())
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        descriptor = None
+    if descriptor is None:
+        yield sys.stdout
+        return
+    with os.fdopen(descriptor, "w", encoding="utf-8", errors="replace", buffering=1) as screen:
+        yield screen
+
+
+@contextmanager
+def _progress(instance, run_id: str, steps: int, screen: TextIO) -> Iterator[None]:
     """How far the run is while it goes: in a terminal, a bar with the step running, the steps done, the
     time spent and the step's latest message (a long step says how far it is: "embedded 20,000 of 81,515
     new texts"); otherwise a line per finished step (logs, CI)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    screen = sys.stdout  # the user's, kept before the run's own output is sent to its file
     terminal = screen.isatty()
     bar = Progress(
         TextColumn("{task.description:<28}"),
