@@ -2,6 +2,7 @@
 
 import dataclasses
 import html
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,12 +229,13 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(planne
     assert len(shot) > 100_000  # a page of drawn charts, not a blank one
 
 
-def test_the_plan_table_sorts_filters_searches_and_downloads(planned_site, tmp_path):
+def test_the_plan_table_sorts_filters_by_column_searches_and_downloads(planned_site, tmp_path):
     assert list(REASON_WORDS) == list(REASONS)  # every reason has its words
     with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
         plan = con.execute("SELECT * FROM marts.link_opportunities").pl()
     rescued = plan.filter(pl.col("reason") == "orphan-rescue")
     target = plan.filter(pl.col("reason") == "topical")["target_url"][0]
+    linking_to = plan.filter(pl.col("target_url").str.contains(target, literal=True)).height
     with opened(planned_site.exports / "report.html") as report:
         page = report.page
         info = page.locator("#plan_wrapper .dt-info")
@@ -256,6 +258,11 @@ def test_the_plan_table_sorts_filters_searches_and_downloads(planned_site, tmp_p
         with page.expect_download() as download:
             page.get_by_text("Download CSV").click()
         downloaded = pl.read_csv(download.value.path()).filter(pl.col("on page URL").is_not_null())
+        # one column filtered: the box under "link to URL", typed into
+        search.fill("")
+        page.locator("#plan_wrapper tfoot input").nth(4).press_sequentially(target)
+        expect(info).to_contain_text(re.compile(rf"of {linking_to:,} entr(y|ies) \(filtered"))
+        by_column = {row.locator("td").nth(4).inner_text() for row in page.locator("#plan tbody tr").all()}
     assert first == significant(plan["probability"].max())
     assert rescued.height > 0
     assert f"of {rescued.height:,} entries (filtered from {plan.height:,} total" in filtered
@@ -264,6 +271,7 @@ def test_the_plan_table_sorts_filters_searches_and_downloads(planned_site, tmp_p
     assert downloaded.columns[:3] == ["on page", "on page URL", "anchor"]
     assert downloaded.height == len(found) < plan.height  # the rows shown, not the whole plan
     assert all(target.lower() in " ".join(map(str, row)).lower() for row in downloaded.rows())
+    assert target in by_column and all(target in url for url in by_column)
 
 
 def test_the_hub_chart_draws_the_hubs_the_home_page_links_already(planned_site):

@@ -285,7 +285,15 @@ def plan_table(data: ReportData) -> str:
         display_logo_when_loading=False,
         show_dtypes=False,
         maxBytes=0,  # every row, not a sample: the table is the plan
-        buttons=[{"extend": "csvHtml5", "text": "Download CSV (the rows shown)", "title": "link_plan"}],
+        column_filters="footer",  # a search box under each column
+        buttons=[
+            {
+                "extend": "csvHtml5",
+                "text": "Download CSV (the rows shown)",
+                "title": "link_plan",
+                "footer": False,
+            }
+        ],
         layout={
             "topStart": "buttons",
             "topEnd": "search",
