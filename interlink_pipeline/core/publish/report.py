@@ -286,6 +286,7 @@ def plan_table(data: ReportData) -> str:
         show_dtypes=False,
         maxBytes=0,  # every row, not a sample: the table is the plan
         column_filters="footer",  # a search box under each column
+        autoWidth=False,  # (its measure of the columns would take the boxes at their own width)
         buttons=[
             {
                 "extend": "csvHtml5",
@@ -315,6 +316,8 @@ h1 { font-size: 1.6rem; } .kpis { display: flex; gap: 1rem; flex-wrap: wrap; }
 .kpi b { display: block; font-size: 1.4rem; } .facts { color: #52606d; }
 table { border-collapse: collapse; width: 100%; font-size: .85rem; } th { background: #f0f4f8; }
 th, td { border-bottom: 1px solid #d9e2ec; padding: .35rem .5rem; text-align: left; }
+#plan tfoot th { position: relative; height: 1.6rem; }  /* the filter boxes take the columns' widths: */
+#plan tfoot input { position: absolute; left: .3rem; right: .3rem; top: .25rem; }  /* none widens one */
 """
 
 
