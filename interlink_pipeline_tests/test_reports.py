@@ -219,6 +219,11 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(planne
             "slices": page.locator("#hub-tree .slice").count(),
             "rows": page.locator("#plan tbody tr").count(),
             "header": page.locator(".facts").inner_text(),
+            # the table, its column filter boxes included, fits the page: no column is pushed out of view
+            "fits": page.evaluate(
+                "document.querySelector('#plan').offsetWidth"
+                " <= document.querySelector('#plan_wrapper').clientWidth"
+            ),
         }
         shot = page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert report.refused == []  # everything the page needs is in the file
@@ -226,6 +231,7 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(planne
     assert drawn["depth bars"] >= 6 and drawn["health bars"] == 4  # before and after
     assert drawn["slices"] >= 2 and drawn["rows"] == shown > 0  # the plan, 25 links a page
     assert "crawl " in drawn["header"] and "plan made 20" in drawn["header"] and "run " in drawn["header"]
+    assert drawn["fits"]
     assert len(shot) > 100_000  # a page of drawn charts, not a blank one
 
 

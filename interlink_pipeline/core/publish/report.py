@@ -316,6 +316,7 @@ h1 { font-size: 1.6rem; } .kpis { display: flex; gap: 1rem; flex-wrap: wrap; }
 .kpi b { display: block; font-size: 1.4rem; } .facts { color: #52606d; }
 table { border-collapse: collapse; width: 100%; font-size: .85rem; } th { background: #f0f4f8; }
 th, td { border-bottom: 1px solid #d9e2ec; padding: .35rem .5rem; text-align: left; }
+#plan td { overflow-wrap: anywhere; }  /* a long URL or title wraps rather than widening the table */
 #plan tfoot th { position: relative; height: 1.6rem; }  /* the filter boxes take the columns' widths: */
 #plan tfoot input { position: absolute; left: .3rem; right: .3rem; top: .25rem; }  /* none widens one */
 """
