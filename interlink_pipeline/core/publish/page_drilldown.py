@@ -11,9 +11,6 @@ import json
 
 import polars as pl
 
-from interlink_pipeline.core.graph.planner import REASON_WORDS
-from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
-
 DRILL_DOWN_PAGES = 25_000  # pages one can pick: those the plan changes most first (the file stays a few MB)
 PAGE_FIGURES = (  # page_scorecard columns shown as before → after
     ("clicks from home", "depth_before", "depth_after"),
@@ -24,9 +21,10 @@ PAGE_FIGURES = (  # page_scorecard columns shown as before → after
 
 def drilldown_data(pages: pl.DataFrame, links: pl.DataFrame, plan: pl.DataFrame) -> dict:
     """The view's data: `pages` (page_id, url, title and the PAGE_FIGURES columns), the in-content links the
-    site has (`links`: source_page_id, target_page_id) and the plan (marts.link_opportunities rows), with
-    pages as row numbers. Past DRILL_DOWN_PAGES, the pages the plan adds most links to or on are kept, and
-    only the links between kept pages are listed (the counts stay whole)."""
+    site has (`links`: source_page_id, target_page_id) and the plan (marts.link_opportunities rows in
+    words: report.plan_in_words), with pages as row numbers. Past DRILL_DOWN_PAGES, the pages the plan
+    adds most links to or on are kept, and only the links between kept pages are listed (the counts stay
+    whole)."""
     touched = pl.concat([plan["source_page_id"], plan["target_page_id"]]).value_counts(name="planned")
     kept = (
         pages.join(touched.rename({"source_page_id": "page_id"}), on="page_id", how="left")
@@ -42,15 +40,13 @@ def drilldown_data(pages: pl.DataFrame, links: pl.DataFrame, plan: pl.DataFrame)
             row_of.rename({"page_id": "target_page_id", "row": "t"}), on="target_page_id"
         )
 
-    planned = as_rows(plan).with_columns(
-        pl.col("reason").replace_strict(REASON_WORDS).alias("why"),
-        pl.col("probability").cast(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS),
-    )
     figures = [column for _, *columns in PAGE_FIGURES for column in columns]
     return {
         "pages": kept.select("url", pl.col("title").fill_null(""), *figures).rows(),
         "now": as_rows(links).select("s", "t").rows(),
-        "planned": planned.select("s", "t", pl.col("anchor_text").fill_null(""), "why", "probability").rows(),
+        "planned": as_rows(plan)
+        .select("s", "t", pl.col("anchor_text").fill_null(""), "why", "probability")
+        .rows(),
         "figures": [name for name, *_ in PAGE_FIGURES],
         "shown": kept.height,
         "of": pages.height,

@@ -259,19 +259,21 @@ def changes_section(data: ReportData) -> str:
     return intro + _table(counts, "change-counts") + _table(moved, "changes")
 
 
+def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
+    """Plan rows as people read them: the reason in words (`why`), the probability to significant digits."""
+    return plan.with_columns(
+        pl.col("reason").replace_strict(REASON_WORDS).alias("why"),
+        pl.col("probability").cast(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS),
+    )
+
+
 def plan_table(data: ReportData) -> str:
     """Every planned link (up to PLAN_TABLE_ROWS, the most probable first), with its reason in words: a
     table to sort, filter, search and download as CSV, drawn by ITables (DataTables) with no network."""
     import itables
 
-    rows = (
-        data.plan.sort(["probability", "score"], descending=True, nulls_last=True)
-        .head(PLAN_TABLE_ROWS)
-        .with_columns(pl.col("reason").replace_strict(REASON_WORDS).alias("why"))
-        .select(list(PLAN_COLUMNS))
-        .with_columns(pl.col("probability").round_sig_figs(SIGNIFICANT_DIGITS))
-        .rename(PLAN_COLUMNS)
-    )
+    most_probable = data.plan.sort(["probability", "score"], descending=True, nulls_last=True)
+    rows = plan_in_words(most_probable.head(PLAN_TABLE_ROWS)).select(list(PLAN_COLUMNS)).rename(PLAN_COLUMNS)
     note = (
         f"<p>The {PLAN_TABLE_ROWS:,} most probable of the plan's {data.plan.height:,} links; the exports "
         "(link_plan.csv, interlink_plan.xlsx) hold them all.</p>"
@@ -395,7 +397,7 @@ def render(data: ReportData, path: Path) -> Path:
 {generate_init_offline_itables_html(options.dt_bundle)}
 {plan_table(data)}
 <h2>One page, before and after</h2>
-{drilldown_section(drilldown_data(data.pages, data.content_links, data.plan))}
+{drilldown_section(drilldown_data(data.pages, data.content_links, plan_in_words(data.plan)))}
 </body></html>"""
     with replaced_atomically(path) as partial:
         partial.write_text(page, encoding="utf-8")
