@@ -94,7 +94,7 @@ def measure_size(pages: int, changes: list[float]) -> list[dict]:
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
-        "INTERLINK_DUCKDB_PATH": str(work / "warehouse.duckdb"),
+        "INTERLINK_WAREHOUSE": str(work / "warehouse.duckdb"),
         "INTERLINK_INBOX": str(work / "inbox"),
     }
     crawl = work / "internal_all.csv"

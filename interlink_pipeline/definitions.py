@@ -6,7 +6,7 @@ from dagster import Definitions
 from dagster_dbt import DbtCliResource
 
 from interlink_pipeline.core.ingest.inbox import default_inbox
-from interlink_pipeline.core.warehouse.database import default_duckdb_path
+from interlink_pipeline.core.warehouse.database import default_warehouse
 from interlink_pipeline.defs.automation import (
     FailureAlerts,
     run_failure_recorder,
@@ -59,7 +59,7 @@ def build_defs(
         schedules=[serp_refresh_schedule],
         sensors=[crawl_inbox_sensor, run_failure_recorder],
         resources={
-            "warehouse": Warehouse(path=duckdb_path or default_duckdb_path()),
+            "warehouse": Warehouse(path=duckdb_path or default_warehouse()),
             "inbox": CrawlInbox(root=inbox_root or default_inbox()),
             "embedder": embedder or default_embedder(),
             "serp_api": serp_api or default_serp_api(),

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -13,6 +14,7 @@ import pytest
 
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import DBT_DIR, LIGHT, PROJECT_ROOT, SAMPLE_DIR, SHARED_CRAWLS
+from interlink_pipeline_tests.services import create_database, postgres_server
 
 
 def pytest_configure(config):
@@ -100,6 +102,31 @@ def light_inbox(inbox_root, crawls):
 
 
 @pytest.fixture()
+def postgres_port() -> Iterator[int]:
+    """A throwaway PostgreSQL server (the test skips, saying why, where PostgreSQL is not installed)."""
+    with postgres_server() as port:
+        yield port
+
+
+@pytest.fixture()
+def postgres_url(postgres_port) -> str:
+    create_database(postgres_port, "dagster")
+    return f"postgresql://postgres@127.0.0.1:{postgres_port}/dagster"
+
+
+@pytest.fixture()
+def lake(postgres_port, tmp_path, monkeypatch) -> str:
+    """A DuckLake warehouse (catalog in a throwaway PostgreSQL, Parquet in a temporary folder), set in the
+    environment as a deployment sets it (dbt and child processes read it there)."""
+    create_database(postgres_port, "lake")
+    location = f"ducklake:postgres:dbname=lake host=127.0.0.1 port={postgres_port} user=postgres"
+    monkeypatch.setenv("INTERLINK_WAREHOUSE", location)
+    monkeypatch.setenv("INTERLINK_LAKE_DATA_PATH", str(tmp_path / "lake-data"))
+    monkeypatch.setenv("INTERLINK_LAKE_FILES", str(tmp_path / "lake-files"))
+    return location
+
+
+@pytest.fixture()
 def cli_env(tmp_path):
     """The environment of an `interlink` command with its own Dagster home (configured, as the project's
     is), warehouse and drop folder."""
@@ -108,6 +135,6 @@ def cli_env(tmp_path):
     return {
         **os.environ,
         "DAGSTER_HOME": str(tmp_path / "home"),
-        "INTERLINK_DUCKDB_PATH": str(tmp_path / "w.duckdb"),
+        "INTERLINK_WAREHOUSE": str(tmp_path / "w.duckdb"),
         "INTERLINK_INBOX": str(tmp_path / "inbox"),
     }

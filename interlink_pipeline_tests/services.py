@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -85,3 +88,73 @@ class Webhook:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def postgres_bin() -> Path:
+    found = shutil.which("initdb") or next(
+        iter(sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))), None
+    )
+    if not found:
+        pytest.skip("PostgreSQL is not installed (make test installs Debian's package where it runs as root)")
+    return Path(found).resolve().parent
+
+
+@contextmanager
+def postgres_server() -> Iterator[int]:
+    """A throwaway PostgreSQL server on a free loopback port (as the `postgres` user when we are root: the
+    server refuses to run as root); yields its port. User `postgres`, no password."""
+    bin_dir = postgres_bin()
+    as_user = {"user": "postgres"} if os.geteuid() == 0 else {}
+    folder = Path(tempfile.mkdtemp(prefix="interlink-pg-"))
+    folder.chmod(0o755)
+    if as_user:
+        shutil.chown(folder, "postgres", "postgres")
+    data, port = folder / "data", free_port()
+
+    def pg(*args):
+        done = subprocess.run([str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True, **as_user)
+        if done.returncode != 0:
+            log = folder / "server.log"
+            server = log.read_text()[-3000:] if log.exists() else ""
+            pytest.fail(f"{args[0]} failed ({done.returncode}):\n{done.stdout}{done.stderr}\n{server}")
+
+    try:
+        pg("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync")
+        options = f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c max_connections=200"
+        pg("pg_ctl", "-D", str(data), "-o", options, "-l", str(folder / "server.log"), "-w", "start")
+        try:
+            yield port
+        finally:
+            pg("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def create_database(port: int, name: str) -> None:
+    import psycopg2
+
+    con = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres")
+    try:
+        con.autocommit = True  # CREATE DATABASE runs outside a transaction
+        with con.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        con.close()
+
+
+def step_spans(instance, run_id: str) -> list[tuple[float, float]]:
+    """(start, end) of every step of a run, from its event log."""
+    import dagster as dg
+
+    started: dict[str, float] = {}
+    spans = []
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event and event.event_type == dg.DagsterEventType.STEP_START:
+            started[event.step_key] = entry.timestamp
+        elif event and event.event_type in (
+            dg.DagsterEventType.STEP_SUCCESS,
+            dg.DagsterEventType.STEP_FAILURE,
+        ):
+            spans.append((started.pop(event.step_key), entry.timestamp))
+    return spans

@@ -35,7 +35,7 @@ def test_demo_materialises_the_sample(cli_env, tmp_path):
     bar = r"link_backtest\s+━+\s+1/1\s+0:\d\d:\d\d .*wrote graph.backtest_runs"
     assert re.search(bar, shown), shown[-2000:]
     assert "[1/1]" not in drawn and "links hidden (seed 1)" in drawn
-    with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
+    with duckdb.connect(cli_env["INTERLINK_WAREHOUSE"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM staging.pages").fetchone()[0] == 1700
     listing = run_cli(cli_env, "sites")
     assert f"{SAMPLE_HOST}: raw.crawl_pages=1,962" in listing.stdout

@@ -143,7 +143,7 @@ def test_an_unregistered_site_is_refused_with_the_registered_ones(command, regis
         done.stderr
     )
     assert run_cli(env, "sites").stdout == sites and _state(tmp_path / "inbox") == before
-    assert not Path(env["INTERLINK_DUCKDB_PATH"]).exists()  # nothing ran
+    assert not Path(env["INTERLINK_WAREHOUSE"]).exists()  # nothing ran
 
 
 @pytest.mark.parametrize(
@@ -159,7 +159,7 @@ def test_the_smallest_sites_get_a_complete_plan_through_the_cli(titles, cli_env,
     write_export(crawl, CRAWL_HEADER, rows)
     done = run_cli(cli_env, "register", str(crawl), "--run")
     assert done.returncode == 0, done.stderr
-    with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
+    with duckdb.connect(cli_env["INTERLINK_WAREHOUSE"], read_only=True) as con:
         pages = con.execute("SELECT count(*) FROM staging.pages").fetchone()[0]
         unreachable = con.execute(
             "SELECT count(*) FROM graph.page_metrics WHERE depth_after IS NULL"
@@ -171,7 +171,7 @@ def test_the_smallest_sites_get_a_complete_plan_through_the_cli(titles, cli_env,
     settled = time.time() - 60
     for path in inbox.rglob("*"):
         os.utime(path, (settled, settled))
-    defs = build_defs(cli_env["INTERLINK_DUCKDB_PATH"], str(inbox))
+    defs = build_defs(cli_env["INTERLINK_WAREHOUSE"], str(inbox))
     with dg.DagsterInstance.from_config(cli_env["DAGSTER_HOME"]) as instance:
         context = dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources)
         tick = crawl_inbox_sensor(context)
@@ -247,7 +247,7 @@ def test_a_failed_cli_run_says_it_in_a_few_lines_records_it_and_posts_it(cli_env
     log = Path(next(line for line in lines if line.startswith("full log: ")).removeprefix("full log: "))
     assert "Traceback" in log.read_text() or "Stack Trace" in log.read_text()
     assert "DEBUG" not in done.stdout + done.stderr
-    with duckdb.connect(cli_env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
+    with duckdb.connect(cli_env["INTERLINK_WAREHOUSE"], read_only=True) as con:
         rows = con.execute("SELECT run_id, site, step, notified FROM ops.run_failures").fetchall()
     assert len(rows) == 1 and rows[0][1:] == (host, "pages", True)
     assert [m["run_id"] for m in hook.received] == [rows[0][0]]
@@ -290,7 +290,7 @@ def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registere
         assert f"run {held.run_id} had stopped: its process (pid {killed.pid}) is gone" in done.stderr
         assert instance.get_run_by_id(held.run_id).status == dg.DagsterRunStatus.FAILURE
         assert not instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
-    with duckdb.connect(env["INTERLINK_DUCKDB_PATH"], read_only=True) as con:
+    with duckdb.connect(env["INTERLINK_WAREHOUSE"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0] > 0
         recorded = con.execute("SELECT run_id, site FROM ops.run_failures").fetchall()
     assert recorded == [(held.run_id, LIGHT)]
@@ -319,7 +319,7 @@ def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
 
 def test_a_warehouse_an_analyst_holds_open_for_writing_fails_the_run_in_seconds(registered):
     env, _ = registered
-    warehouse = env["INTERLINK_DUCKDB_PATH"]
+    warehouse = env["INTERLINK_WAREHOUSE"]
     session = (
         "import duckdb, sys, time\n"
         "con = duckdb.connect(sys.argv[1])\n"

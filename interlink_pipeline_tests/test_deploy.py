@@ -5,9 +5,7 @@
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import urllib.request
 from itertools import pairwise
 from pathlib import Path
@@ -15,56 +13,14 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import psycopg2
-import pytest
 
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.defs.tables import WRITER_POOL
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import LIGHT, PROJECT_ROOT, SAMPLE_DIR
-from interlink_pipeline_tests.services import free_port, http_ok, service, wait_for
+from interlink_pipeline_tests.services import free_port, http_ok, service, step_spans, wait_for
 
 DEPLOY = PROJECT_ROOT / "deploy"
-
-
-def _postgres_bin() -> Path:
-    found = shutil.which("initdb") or next(
-        iter(sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))), None
-    )
-    if not found:
-        pytest.skip("PostgreSQL is not installed (make test installs Debian's package where it runs as root)")
-    return Path(found).resolve().parent
-
-
-@pytest.fixture()
-def postgres_url():
-    """A throwaway PostgreSQL server on a free loopback port (as the `postgres` user when we are root:
-    the server refuses to run as root)."""
-    bin_dir = _postgres_bin()
-    as_user = {"user": "postgres"} if os.geteuid() == 0 else {}
-    folder = Path(tempfile.mkdtemp(prefix="interlink-pg-"))
-    folder.chmod(0o755)
-    if as_user:
-        shutil.chown(folder, "postgres", "postgres")
-    data, port = folder / "data", free_port()
-
-    def pg(*args):
-        done = subprocess.run([str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True, **as_user)
-        if done.returncode != 0:
-            log = folder / "server.log"
-            server = log.read_text()[-3000:] if log.exists() else ""
-            pytest.fail(f"{args[0]} failed ({done.returncode}):\n{done.stdout}{done.stderr}\n{server}")
-
-    try:
-        pg("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync")
-        options = f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off"
-        pg("pg_ctl", "-D", str(data), "-o", options, "-l", str(folder / "server.log"), "-w", "start")
-        try:
-            pg("createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "dagster")
-            yield f"postgresql://postgres@127.0.0.1:{port}/dagster"
-        finally:
-            pg("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _graphql(url: str, query: str) -> dict:
@@ -73,22 +29,6 @@ def _graphql(url: str, query: str) -> dict:
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.load(response)["data"]
-
-
-def _step_spans(instance, run_id: str) -> list[tuple[float, float]]:
-    """(start, end) of every step of a run, from its event log."""
-    started: dict[str, float] = {}
-    spans = []
-    for entry in instance.all_logs(run_id):
-        event = entry.dagster_event
-        if event and event.event_type == dg.DagsterEventType.STEP_START:
-            started[event.step_key] = entry.timestamp
-        elif event and event.event_type in (
-            dg.DagsterEventType.STEP_SUCCESS,
-            dg.DagsterEventType.STEP_FAILURE,
-        ):
-            spans.append((started.pop(event.step_key), entry.timestamp))
-    return spans
 
 
 def test_postgres_instance_with_separate_code_server_daemon_and_webserver(
@@ -108,7 +48,7 @@ def test_postgres_instance_with_separate_code_server_daemon_and_webserver(
         "INTERLINK_CODE_SERVER_HOST": "127.0.0.1",
         "INTERLINK_CODE_SERVER_PORT": str(code_port),
         # the code server launches the runs: the pipeline's settings are its environment
-        "INTERLINK_DUCKDB_PATH": str(warehouse),
+        "INTERLINK_WAREHOUSE": str(warehouse),
         "INTERLINK_INBOX": str(inbox),
         "INTERLINK_MODEL_CACHE": str(model_cache),
     }
@@ -151,7 +91,7 @@ def test_postgres_instance_with_separate_code_server_daemon_and_webserver(
         # Dagster may start the second while the first runs or hold it until the pool is free, depending on
         # timing): no two steps ever wrote at once
         assert instance.event_log_storage.get_concurrency_info(WRITER_POOL).slot_count == 1
-        spans = sorted(span for run in runs for span in _step_spans(instance, run.run_id))
+        spans = sorted(span for run in runs for span in step_spans(instance, run.run_id))
         assert len(spans) > 20 and all(a[1] <= b[0] for a, b in pairwise(spans))
 
     # the history lives in PostgreSQL, not in SQLite files under DAGSTER_HOME

@@ -40,7 +40,7 @@ def dagster_dev(tmp_path, model_cache):
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
-        "INTERLINK_DUCKDB_PATH": str(warehouse),
+        "INTERLINK_WAREHOUSE": str(warehouse),
         "INTERLINK_INBOX": str(inbox),
         "INTERLINK_MODEL_CACHE": str(model_cache),
     }

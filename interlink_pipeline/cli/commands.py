@@ -56,7 +56,7 @@ def materialize(args: argparse.Namespace) -> int:
 
 def backtest(args: argparse.Namespace) -> int:
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+    from interlink_pipeline.core.warehouse.database import default_warehouse
     from interlink_pipeline.core.warehouse.store import query
 
     site = registered(args.site)
@@ -66,7 +66,7 @@ def backtest(args: argparse.Namespace) -> int:
     code = run_site(site, ["link_backtest"], config)
     if code == 0:
         last = query(
-            default_duckdb_path(),
+            default_warehouse(),
             "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1",
             [site],
         )
@@ -104,15 +104,15 @@ def sites(args: argparse.Namespace) -> int:
     import duckdb
 
     from interlink_pipeline.core.warehouse.contract import table_columns
-    from interlink_pipeline.core.warehouse.database import connect, default_duckdb_path
+    from interlink_pipeline.core.warehouse.database import connect, default_warehouse, exists
     from interlink_pipeline.core.warehouse.schemas import TABLES
     from interlink_pipeline.defs.partitions import site_partitions
 
     per_site = [table for table in TABLES if "site" in table_columns(table)]
     sites = dagster_instance().get_dynamic_partitions(site_partitions.name)
     counts: dict[tuple[str, str], int] = {}
-    if Path(default_duckdb_path()).exists():
-        with connect(default_duckdb_path(), read_only=True) as con:
+    if exists(default_warehouse()):
+        with connect(default_warehouse(), read_only=True) as con:
             for table in per_site:
                 try:
                     rows = con.execute(f"SELECT site, count(*) FROM {table} GROUP BY site").fetchall()
@@ -133,6 +133,9 @@ def status(args: argparse.Namespace) -> int:
 
     from dagster import RunsFilter
 
+    from interlink_pipeline.core.warehouse.database import describe
+    from interlink_pipeline.core.warehouse.lake import is_lake
+
     site = registered(args.site)
     records = dagster_instance().get_run_records(RunsFilter(tags={"dagster/partition": site}), limit=1)
     if records:
@@ -149,12 +152,10 @@ def status(args: argparse.Namespace) -> int:
     from interlink_pipeline.defs.reports import site_folder
 
     folder = site_folder(warehouse, site)
-    files = {
-        "warehouse": Path(warehouse.path),
-        "snapshot": warehouse.analyst_snapshot(),
-        "report": folder / "report.html",
-        "workbook": folder / "interlink_plan.xlsx",
-    }
+    print(f"{'warehouse:':<11}{describe(warehouse.path)}")
+    files = {"report": folder / "report.html", "workbook": folder / "interlink_plan.xlsx"}
+    if not is_lake(warehouse.path):  # analysts read a lake itself
+        files = {"snapshot": warehouse.analyst_snapshot(), **files}
     for name, path in files.items():
         print(f"{name + ':':<11}{path.resolve()}{'' if path.exists() else ' (not written yet)'}")
     return 0
@@ -164,10 +165,11 @@ def _site_figures(site: str) -> list[str]:
     """The plan's before/after figures and the last backtest, as lines (none before the first plan)."""
     import duckdb
 
+    from interlink_pipeline.core.warehouse.database import exists
     from interlink_pipeline.core.warehouse.store import query
 
     path = warehouse_resource().path
-    if not Path(path).exists():
+    if not exists(path):
         return []
     try:
         metrics = query(
@@ -196,17 +198,23 @@ def _site_figures(site: str) -> list[str]:
 
 
 def sql(args: argparse.Namespace) -> int:
-    """A DuckDB shell on the analysts' snapshot: the pipeline's runs never wait for it, nor it for them."""
+    """A DuckDB shell on the analysts' snapshot, or read-only on a lake: the pipeline's runs never wait for
+    it, nor it for them."""
     import shutil
     import subprocess
 
     from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.warehouse import lake
 
-    snapshot = warehouse_resource().analyst_snapshot()
-    if not snapshot.exists():
-        raise InputError(f"no snapshot yet at {snapshot}: materialise a site first (interlink demo).")
     shell = Path(sys.executable).with_name("duckdb")
     found = str(shell) if shell.exists() else shutil.which("duckdb")
     if found is None:
         raise InputError("the duckdb shell is not installed: make install (it pins duckdb-cli).")
+    warehouse = warehouse_resource()
+    if lake.is_lake(warehouse.path):
+        lake.install_extensions()
+        return subprocess.call([found, "-cmd", lake.analyst_commands(warehouse.path)])
+    snapshot = warehouse.analyst_snapshot()
+    if not snapshot.exists():
+        raise InputError(f"no snapshot yet at {snapshot}: materialise a site first (interlink demo).")
     return subprocess.call([found, "-readonly", str(snapshot)])

@@ -251,13 +251,13 @@ def _record_failure(payload: dict) -> str:
     what happened, in words (a warehouse that cannot be written cannot keep the record either)."""
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.publish.alerts import record_failure
-    from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, default_duckdb_path
+    from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, default_warehouse
     from interlink_pipeline.defs.automation import FailureAlerts
 
     alerts = FailureAlerts()
     try:
         _, outcome = record_failure(
-            payload, default_duckdb_path(), alerts.webhook_url, alerts.timeout_s, LOCK_TIMEOUT_S
+            payload, default_warehouse(), alerts.webhook_url, alerts.timeout_s, LOCK_TIMEOUT_S
         )
     except InputError as exc:
         return f"not recorded: {exc}"
@@ -293,25 +293,25 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
 
 
 def _run_file(site: str, run_id: str, kind: str) -> Path:
-    """A file of a CLI run, beside the warehouse: logs/<site>-<run id>.<kind>."""
-    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+    """A file of a CLI run, in the warehouse's files folder: logs/<site>-<run id>.<kind>."""
+    from interlink_pipeline.core.warehouse.database import default_warehouse, files_folder
 
-    path = Path(default_duckdb_path()).resolve().parent / "logs" / f"{site}-{run_id}.{kind}"
+    path = files_folder(default_warehouse()) / "logs" / f"{site}-{run_id}.{kind}"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def print_where() -> None:
     from interlink_pipeline.core.ingest.inbox import default_inbox
-    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+    from interlink_pipeline.core.warehouse.database import default_warehouse, describe
 
-    print(f"warehouse: {Path(default_duckdb_path()).resolve()}")
+    print(f"warehouse: {describe(default_warehouse())}")
     print(f"drop folder: {Path(default_inbox()).resolve()}")
     print("UI: make dev, then open http://127.0.0.1:3000")
 
 
 def warehouse_resource():
-    from interlink_pipeline.core.warehouse.database import default_duckdb_path
+    from interlink_pipeline.core.warehouse.database import default_warehouse
     from interlink_pipeline.defs.resources import Warehouse
 
-    return Warehouse(path=str(default_duckdb_path()))
+    return Warehouse(path=str(default_warehouse()))

@@ -1,11 +1,13 @@
 """marts: the dbt project's models, downstream of the pipeline's tables, and the analysts' snapshot."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetSpec,
+    Failure,
     MaterializeResult,
     MetadataValue,
     asset,
@@ -26,6 +29,8 @@ from dagster_dbt import (
 )
 from dagster_shared.record import replace
 
+from interlink_pipeline.core.warehouse import lake
+from interlink_pipeline.core.warehouse.database import WAREHOUSE_ENV, connect
 from interlink_pipeline.core.warehouse.schemas import TABLES
 from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
@@ -100,10 +105,24 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
     (per site: executed on their own from the UI, they test the chosen site's rows)."""
     with user_errors():
         site = site_key(context)
-    # the profile's path (profiles.yml): the same file as the assets
-    dbt_vars = {"site": site, "duckdb_path": str(Path(warehouse.path).resolve())}
-    invocation = dbt.cli(["build", "--vars", json.dumps(dbt_vars)], context=context)
-    yield from invocation.stream()
+    if lake.is_lake(warehouse.path):
+        # the profile's lake target attaches $INTERLINK_WAREHOUSE (from the environment: its password, if
+        # any, stays out of dbt's logged arguments); the marts' delete+insert of one site's rows would
+        # conflict with another site's at commit, so sites take turns (a build takes seconds)
+        if os.environ.get(WAREHOUSE_ENV) != warehouse.path:
+            raise Failure(
+                f"dbt builds the marts in the lake named by ${WAREHOUSE_ENV}, which is not the warehouse "
+                f"resource's lake ({lake.describe(warehouse.path)}): set {WAREHOUSE_ENV} to it.",
+                allow_retries=False,
+            )
+        arguments = ["build", "--target", "lake", "--vars", json.dumps({"site": site})]
+        turn = lake.table_locks(warehouse.path, ["marts"])
+    else:  # the profile's path: the same file as the assets
+        dbt_vars = {"site": site, "duckdb_path": str(Path(warehouse.path).resolve())}
+        arguments, turn = ["build", "--vars", json.dumps(dbt_vars)], nullcontext()
+    with turn:
+        invocation = dbt.cli(arguments, context=context)
+        yield from invocation.stream()
     # each invocation writes a fresh target folder (about 3 MB) that nothing reads once its events are in
     shutil.rmtree(invocation.target_path, ignore_errors=True)
 
@@ -125,13 +144,27 @@ def after_marts(group: str, kinds: set[str], description: str, tables: tuple[str
     "marts",
     {"duckdb"},
     "A read-only copy of the warehouse (vectors and caches left out), published atomically after "
-    "each run: analysts query it while runs write, and never block a run.",
+    "each run: analysts query it while runs write, and never block a run. A lake needs no copy: analysts "
+    "attach it read-only, and this records the lake snapshot that holds the run's tables (time travel).",
     tables=tuple(table for table in TABLES if table not in SNAPSHOT_SKIPS),
 )
 def analyst_snapshot(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()
     with user_errors():
         site_key(context)
+        if lake.is_lake(warehouse.path):
+            with connect(warehouse.path, read_only=True) as con:
+                version = lake.current_snapshot(con)
+            context.log.info(f"the run's tables are in lake snapshot {version}")
+            attach = lake.analyst_commands(warehouse.path)
+            as_of = attach.replace("(READ_ONLY)", f"(READ_ONLY, SNAPSHOT_VERSION {version})")
+            return MaterializeResult(
+                metadata={
+                    "lake_snapshot": version,
+                    "query_it": MetadataValue.md(f'`duckdb -cmd "{attach}"`'),
+                    "as_of_this_run": MetadataValue.md(f'`duckdb -cmd "{as_of}"`'),
+                }
+            )
         path = warehouse.analyst_snapshot().resolve()
         copied = publish_snapshot(warehouse.path, path, lock_timeout_s=warehouse.lock_timeout_s)
     context.log.info(f"published {path} ({len(copied)} tables)")

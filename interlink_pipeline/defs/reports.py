@@ -10,6 +10,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 from interlink_pipeline.core.publish import exports, report
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.publish.warehouse_reads import report_data, spreadsheet_tables
+from interlink_pipeline.core.warehouse.database import files_folder
 from interlink_pipeline.defs.marts import after_marts
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse
@@ -20,8 +21,9 @@ EXPORTS_ENV = "INTERLINK_EXPORTS_DIR"
 
 
 def site_folder(warehouse: Warehouse, site: str) -> Path:
-    """$INTERLINK_EXPORTS_DIR/<site>, else exports/<site> beside the warehouse (data/exports/<site>)."""
-    root = os.environ.get(EXPORTS_ENV) or Path(warehouse.path).parent / "exports"
+    """$INTERLINK_EXPORTS_DIR/<site>, else exports/<site> in the warehouse's files folder
+    (data/exports/<site>)."""
+    root = os.environ.get(EXPORTS_ENV) or files_folder(warehouse.path) / "exports"
     return Path(root) / site
 
 

@@ -11,13 +11,16 @@ from interlink_pipeline.core.ingest import inbox
 from interlink_pipeline.core.warehouse import snapshot
 from interlink_pipeline.core.warehouse import store as warehouse
 from interlink_pipeline.core.warehouse.contract import ValidationReport
-from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S
+from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, files_folder
 
 
 class Warehouse(ConfigurableResource):
-    """The DuckDB file every asset writes (and dbt and analysts read)."""
+    """The warehouse every asset writes (and dbt and analysts read): a DuckDB file or a DuckLake."""
 
-    path: str = Field(description="DuckDB file; default $INTERLINK_DUCKDB_PATH or data/interlink.duckdb.")
+    path: str = Field(
+        description="A DuckDB file, or a DuckLake `ducklake:postgres:dbname=... host=...`; default "
+        "$INTERLINK_WAREHOUSE or data/interlink.duckdb."
+    )
     lock_timeout_s: float = Field(
         default=LOCK_TIMEOUT_S,
         description="How long opening the file waits while another process holds its lock.",
@@ -30,8 +33,8 @@ class Warehouse(ConfigurableResource):
 
     def kept_state(self, site: str) -> Path:
         """Where a site's steps keep what their next run starts from (models, indexes, neighbour lists):
-        models/<site>/ beside the warehouse."""
-        return Path(self.path).resolve().parent / "models" / site
+        models/<site>/ in the warehouse's files folder (database.files_folder)."""
+        return files_folder(self.path) / "models" / site
 
     def analyst_snapshot(self) -> Path:
         return snapshot.snapshot_path(self.path, self.snapshot_path)

@@ -1,8 +1,9 @@
-"""The DuckDB file: where it is, opening it (lock waits, damaged files, storage faults), transactions, and
-the DDL that gives it every table of the contract.
+"""The warehouse: where it is, opening it, write transactions, and the DDL that gives it every table of
+the contract. It is a DuckDB file by default, or a DuckLake (lake.py) when its location says so; both are
+reached through `connect` and written through `write`.
 
 DuckDB allows one writing process per file, so connections wait for a lock held elsewhere instead of
-failing at once.
+failing at once (damaged files and storage faults are told apart). A lake has many writers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TypeVar
 import duckdb
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.contract import (
     duckdb_type,
     table_columns,
@@ -28,8 +30,8 @@ from interlink_pipeline.core.warehouse.schemas import TABLES
 
 T = TypeVar("T")
 
-DUCKDB_PATH_ENV = "INTERLINK_DUCKDB_PATH"
-DEFAULT_DUCKDB_PATH = "data/interlink.duckdb"
+WAREHOUSE_ENV = "INTERLINK_WAREHOUSE"
+DEFAULT_WAREHOUSE = "data/interlink.duckdb"
 # DuckDB may otherwise take 80% of RAM beside the model and polars; past the limit it spills to disk
 # (measured on 1M page vectors: 5.5 GB peak without a limit, 1.9 GB with 1GB, and faster).
 MEMORY_LIMIT_ENV = "INTERLINK_DUCKDB_MEMORY_LIMIT"
@@ -40,33 +42,63 @@ LOCK_RETRY_S = 0.2
 LOCK_TIMEOUT_S = 10.0
 
 
-def default_duckdb_path() -> str:
-    """The warehouse file: $INTERLINK_DUCKDB_PATH, else data/interlink.duckdb (relative to the cwd)."""
-    return os.environ.get(DUCKDB_PATH_ENV) or DEFAULT_DUCKDB_PATH
+def default_warehouse() -> str:
+    """The warehouse: $INTERLINK_WAREHOUSE (a DuckDB file, or `ducklake:postgres:...`), else
+    data/interlink.duckdb (relative to the cwd)."""
+    return os.environ.get(WAREHOUSE_ENV) or DEFAULT_WAREHOUSE
+
+
+def files_folder(path: str | Path) -> Path:
+    """Where the files that go with the warehouse's tables are kept (each site's models and indexes,
+    exports, run logs): beside a file warehouse; for a lake, $INTERLINK_LAKE_FILES."""
+    return lake.files_folder() if lake.is_lake(path) else Path(path).resolve().parent
+
+
+def exists(path: str | Path) -> bool:
+    """Whether there is a warehouse to read yet (a lake is there once its catalog can be reached)."""
+    return lake.is_lake(path) or Path(path).exists()
+
+
+def describe(path: str | Path) -> str:
+    """The warehouse for a person to read: the file's full path, or the lake's catalog (no password)."""
+    return lake.describe(path) if lake.is_lake(path) else str(Path(path).resolve())
 
 
 @contextmanager
 def connect(
     path: str | Path, *, read_only: bool = False, lock_timeout_s: float = LOCK_TIMEOUT_S
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection, waiting up to `lock_timeout_s` while another process holds the file's lock."""
-    path = Path(path)
-    if not read_only:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot create the warehouse folder {path.parent}: {exc.strerror}.") from None
-    elif not path.exists():
-        raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
+    """A connection to the warehouse `path`: a DuckDB file, waiting up to `lock_timeout_s` while another
+    process holds its lock; or a lake location, whose tables are made on its first write connection."""
     # Frames are always registered by name; never let a query resolve a missing table to a Python
     # variable of the same name (DuckDB's replacement scans).
     config = {
         "python_enable_replacements": False,
         "memory_limit": os.environ.get(MEMORY_LIMIT_ENV) or DEFAULT_MEMORY_LIMIT,
     }
-    con = waiting_for_lock(
-        lambda: duckdb.connect(str(path), read_only=read_only, config=config), path, lock_timeout_s
-    )
+    if lake.is_lake(path):
+        con = duckdb.connect(config=config)
+        try:
+            lake.attach(con, path, read_only=read_only)
+            if not read_only:
+                _lake_tables(con, str(path))
+        except BaseException:
+            con.close()
+            raise
+    else:
+        path = Path(path)
+        if not read_only:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(
+                    f"cannot create the warehouse folder {path.parent}: {exc.strerror}."
+                ) from None
+        elif not path.exists():
+            raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
+        con = waiting_for_lock(
+            lambda: duckdb.connect(str(path), read_only=read_only, config=config), path, lock_timeout_s
+        )
     try:
         yield con
     except duckdb.Error as exc:
@@ -75,7 +107,7 @@ def connect(
             raise
         raise InputError(
             f"cannot write the warehouse {path}: {problem}. Nothing was written (the transaction was rolled "
-            f"back; the previous rows are kept). Free space or fix the permissions, or set {DUCKDB_PATH_ENV} "
+            f"back; the previous rows are kept). Free space or fix the permissions, or set {WAREHOUSE_ENV} "
             "to another place."
         ) from None
     finally:
@@ -147,8 +179,46 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     con.execute("COMMIT")
 
 
+def write(
+    path: str | Path, tables: list[str], body: Callable[[duckdb.DuckDBPyConnection], T], lock_timeout_s: float
+) -> T:
+    """body(con), which writes `tables`, in one transaction once they exist: all of it is committed or none.
+
+    On a lake, writes to one table take turns (lake.table_locks) and a commit that still conflicts is run
+    again from the start (lake.committed); a file has one writer at a time anyway."""
+
+    def attempt() -> T:
+        with connect(path, lock_timeout_s=lock_timeout_s) as con, transaction(con):
+            ensure_tables(con, tables)
+            return body(con)
+
+    if not lake.is_lake(path):
+        return attempt()
+    with lake.table_locks(path, tables):
+        return lake.committed(attempt)
+
+
+_LAKES_READY: set[str] = set()
+
+
+def _lake_tables(con: duckdb.DuckDBPyConnection, location: str) -> None:
+    """Every table of the contract in the lake, made once per process (writers of a new lake take turns)."""
+    if location in _LAKES_READY:
+        return
+
+    def create() -> None:
+        with transaction(con):
+            ensure_tables(con)
+
+    with lake.table_locks(location, ["schema"]):
+        lake.committed(create)
+    _LAKES_READY.add(location)
+
+
 def ensure_tables(con: duckdb.DuckDBPyConnection, tables: list[str] | None = None) -> None:
-    """Create missing schemas, tables and columns (never drops anything)."""
+    """Create missing schemas, tables and columns (never drops anything). In a lake, a site's tables are
+    partitioned by site: each site's rows are files of their own."""
+    in_lake = con.execute("SELECT current_database()").fetchone()[0] == lake.ALIAS
     for table in tables or list(TABLES):
         schema_name, _ = table.split(".")
         con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema_name}"')
@@ -157,13 +227,15 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, tables: list[str] | None = Non
             row[0]
             for row in con.execute(
                 "SELECT column_name FROM information_schema.columns "
-                "WHERE table_schema = ? AND table_name = ?",
+                "WHERE table_catalog = current_database() AND table_schema = ? AND table_name = ?",
                 table.split("."),
             ).fetchall()
         }
         if not existing:
             ddl = ", ".join(f'"{name}" {duckdb_type(dtype)}' for name, (dtype, _) in columns.items())
             con.execute(f"CREATE TABLE IF NOT EXISTS {quoted_table(table)} ({ddl})")
+            if in_lake and "site" in columns:
+                con.execute(f"ALTER TABLE {quoted_table(table)} SET PARTITIONED BY (site)")
             con.execute(f"COMMENT ON TABLE {quoted_table(table)} IS {sql_literal(table_description(table))}")
             for name, (_, description) in columns.items():
                 con.execute(f'COMMENT ON COLUMN {quoted_table(table)}."{name}" IS {sql_literal(description)}')

@@ -1,7 +1,8 @@
 """The warehouse's reads and validated writes: per-site replaces and patches, merges into shared tables.
 
 A site's write replaces that site's rows in every table it touches in one transaction: a rerun is
-idempotent, and a failure (validation, disk, a killed process) leaves the previous rows in place.
+idempotent, and a failure (validation, disk, a killed process) leaves the previous rows in place. `path`
+is the warehouse: a DuckDB file or a lake location (database.connect).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from interlink_pipeline.core.warehouse.database import (
     connect,
     ensure_tables,
     quoted_table,
-    transaction,
+    write,
 )
 
 
@@ -66,8 +67,8 @@ def replace_site_rows(
             raise ValueError(f"{table}: frame holds rows of sites other than '{site}'")
     if not all(report.passed for report in reports.values()):
         raise ContractError(reports)
-    with connect(path, lock_timeout_s=lock_timeout_s) as con, transaction(con):
-        ensure_tables(con, list(frames))
+
+    def replace(con: duckdb.DuckDBPyConnection) -> None:
         for table, frame in frames.items():
             if isinstance(frame, RowChanges):
                 _delete_keys(con, table, site, frame)
@@ -77,6 +78,8 @@ def replace_site_rows(
             if isinstance(frame, RowChanges):  # only the patch was checked: say how many rows there are
                 stored = con.execute(f"SELECT count(*) FROM {quoted_table(table)} WHERE site = ?", [site])
                 reports[table] = dataclasses.replace(reports[table], stored_rows=stored.fetchone()[0])
+
+    write(path, list(frames), replace, lock_timeout_s)
     return reports
 
 
@@ -112,15 +115,16 @@ def update_site_rows(
     are validated in chunks; key uniqueness and the site's row count (`expected_rows`) are checked in
     SQL. Any failure rolls everything back, leaving the previous rows. The report counts the rows checked.
     """
-    with connect(path, lock_timeout_s=lock_timeout_s) as con:
-        ensure_tables(con, [table])
-        with transaction(con):
-            for sql, params in statements:
-                con.execute(sql, list(params))
-            report = _validate_stored(con, table, site, chunk_rows, expected_rows, changed_rows)
-            if not report.passed:
-                raise ContractError({table: report})
-    return report
+
+    def update(con: duckdb.DuckDBPyConnection) -> ValidationReport:
+        for sql, params in statements:
+            con.execute(sql, list(params))
+        report = _validate_stored(con, table, site, chunk_rows, expected_rows, changed_rows)
+        if not report.passed:
+            raise ContractError({table: report})
+        return report
+
+    return write(path, [table], update, lock_timeout_s)
 
 
 def merge_rows(
@@ -142,8 +146,8 @@ def merge_rows(
         raise ContractError({table: report})
     match = " AND ".join(f'existing."{k}" = incoming_rows."{k}"' for k in key)
     exists = f"EXISTS (SELECT 1 FROM incoming_rows WHERE {match})"
-    with connect(path, lock_timeout_s=lock_timeout_s) as con, transaction(con):
-        ensure_tables(con, [table])
+
+    def merge(con: duckdb.DuckDBPyConnection) -> int:
         con.register("incoming_rows", _arrow(table, frame))
         if replace:
             con.execute(f"DELETE FROM {quoted_table(table)} existing WHERE {exists}")
@@ -154,6 +158,8 @@ def merge_rows(
         )
         con.unregister("incoming_rows")
         return con.execute(f"SELECT count(*) FROM {quoted_table(table)}").fetchone()[0] - before
+
+    return write(path, [table], merge, lock_timeout_s)
 
 
 def query(

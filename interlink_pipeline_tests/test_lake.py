@@ -1,0 +1,285 @@
+"""The DuckLake warehouse, for real: a PostgreSQL catalog on loopback, Parquet in a folder, several processes
+writing at once. Skips, saying why, where PostgreSQL is not installed."""
+
+import subprocess
+import sys
+
+import duckdb
+import polars as pl
+import pytest
+
+from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.warehouse import lake as lakes
+from interlink_pipeline.core.warehouse.database import connect
+from interlink_pipeline.core.warehouse.store import read_site, replace_site_rows
+from interlink_pipeline.sample import SAMPLE_HOST
+from interlink_pipeline_tests.helpers import PROJECT_ROOT, SAMPLE_DIR
+
+SITES = [f"site{n}.example" for n in range(4)]
+TABLES = ("raw.crawl_pages", "staging.pages", "staging.excluded_pages")
+
+# Each child replaces its site's rows of the same three tables three times, all children at once: DuckLake
+# checks conflicts per table, so without the table locks most of these commits would fail.
+WRITER = """
+import sys, time
+import polars as pl
+from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.ml.page_embeddings import vectors_frame
+from interlink_pipeline.core.warehouse.store import merge_rows, replace_site_rows
+import numpy as np
+
+site, start = sys.argv[1], float(sys.argv[2])
+raw = read_crawl_export({crawl!r}, {host!r}).frame
+cleaned = clean_pages(raw, {host!r})
+frames = {{"raw.crawl_pages": raw, "staging.pages": cleaned.pages}}
+frames = {{t: f.with_columns(pl.lit(site).alias("site")) for t, f in frames.items()}}
+frames["staging.excluded_pages"] = cleaned.excluded.with_columns(pl.lit(site).alias("site"))
+hashes = pl.Series([f"{{i:032x}}" for i in range(50)])
+cache = vectors_frame("m", hashes, np.full((50, 4), 0.5, dtype=np.float32))
+time.sleep(max(0.0, start - time.time()))
+for _ in range(3):
+    replace_site_rows({location!r}, site, frames)
+    merge_rows({location!r}, "ml.embedding_cache", cache, key=["model", "text_hash"])
+print("ok")
+"""
+
+
+def sample_frames(site: str) -> dict[str, pl.DataFrame]:
+    raw = read_crawl_export(SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST).frame
+    cleaned = clean_pages(raw, SAMPLE_HOST)
+    frames = {
+        "raw.crawl_pages": raw,
+        "staging.pages": cleaned.pages,
+        "staging.excluded_pages": cleaned.excluded,
+    }
+    return {table: frame.with_columns(pl.lit(site).alias("site")) for table, frame in frames.items()}
+
+
+def site_rows(location: str, table: str, site: str) -> pl.DataFrame:
+    return read_site(location, table, site).sort(pl.all())
+
+
+def test_four_processes_write_their_sites_into_one_lake_at_once(lake):
+    import time
+
+    script = WRITER.format(crawl=str(SAMPLE_DIR / "internal_all.csv"), host=SAMPLE_HOST, location=lake)
+    start = time.time() + 8  # every child has imported and read the crawl by then
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, site, str(start)],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for site in SITES
+    ]
+    outcomes = [child.communicate(timeout=600) for child in children]
+    assert [child.returncode for child in children] == [0] * 4, [err[-3000:] for _, err in outcomes]
+
+    for site in SITES:  # each site's rows, whole and only once: none lost, none of another site
+        expected = sample_frames(site)
+        for table in TABLES:
+            stored, wanted = site_rows(lake, table, site), expected[table]
+            if table == "raw.crawl_pages":  # read by each child at its own time
+                stored, wanted = stored.drop("loaded_at"), wanted.drop("loaded_at")
+            assert stored.sort(pl.all()).equals(wanted.sort(pl.all())), (table, site)
+    with connect(lake, read_only=True) as con:
+        # the shared cache got each key once, though four writers added the same keys three times each
+        assert con.execute(
+            "SELECT count(*), count(DISTINCT text_hash) FROM ml.embedding_cache"
+        ).fetchone() == (
+            50,
+            50,
+        )
+        # the tables are partitioned by site: each site's rows are files of their own
+        files = con.execute("SELECT data_file FROM ducklake_list_files('lake', 'pages', schema => 'staging')")
+        folders = {path.split("/")[-2] for (path,) in files.fetchall()}
+    assert folders == {f"site={site}" for site in SITES}
+
+
+KILLED_WRITER = """
+import os, signal, sys
+import polars as pl
+from interlink_pipeline.core.warehouse import store
+from interlink_pipeline_tests.test_lake import sample_frames
+
+insert = store.insert_rows
+def insert_rows(con, table, frame):
+    insert(con, table, frame)
+    if table == "staging.pages":  # inserted, not committed
+        os.kill(os.getpid(), signal.SIGKILL)
+store.insert_rows = insert_rows
+frames = sample_frames({site!r})
+store.replace_site_rows({location!r}, {site!r}, {{t: f.head(7) for t, f in frames.items()}})
+sys.exit("not killed")
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_the_previous_rows_and_frees_its_tables(lake):
+    site = SITES[0]
+    replace_site_rows(lake, site, sample_frames(site))
+    before = {table: site_rows(lake, table, site) for table in TABLES}
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER.format(site=site, location=lake)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    for table in TABLES:  # the last committed snapshot, whole
+        assert site_rows(lake, table, site).equals(before[table]), table
+    # its table locks went with its connection: the next write does not wait, and commits
+    smaller = {table: frame.head(5) for table, frame in sample_frames(site).items()}
+    replace_site_rows(lake, site, smaller)
+    assert all(site_rows(lake, table, site).height == 5 for table in TABLES)
+    # the failed attempt left no rows in any snapshot: the lake went from the first write to the last
+    with connect(lake, read_only=True) as con:
+        changes = con.execute(
+            "SELECT count(*) FROM lake.snapshots() WHERE changes['tables_inserted_into'] IS NOT NULL"
+        ).fetchone()[0]
+    assert changes == 2
+
+
+def test_time_travel_reads_an_earlier_run(lake):
+    site = SITES[1]
+    replace_site_rows(lake, site, sample_frames(site))
+    with connect(lake, read_only=True) as con:
+        first = lakes.current_snapshot(con)
+    replace_site_rows(lake, site, {table: frame.head(3) for table, frame in sample_frames(site).items()})
+    with connect(lake, read_only=True) as con:
+        now = con.execute("SELECT count(*) FROM staging.pages WHERE site = ?", [site]).fetchone()[0]
+        then = con.execute(
+            f"SELECT count(*) FROM staging.pages AT (VERSION => {first}) WHERE site = ?", [site]
+        ).fetchone()[0]
+    assert (now, then) == (3, sample_frames(site)["staging.pages"].height)
+
+
+def test_the_duckdb_shell_reads_the_lake_read_only(lake):
+    replace_site_rows(lake, SITES[2], sample_frames(SITES[2]))
+    shell = [
+        str(PROJECT_ROOT / ".venv/bin/duckdb") if (PROJECT_ROOT / ".venv/bin/duckdb").exists() else "duckdb"
+    ]
+    sql = "SELECT count(*) FROM staging.pages; INSERT INTO staging.pages SELECT * FROM staging.pages;"
+    done = subprocess.run(
+        [*shell, "-csv", "-cmd", lakes.analyst_commands(lake), "-c", sql], capture_output=True, text=True
+    )
+    assert done.stdout.splitlines()[1] == str(sample_frames("x")["staging.pages"].height)
+    assert "read-only mode" in done.stderr
+
+
+def test_lake_settings_are_checked(lake, monkeypatch):
+    with pytest.raises(InputError, match="a lake warehouse is `ducklake:postgres:dbname="):
+        lakes.catalog_dsn("ducklake:")
+    with monkeypatch.context() as unset:
+        unset.delenv("INTERLINK_LAKE_DATA_PATH")
+        with pytest.raises(InputError, match="INTERLINK_LAKE_DATA_PATH is not set"):
+            replace_site_rows(lake, SITES[3], sample_frames(SITES[3]))
+    assert read_site(lake, "staging.pages", SITES[3]).is_empty()  # nothing was written
+    unreachable = "ducklake:postgres:dbname=lake host=127.0.0.1 port=1 user=postgres password=hunter2"
+    with pytest.raises(InputError, match="cannot open the lake warehouse") as raised:
+        read_site(unreachable, "staging.pages", SITES[3])
+    assert "hunter2" not in str(raised.value)
+    assert not isinstance(raised.value.__cause__, duckdb.Error)
+
+
+def test_pages_written_to_the_lake_read_back_typed(lake):
+    frames = sample_frames(SITES[3])
+    replace_site_rows(lake, SITES[3], frames)
+    stored = read_site(lake, "staging.pages", SITES[3])
+    assert stored.schema == frames["staging.pages"].select(stored.columns).schema
+
+
+# Columns that differ between any two runs of the same inputs: when and in which run a row was made.
+RUN_COLUMNS = {"run_id", "fitted_in_run", "measured_in_run", "scored_by", "seconds"}
+
+
+def comparable(frame: pl.DataFrame) -> pl.DataFrame:
+    kept = [c for c, t in frame.schema.items() if c not in RUN_COLUMNS and not isinstance(t, pl.Datetime)]
+    if "model_path" in frame.columns:  # under the warehouse's files folder, which differs by warehouse
+        frame = frame.with_columns(pl.col("model_path").str.replace(r"^.*/models/", "models/"))
+    return frame.select(kept).sort(pl.all(), nulls_last=True)
+
+
+def site_tables(warehouse: str, site: str) -> dict[str, pl.DataFrame]:
+    """Every table's rows of `site`: the pipeline's and dbt's marts."""
+    from interlink_pipeline.core.warehouse.contract import table_columns
+    from interlink_pipeline.core.warehouse.schemas import TABLES as CONTRACT
+
+    with connect(warehouse, read_only=True) as con:
+        marts = [
+            f"marts.{name}"
+            for (name,) in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'marts' ORDER BY 1"
+            ).fetchall()
+        ]
+        rows = {table: con.execute(f"SELECT * FROM {table} WHERE site = ?", [site]).pl() for table in marts}
+    per_site = [table for table in CONTRACT if "site" in table_columns(table)]
+    return rows | {table: read_site(warehouse, table, site) for table in per_site}
+
+
+def test_two_sites_run_at_once_on_the_lake_as_they_run_alone_on_a_file(lake, tmp_path, crawls, cli_env):
+    """Two `interlink materialize` processes on two sites at once, on one lake and one Dagster instance
+    whose writer pool lets them overlap: every table (the marts too) holds for each site exactly what a
+    single-site run on a file warehouse holds, and the two runs' writing steps overlapped in time."""
+    import dagster as dg
+
+    from interlink_pipeline.defs.tables import WRITER_POOL
+    from interlink_pipeline_tests.helpers import LIGHT, failure_message, run_cli, run_site
+    from interlink_pipeline_tests.services import step_spans
+
+    inbox = tmp_path / "inbox"
+    env = {**cli_env, "INTERLINK_WAREHOUSE": lake, "INTERLINK_INBOX": str(inbox)}
+    light = crawls / "lightchiropractic"
+    exports = {
+        SAMPLE_HOST: (SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv"),
+        LIGHT: (light / "internal_all.csv", light / "all_inlinks.csv"),
+    }
+    for site, (crawl, links) in exports.items():
+        registered = run_cli(env, "register", str(crawl), "--links", str(links), "--site", site)
+        assert registered.returncode == 0, registered.stderr
+    sites = list(exports)
+    home = env["DAGSTER_HOME"]
+    with dg.DagsterInstance.from_config(home) as instance:
+        # with a lake, the writer pool admits as many steps as there are workers (dagster instance concurrency
+        # set duckdb_writer 4); one run per site still holds (the instance's per-partition run limit)
+        instance.event_log_storage.set_concurrency_slots(WRITER_POOL, 4)
+    command = [sys.executable, "-m", "interlink_pipeline.cli", "materialize", "--site"]
+    children = [
+        subprocess.Popen(
+            [*command, site],
+            env=env,
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for site in sites
+    ]
+    outputs = [child.communicate(timeout=1200)[0] for child in children]
+    assert [child.returncode for child in children] == [0, 0], [out[-4000:] for out in outputs]
+
+    with dg.DagsterInstance.from_config(home) as instance:
+        runs = {run.tags["dagster/partition"]: run for run in instance.get_runs()}
+        spans = {site: step_spans(instance, runs[site].run_id) for site in sites}
+    overlapping = [(a, b) for a in spans[sites[0]] for b in spans[sites[1]] if a[0] < b[1] and b[0] < a[1]]
+    assert overlapping, spans
+
+    alone = str(tmp_path / "alone" / "interlink.duckdb")
+    for site in sites:
+        with dg.instance_for_test() as instance:
+            result = run_site(alone, inbox, instance, site)
+        assert result.success, failure_message(result)
+    differ = []
+    for site in sites:
+        on_lake, on_file = site_tables(lake, site), site_tables(alone, site)
+        assert set(on_lake) == set(on_file)
+        for table in on_file:
+            assert on_file[table].height > 0 or table in ("ops.run_failures", "raw.page_text"), (site, table)
+            if not comparable(on_lake[table]).equals(comparable(on_file[table])):
+                differ.append((site, table))
+    assert not differ
