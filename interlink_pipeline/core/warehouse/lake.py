@@ -114,7 +114,7 @@ def attach(con: duckdb.DuckDBPyConnection, location: str | Path, *, read_only: b
     for name in EXTENSIONS:
         con.execute(f"LOAD {name}")
     for name, value in s3_settings().items():
-        con.execute(f"SET {name} = ?", [value])
+        con.execute(f"SET GLOBAL {name} = ?", [value])
     dsn = catalog_dsn(location)
     options = (
         ["READ_ONLY"] if read_only else [f"DATA_PATH {_literal(data_path())}", "DATA_INLINING_ROW_LIMIT 0"]
