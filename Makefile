@@ -67,6 +67,7 @@ bench: install
 	$(BIN)/python -m benchmarks.bench_link_plan
 	$(BIN)/python -m benchmarks.bench_link_quality
 	$(BIN)/python -m benchmarks.bench_incremental
+	$(BIN)/python -m benchmarks.bench_scale_out
 
 ## Regenerate the README's table reference from the schemas.
 docs: install

@@ -147,23 +147,103 @@ def measure(mode: str, made: list[tuple[str, Path]], work: Path, lake: str | Non
     }
 
 
+# One process's small commits for `seconds`: its site's rows of one table (5 rows) replaced again and again.
+_COMMITTER = """
+import sys, time
+import polars as pl
+from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
+from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.warehouse.store import replace_site_rows
+from interlink_pipeline.sample import SAMPLE_HOST
+from interlink_pipeline_tests.helpers import SAMPLE_DIR
+
+site, table, lake = sys.argv[1], sys.argv[2], sys.argv[5]
+seconds, start = float(sys.argv[3]), float(sys.argv[4])
+raw = read_crawl_export(SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST).frame
+frames = {"raw.crawl_pages": raw, "staging.excluded_pages": clean_pages(raw, SAMPLE_HOST).excluded}
+rows = frames[table].head(5).with_columns(pl.lit(site).alias("site"))
+replace_site_rows(lake, site, {table: rows})
+time.sleep(max(0.0, start - time.time()))
+took = []
+while time.time() < start + seconds:
+    began = time.perf_counter()
+    replace_site_rows(lake, site, {table: rows})
+    took.append(time.perf_counter() - began)
+print(len(took), sorted(took)[len(took) // 2])
+"""
+
+
+def commits(lake: str, tables: list[str], data: Path, seconds: float = 20.0) -> dict:
+    """Commits per second through the catalog: one writer per entry of `tables`, all at once."""
+    start = time.time() + 10  # every writer has imported and made its first write by then
+    env = {**os.environ, "INTERLINK_LAKE_DATA_PATH": str(data)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _COMMITTER, f"c{n}.example", table, str(seconds), str(start), lake],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n, table in enumerate(tables)
+    ]
+    counts, medians = [], []
+    for child in children:
+        out, err = child.communicate()
+        if child.returncode:
+            raise RuntimeError(err[-3000:])
+        count, median = out.split()
+        counts.append(int(count))
+        medians.append(float(median))
+    return {
+        "writers": len(tables),
+        "commits_per_s": sum(counts) / seconds,
+        "median_ms": 1000 * sorted(medians)[len(medians) // 2],
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sites", type=int, default=4)
     parser.add_argument("--pages", type=int, default=10_000)
+    parser.add_argument("--catalog-only", action="store_true", help="only the catalog's commit rates")
     args = parser.parse_args(argv)
     from interlink_pipeline_tests.services import create_database, postgres_server
 
-    made = sites(args.sites, args.pages)
     work = Path(tempfile.mkdtemp(prefix="interlink-scale-out-"))
+    results: dict[str, dict] = {}
     try:
-        results = {"file": measure("file", made, work, None)}
+        made = [] if args.catalog_only else sites(args.sites, args.pages)
+        if made:
+            results["file"] = measure("file", made, work, None)
         with postgres_server() as port:
             create_database(port, "lake")
             lake = f"ducklake:postgres:dbname=lake host=127.0.0.1 port={port} user=postgres"
-            results["lake"] = measure("lake", made, work, lake)
+            if made:
+                results["lake"] = measure("lake", made, work, lake)
+            data = work / "lake-data"
+            catalog = [
+                commits(lake, ["staging.excluded_pages"], data),
+                commits(lake, ["staging.excluded_pages"] * 4, data),
+                commits(lake, ["staging.excluded_pages", "raw.crawl_pages"] * 2, data),
+            ]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if made:
+        report_runs(args, results)
+    print_table(
+        "Small commits through the lake's catalog (each replaces a site's 5 rows; 20 s)",
+        [
+            [str(c["writers"]), label, f"{c['commits_per_s']:.1f}", f"{c['median_ms']:.0f}"]
+            for c, label in zip(catalog, ["one", "one", "two"], strict=True)
+        ],
+        ["writers", "tables written", "commits/s (all writers)", "median ms per commit"],
+    )
+    save("scale_out", {"catalog": {"commits": catalog}})
+
+
+def report_runs(args: argparse.Namespace, results: dict[str, dict]) -> None:
     same = results["file"]["rows"] == results["lake"]["rows"]
     baseline = results["file"]["seconds"]
     print_table(
@@ -190,14 +270,8 @@ def main(argv: list[str] | None = None) -> None:
             "same rows",
         ],
     )
-    save(
-        "scale_out",
-        {
-            f"{args.sites}x{args.pages}": {
-                m: {k: v for k, v in r.items() if k != "rows"} for m, r in results.items()
-            }
-        },
-    )
+    runs = {mode: {k: v for k, v in r.items() if k != "rows"} for mode, r in results.items()}
+    save("scale_out", {f"{args.sites}x{args.pages}": runs})
     if not same:
         raise SystemExit("the lake's row counts differ from the file's")
 
