@@ -6,6 +6,7 @@ import re
 import shutil
 import socket
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import dagster as dg
@@ -22,7 +23,7 @@ from interlink_pipeline_tests.helpers import (
     changed_light_crawl,
     chromium_path,
 )
-from interlink_pipeline_tests.services import free_port, http_ok, service, wait_for
+from interlink_pipeline_tests.services import free_port, http_ok, service, step_spans, wait_for
 
 RUNS_TIMEOUT_S = 900
 
@@ -96,6 +97,9 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
     )
     assert {r.tags["dagster/partition"] for r in inbox_runs} == {SAMPLE_HOST, LIGHT}
     assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in inbox_runs), log.read_text()[-6000:]
+    # whenever the second run started, no two steps of the two runs wrote the file at once
+    spans = sorted(span for run in inbox_runs for span in step_spans(instance, run.run_id))
+    assert len(spans) > 20 and all(a[1] <= b[0] for a, b in pairwise(spans))
     with duckdb.connect(str(dagster_dev["warehouse"]), read_only=True) as con:
         planned = dict(con.execute("SELECT site, count(*) FROM graph.link_plan GROUP BY site").fetchall())
         marts = {row[0] for row in con.execute("SELECT DISTINCT site FROM marts.site_health").fetchall()}

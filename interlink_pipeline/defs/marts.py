@@ -35,7 +35,7 @@ from interlink_pipeline.core.warehouse.schemas import TABLES
 from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import WRITER_POOL, readable, table_key, user_errors
+from interlink_pipeline.defs.tables import readable, table_key, user_errors, writer_pool
 
 DBT_DIR = Path(__file__).resolve().parents[2] / "dbt"
 # dbt from this interpreter's environment (the venv need not be activated), else from PATH
@@ -98,7 +98,7 @@ class PipelineTables(DagsterDbtTranslator):
     project=dbt_project,
     dagster_dbt_translator=PipelineTables(),
     partitions_def=site_partitions,
-    pool=WRITER_POOL,
+    pool=writer_pool(),
 )
 def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
     """`dbt build` for the run's site: its rows in every mart are replaced, the dbt tests run as checks
@@ -116,7 +116,7 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
                 allow_retries=False,
             )
         arguments = ["build", "--target", "lake", "--vars", json.dumps({"site": site})]
-        turn = lake.table_locks(warehouse.path, ["marts"])
+        turn = lake.table_locks(warehouse.path, [lake.MARTS_LOCK])
     else:  # the profile's path: the same file as the assets
         dbt_vars = {"site": site, "duckdb_path": str(Path(warehouse.path).resolve())}
         arguments, turn = ["build", "--vars", json.dumps(dbt_vars)], nullcontext()
@@ -129,12 +129,12 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
 
 def after_marts(group: str, kinds: set[str], description: str, tables: tuple[str, ...] = ()):
     """A per-site asset made from the marts (and the pipeline's `tables`) once they are built (in the
-    writer pool: it reads the file)."""
+    writer pool of a file: it reads the file)."""
     return asset(
         partitions_def=site_partitions,
         group_name=group,
         kinds=kinds,
-        pool=WRITER_POOL,
+        pool=writer_pool(),
         deps=[marts, *map(table_key, tables)],
         description=description,
     )

@@ -29,6 +29,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.numbers import for_people, significant
 from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.contract import (
     NO_FAILURES,
     ContractError,
@@ -37,10 +38,17 @@ from interlink_pipeline.core.warehouse.contract import (
     table_columns,
     table_description,
 )
+from interlink_pipeline.core.warehouse.database import default_warehouse
 from interlink_pipeline.core.warehouse.store import RowChanges, merge_rows
 from interlink_pipeline.defs.partitions import site_partitions
 
 WRITER_POOL = "duckdb_writer"
+
+
+def writer_pool() -> str | None:
+    """The pool every writing step joins: a DuckDB file takes one writer at a time (the pool's limit of 1);
+    a DuckLake takes many, so its steps join none, and a site's steps still take turns (one run per site)."""
+    return None if lake.is_lake(default_warehouse()) else WRITER_POOL
 
 
 def table_key(table: str) -> AssetKey:
@@ -106,7 +114,7 @@ def site_asset(
             name=fn.__name__,
             specs=[table_spec(table, group, kinds, deps) for table in tables],
             partitions_def=site_partitions,
-            pool=WRITER_POOL,
+            pool=writer_pool(),
             check_specs=[schema_check(table) for table in tables] + own_checks,
             description=fn.__doc__,
         )(fn)
