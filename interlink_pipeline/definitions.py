@@ -19,6 +19,7 @@ from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links, raw_page_
 from interlink_pipeline.defs.embeddings import Embedder, default_embedder, page_embeddings
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.link_plan import link_plan
+from interlink_pipeline.defs.maintenance import lake_maintenance, lake_maintenance_schedule
 from interlink_pipeline.defs.marts import DBT_EXECUTABLE, analyst_snapshot, dbt_project, marts
 from interlink_pipeline.defs.relevance import CandidateSettings, link_candidates, link_ranker
 from interlink_pipeline.defs.reports import html_report, spreadsheet_exports
@@ -55,8 +56,8 @@ def build_defs(
             html_report,
             run_failures,
         ],
-        jobs=[site_pipeline_job, serp_refresh_job],
-        schedules=[serp_refresh_schedule],
+        jobs=[site_pipeline_job, serp_refresh_job, lake_maintenance],
+        schedules=[serp_refresh_schedule, lake_maintenance_schedule],
         sensors=[crawl_inbox_sensor, run_failure_recorder],
         resources={
             "warehouse": Warehouse(path=duckdb_path or default_warehouse()),

@@ -14,9 +14,11 @@ from interlink_pipeline.core.ml.link_ranker import RankerOptions
 from interlink_pipeline.core.ml.model_identity import resolve_device
 from interlink_pipeline.core.ml.similarity import SimilarityOptions
 from interlink_pipeline.core.serp.options import SerpOptions
+from interlink_pipeline.core.warehouse.lake_maintenance import MaintenanceOptions
 from interlink_pipeline.defs.crawl import PagesConfig
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.link_plan import LinkPlanConfig
+from interlink_pipeline.defs.maintenance import LakeMaintenanceConfig
 from interlink_pipeline.defs.relevance import CandidateSettings, LinkRankerConfig
 from interlink_pipeline.defs.serp import SerpApi, SerpResultsConfig
 from interlink_pipeline.defs.settings import options_from
@@ -30,6 +32,7 @@ PAIRS = [
     (CandidateSettings, CandidateOptions, {}, set(), set()),
     (LinkRankerConfig, RankerOptions, {}, set(), {"retrain", "refit_above"}),
     (LinkPlanConfig, PlanOptions, {}, set(), set()),
+    (LakeMaintenanceConfig, MaintenanceOptions, {}, set(), set()),
     (
         SerpResultsConfig,
         SerpOptions,

@@ -37,6 +37,8 @@ EXTENSIONS = ("ducklake", "postgres", "httpfs")
 # A writer waits this long for another run's write to the same table to commit (a large table's write takes
 # tens of seconds), then fails and says so.
 TABLE_LOCK_TIMEOUT_S = 900.0
+# The lock dbt's builds take in turn: the marts of all sites are written by one build at a time.
+MARTS_LOCK = "marts"
 # Commits that still conflict (another program's write, two first runs creating the tables) are retried.
 COMMIT_ATTEMPTS = 8
 RETRY_WAIT_S = 0.2
