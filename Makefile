@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SAMPLE_SITE := www.alpinegear.example
 export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 
-.PHONY: install browser postgres run test test-slow dev lint bench docs lock clean
+.PHONY: install browser postgres redis run test test-slow dev lint bench docs lock clean
 
 # Pinned install: requirements.lock constrains every transitive version (torch 2.13.0 resolves to the
 # CPU wheel on machines that carry it locally, the CUDA build elsewhere on Linux).
@@ -41,8 +41,16 @@ postgres:
 	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
 	  || echo "PostgreSQL is not installed: the deployment test will skip"
 
+# A Redis server for the deployment test (Celery's broker): Debian's package where apt is at hand, as in CI
+# (the redis-server wheels on PyPI stop at Python 3.9); elsewhere the test skips and says why.
+redis:
+	@command -v redis-server >/dev/null \
+	  || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] \
+	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; } \
+	  || echo "Redis is not installed: the deployment test will skip"
+
 ## The test suite (what .ci/run calls): lint, the code location's definitions, then the tests.
-test: install browser postgres lint
+test: install browser postgres redis lint
 	$(BIN)/dg check defs
 	$(BIN)/python -m pytest -m "not slow"
 

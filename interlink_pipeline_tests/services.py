@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -158,3 +159,55 @@ def step_spans(instance, run_id: str) -> list[tuple[float, float]]:
         ):
             spans.append((started.pop(event.step_key), entry.timestamp))
     return spans
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A throwaway Redis server on a free loopback port, nothing kept on disk; yields its URL. Debian's
+    `redis-server` (make test installs it where it runs as root); the test skips, saying why, elsewhere."""
+    binary = shutil.which("redis-server")
+    if not binary:
+        pytest.skip("Redis is not installed (make test installs Debian's redis-server where it runs as root)")
+    port = free_port()
+    folder = Path(tempfile.mkdtemp(prefix="interlink-redis-"))
+    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    try:
+        with service([*command, "--dir", str(folder)], folder / "server.log"):
+            wait_for(lambda: _redis_answers(port), 30, "Redis to answer", folder / "server.log")
+            yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _redis_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as connection:
+            connection.sendall(b"PING\r\n")
+            return connection.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@contextmanager
+def s3_server(bucket: str) -> Iterator[str]:
+    """A local S3 (moto's server, in memory) on a free loopback port with `bucket` made; yields its URL."""
+    import boto3
+
+    port = free_port()
+    folder = Path(tempfile.mkdtemp(prefix="interlink-s3-"))
+    binary = Path(sys.executable).with_name("moto_server")
+    try:
+        with service([str(binary), "-H", "127.0.0.1", "-p", str(port)], folder / "server.log"):
+            url = f"http://127.0.0.1:{port}"
+            wait_for(lambda: http_ok(f"{url}/moto-api/"), 60, "the local S3", folder / "server.log")
+            client = boto3.client(
+                "s3",
+                endpoint_url=url,
+                aws_access_key_id="test",
+                aws_secret_access_key="test",
+                region_name="us-east-1",
+            )
+            client.create_bucket(Bucket=bucket)
+            yield url
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

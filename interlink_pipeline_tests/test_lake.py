@@ -1,6 +1,7 @@
 """The DuckLake warehouse, for real: a PostgreSQL catalog on loopback, Parquet in a folder, several processes
 writing at once. Skips, saying why, where PostgreSQL is not installed."""
 
+import datetime
 import subprocess
 import sys
 
@@ -187,6 +188,32 @@ def test_lake_settings_are_checked(lake, monkeypatch):
     assert not isinstance(raised.value.__cause__, duckdb.Error)
 
 
+def test_the_lake_keeps_its_parquet_files_on_s3(lake, monkeypatch):
+    """INTERLINK_LAKE_DATA_PATH=s3://… with the AWS variables: a local S3 (moto's server) holds the files."""
+    import boto3
+
+    from interlink_pipeline_tests.services import s3_server
+
+    with s3_server("interlink") as url:
+        for variable, value in {
+            "INTERLINK_LAKE_DATA_PATH": "s3://interlink/lake/",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": url,
+        }.items():
+            monkeypatch.setenv(variable, value)
+        frames = sample_frames(SITES[0])
+        replace_site_rows(lake, SITES[0], frames)
+        for table, frame in frames.items():
+            assert site_rows(lake, table, SITES[0]).equals(frame.sort(pl.all())), table
+        keys = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "region_name": "us-east-1"}
+        listed = boto3.client("s3", endpoint_url=url, **keys).list_objects_v2(Bucket="interlink")
+    objects = [entry["Key"] for entry in listed["Contents"]]
+    assert objects and all(key.startswith("lake/") and key.endswith(".parquet") for key in objects)
+    assert any(f"/pages/site={SITES[0]}/" in key for key in objects), objects
+
+
 def test_pages_written_to_the_lake_read_back_typed(lake):
     frames = sample_frames(SITES[3])
     replace_site_rows(lake, SITES[3], frames)
@@ -223,12 +250,12 @@ def site_tables(warehouse: str, site: str) -> dict[str, pl.DataFrame]:
 
 
 def test_two_sites_run_at_once_on_the_lake_as_they_run_alone_on_a_file(lake, tmp_path, crawls, cli_env):
-    """Two `interlink materialize` processes on two sites at once, on one lake and one Dagster instance
-    whose writer pool lets them overlap: every table (the marts too) holds for each site exactly what a
-    single-site run on a file warehouse holds, and the two runs' writing steps overlapped in time."""
+    """Two `interlink materialize` processes on two sites at once, on one lake and the project's Dagster
+    instance (whose writer pool of 1 a lake's steps do not join): every table (the marts too) holds for each
+    site exactly what a single-site run on a file warehouse holds, and the two runs' writing steps overlapped
+    in time."""
     import dagster as dg
 
-    from interlink_pipeline.defs.tables import WRITER_POOL
     from interlink_pipeline_tests.helpers import LIGHT, failure_message, run_cli, run_site
     from interlink_pipeline_tests.services import step_spans
 
@@ -243,11 +270,7 @@ def test_two_sites_run_at_once_on_the_lake_as_they_run_alone_on_a_file(lake, tmp
         registered = run_cli(env, "register", str(crawl), "--links", str(links), "--site", site)
         assert registered.returncode == 0, registered.stderr
     sites = list(exports)
-    home = env["DAGSTER_HOME"]
-    with dg.DagsterInstance.from_config(home) as instance:
-        # with a lake, the writer pool admits as many steps as there are workers (dagster instance concurrency
-        # set duckdb_writer 4); one run per site still holds (the instance's per-partition run limit)
-        instance.event_log_storage.set_concurrency_slots(WRITER_POOL, 4)
+    home = env["DAGSTER_HOME"]  # the project's instance: the writer pool of 1, one run per site
     command = [sys.executable, "-m", "interlink_pipeline.cli", "materialize", "--site"]
     children = [
         subprocess.Popen(
@@ -283,3 +306,78 @@ def test_two_sites_run_at_once_on_the_lake_as_they_run_alone_on_a_file(lake, tmp
             if not comparable(on_lake[table]).equals(comparable(on_file[table])):
                 differ.append((site, table))
     assert not differ
+
+
+def test_maintenance_compacts_the_lake_and_deletes_what_time_travel_no_longer_reaches(lake, tmp_path):
+    import numpy as np
+
+    from interlink_pipeline.core.ml.page_embeddings import vectors_frame
+    from interlink_pipeline.core.warehouse.lake_maintenance import MaintenanceOptions, maintain
+    from interlink_pipeline.core.warehouse.store import merge_rows
+
+    site, frames = SITES[0], sample_frames(SITES[0])
+    for rows in (50, 60, 70):  # three runs: each replaces the site's rows with new files
+        replace_site_rows(lake, site, {table: frame.head(rows) for table, frame in frames.items()})
+    for batch in range(3):  # three runs add to the shared cache: three small files side by side
+        hashes = pl.Series([f"{batch:04x}{i:028x}" for i in range(20)])
+        merge_rows(
+            lake,
+            "ml.embedding_cache",
+            vectors_frame("m", hashes, np.full((20, 4), 0.5, np.float32)),
+            ["model", "text_hash"],
+        )
+    cache_files = "SELECT count(*) FROM ducklake_list_files('lake', 'embedding_cache', schema => 'ml')"
+    with connect(lake, read_only=True) as con:
+        first = con.execute("SELECT min(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        assert con.execute(cache_files).fetchone()[0] == 3
+    latest = {table: site_rows(lake, table, site) for table in TABLES}
+    on_disk = len(list((tmp_path / "lake-data").rglob("*.parquet")))
+
+    kept = maintain(lake)  # the defaults: a week of time travel, an hour's grace for files
+    assert kept.files_deleted == 0 and kept.after.snapshots >= kept.before.snapshots  # none expired
+
+    report = maintain(lake, MaintenanceOptions(keep_snapshots_days=0, file_grace_hours=0))
+    assert report.after.snapshots < report.before.snapshots
+    assert report.after.live_files == kept.after.live_files  # compacted by the first call already
+    assert kept.after.live_files == kept.before.live_files - 2  # the cache's three files merged into one
+    assert report.files_deleted > 0
+    # the merged files and the replaced ones are gone from the folder; the merged cache's file was added
+    assert len(list((tmp_path / "lake-data").rglob("*.parquet"))) == on_disk + 1 - report.files_deleted
+    with connect(lake, read_only=True) as con:
+        assert con.execute(cache_files).fetchone()[0] == 1
+        assert con.execute("SELECT count(DISTINCT text_hash) FROM ml.embedding_cache").fetchone()[0] == 60
+    for table in TABLES:  # the current rows are untouched
+        assert site_rows(lake, table, site).equals(latest[table]), table
+    with connect(lake, read_only=True) as con, pytest.raises(duckdb.Error):  # expired: time travel ends
+        con.execute(f"SELECT count(*) FROM staging.pages AT (VERSION => {first})").fetchone()
+
+
+def test_the_maintenance_job_and_its_schedule(lake, tmp_path):
+    import dagster as dg
+
+    from interlink_pipeline.defs.maintenance import lake_maintenance, lake_maintenance_schedule
+    from interlink_pipeline.defs.resources import Warehouse
+
+    replace_site_rows(lake, SITES[1], sample_frames(SITES[1]))
+    replace_site_rows(lake, SITES[1], sample_frames(SITES[1]))
+    config = {"ops": {"maintain_lake": {"config": {"keep_snapshots_days": 0, "file_grace_hours": 0}}}}
+    ran = lake_maintenance.execute_in_process(config, resources={"warehouse": Warehouse(path=lake)})
+    assert ran.success
+    [output] = [e for e in ran.all_events if e.event_type == dg.DagsterEventType.STEP_OUTPUT]
+    figures = {k: v.value for k, v in output.step_output_data.metadata.items()}
+    assert figures["files_deleted"] > 0 and figures["snapshots_after"] < figures["snapshots_before"]
+
+    file_warehouse = Warehouse(path=str(tmp_path / "w.duckdb"))
+    failed = lake_maintenance.execute_in_process(
+        resources={"warehouse": file_warehouse}, raise_on_error=False
+    )
+    assert not failed.success and not (tmp_path / "w.duckdb").exists()  # nothing made
+    [failure] = failed.get_step_failure_events()
+    assert "is a DuckDB file, not a DuckLake: nothing to maintain" in failure.step_failure_data.error.message
+    with dg.build_schedule_context(resources={"warehouse": file_warehouse}) as context:
+        assert isinstance(lake_maintenance_schedule(context), dg.SkipReason)
+    daily = datetime.datetime(2026, 11, 25, 3, tzinfo=datetime.UTC)
+    with dg.build_schedule_context(
+        resources={"warehouse": Warehouse(path=lake)}, scheduled_execution_time=daily
+    ) as context:
+        assert lake_maintenance_schedule(context).run_key == "lake-maintenance:2026-11-25T03:00"
