@@ -381,3 +381,26 @@ def test_the_maintenance_job_and_its_schedule(lake, tmp_path):
         resources={"warehouse": Warehouse(path=lake)}, scheduled_execution_time=daily
     ) as context:
         assert lake_maintenance_schedule(context).run_key == "lake-maintenance:2026-11-25T03:00"
+
+
+SPILL_FOLDER = """
+from interlink_pipeline.core.warehouse.database import connect
+with connect({location!r}, read_only=True) as con:
+    print(con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
+"""
+
+
+def test_each_process_spills_to_a_folder_of_its_own(lake):
+    """Four runs started from one folder once overwrote each other's spilled data in `.tmp`."""
+    replace_site_rows(lake, SITES[2], sample_frames(SITES[2]))
+    folders = [
+        subprocess.run(
+            [sys.executable, "-c", SPILL_FOLDER.format(location=lake)],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert len(set(folders)) == 2 and all("interlink-duckdb-" in folder for folder in folders), folders

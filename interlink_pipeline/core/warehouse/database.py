@@ -8,8 +8,11 @@ failing at once (damaged files and storage faults are told apart). A lake has ma
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -201,7 +204,13 @@ def _lake_database(location: str, read_only: bool, config: dict) -> duckdb.DuckD
     connection, every table of the contract is made (writers of a new lake take turns)."""
     key = (os.getpid(), location, read_only)  # a forked child opens its own
     if key not in _LAKE_DATABASES:
-        con = duckdb.connect(config=config)
+        # An in-memory database spills to `.tmp` in the working directory, under file names that are not
+        # unique to a process: runs started from one folder overwrote each other's spilled data (found with
+        # four sites at once, "Could not read enough bytes from file .tmp/duckdb_temp_storage_…"). Each
+        # process spills to a folder of its own.
+        spill = tempfile.mkdtemp(prefix=f"interlink-duckdb-{os.getpid()}-")
+        atexit.register(shutil.rmtree, spill, ignore_errors=True)
+        con = duckdb.connect(config={**config, "temp_directory": spill})
         try:
             lake.attach(con, location, read_only=read_only)
             if not read_only:
