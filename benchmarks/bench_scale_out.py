@@ -1,17 +1,20 @@
 """Many sites at once: N generated sites, each `interlink materialize` its own process, all started together,
 first on one DuckDB file (the writer pool of 1 lets one step write at a time: the baseline) and then on a
-DuckLake (catalog in a throwaway PostgreSQL, Parquet in a folder; the pool admits one step per site). Wall
-time is from the first start to the last end. "Overlap" is the longest time during which writing steps of
-different sites ran at once, from the Dagster event log. Every site's row counts must match between the two.
+DuckLake (catalog in a throwaway PostgreSQL, Parquet in a folder; a lake's steps join no pool, so every site
+writes at once). Wall time is from the first start to the last end. "Overlap" is the time during which steps
+of two or more sites ran at once, from the Dagster event log. Every site's row counts must match between the
+two.
 
-    python -m benchmarks.bench_scale_out [--sites 4] [--pages 10000]
+    python -m benchmarks.bench_scale_out [--sites 4] [--pages 10000] [--parts file lake catalog]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,16 +100,58 @@ def row_counts(env: dict[str, str]) -> dict[str, int]:
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(done.stderr[-3000:])
-    import json
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
+
+# What one site's run leaves in the lake, and what its writes cost: each table's live Parquet files and bytes
+# for the site, the time to replace the site's rows of the table again (what a write holds the table's lock
+# for), then the lake's files before and after the lake_maintenance job's work with nothing kept.
+_FOOTPRINT = """
+import dataclasses, json, sys, time
+from pathlib import Path
+from interlink_pipeline.core.warehouse.database import connect, default_warehouse
+from interlink_pipeline.core.warehouse.lake import data_path
+from interlink_pipeline.core.warehouse.lake_maintenance import MaintenanceOptions, maintain
+from interlink_pipeline.core.warehouse.schemas import TABLES
+from interlink_pipeline.core.warehouse.contract import table_columns
+from interlink_pipeline.core.warehouse.store import read_site, replace_site_rows
+
+lake, site = default_warehouse(), sys.argv[1]
+def on_disk():
+    files = list(Path(data_path()).rglob("*.parquet"))
+    return [len(files), sum(p.stat().st_size for p in files)]
+tables = {}
+for table in TABLES:
+    if "site" not in table_columns(table):
+        continue
+    rows = read_site(lake, table, site)
+    schema, name = table.split(".")
+    with connect(lake, read_only=True) as con:
+        files = con.execute(
+            "SELECT count(*), coalesce(sum(data_file_size_bytes), 0) FROM ducklake_list_files('lake', ?, "
+            "schema => ?) WHERE data_file LIKE ?", [name, schema, f"%site={site}/%"]
+        ).fetchone()
+    began = time.perf_counter()
+    replace_site_rows(lake, site, {table: rows})
+    tables[table] = {"rows": rows.height, "files": files[0], "bytes": files[1],
+                     "rewrite_s": time.perf_counter() - began}
+disk = on_disk()
+report = maintain(lake, MaintenanceOptions(keep_snapshots_days=0, file_grace_hours=0))
+print(json.dumps({"tables": tables, "maintenance": dataclasses.asdict(report), "disk_before": disk,
+                  "disk_after": on_disk()}))
+"""
+
+
+def footprint(env: dict[str, str], site: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", _FOOTPRINT, site], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise RuntimeError(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def measure(mode: str, made: list[tuple[str, Path]], work: Path, lake: str | None) -> dict:
-    import dagster as dg
-
-    from interlink_pipeline.defs.tables import WRITER_POOL
-
     folder = work / mode
     home, inbox, logs = folder / "home", folder / "inbox", folder / "logs"
     for path in (home, inbox, logs):
@@ -119,8 +164,6 @@ def measure(mode: str, made: list[tuple[str, Path]], work: Path, lake: str | Non
             "INTERLINK_LAKE_DATA_PATH": str(folder / "lake-data"),
             "INTERLINK_LAKE_FILES": str(folder / "files"),
         }
-        with dg.DagsterInstance.from_config(str(home)) as instance:  # one writing step per site at once
-            instance.event_log_storage.set_concurrency_slots(WRITER_POOL, len(made))
     else:
         env["INTERLINK_WAREHOUSE"] = str(folder / "interlink.duckdb")
     for host, site in made:
@@ -138,13 +181,17 @@ def measure(mode: str, made: list[tuple[str, Path]], work: Path, lake: str | Non
     together, most = overlap(spans)
     busy = sum(end - start for steps in spans.values() for start, end, _ in steps)
     print(f"  {mode}: {seconds:.0f}s wall, steps of ≥2 sites at once for {together:.0f}s", flush=True)
-    return {
+    measured = {
         "seconds": seconds,
         "step_seconds": busy,
         "overlap_seconds": together,
         "most_sites_at_once": most,
+        "steps": {site: {step: end - start for start, end, step in steps} for site, steps in spans.items()},
         "rows": row_counts(env),
     }
+    if lake:
+        measured["footprint"] = footprint(env, made[0][0])
+    return measured
 
 
 # One process's small commits for `seconds`: its site's rows of one table (5 rows) replaced again and again.
@@ -207,56 +254,65 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sites", type=int, default=4)
     parser.add_argument("--pages", type=int, default=10_000)
-    parser.add_argument("--catalog-only", action="store_true", help="only the catalog's commit rates")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=["file", "lake", "catalog"],
+        default=["file", "lake", "catalog"],
+        help="the runs on a file; on a lake (and one site's footprint there); the catalog's commit rates",
+    )
     args = parser.parse_args(argv)
     from interlink_pipeline_tests.services import create_database, postgres_server
 
     work = Path(tempfile.mkdtemp(prefix="interlink-scale-out-"))
     results: dict[str, dict] = {}
+    catalog = []
     try:
-        made = [] if args.catalog_only else sites(args.sites, args.pages)
-        if made:
+        made = sites(args.sites, args.pages) if {"file", "lake"} & set(args.parts) else []
+        if "file" in args.parts:
             results["file"] = measure("file", made, work, None)
         with postgres_server() as port:
             create_database(port, "lake")
             lake = f"ducklake:postgres:dbname=lake host=127.0.0.1 port={port} user=postgres"
-            if made:
+            if "lake" in args.parts:
                 results["lake"] = measure("lake", made, work, lake)
-            data = work / "lake-data"
-            catalog = [
-                commits(lake, ["staging.excluded_pages"], data),
-                commits(lake, ["staging.excluded_pages"] * 4, data),
-                commits(lake, ["staging.excluded_pages", "raw.crawl_pages"] * 2, data),
-            ]
+            if "catalog" in args.parts:
+                data = work / "lake" / "lake-data"  # where measure() put the lake's data, if it ran
+                catalog = [
+                    commits(lake, ["staging.excluded_pages"], data),
+                    commits(lake, ["staging.excluded_pages"] * 4, data),
+                    commits(lake, ["staging.excluded_pages", "raw.crawl_pages"] * 2, data),
+                ]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if made:
+    if results:
         report_runs(args, results)
-    print_table(
-        "Small commits through the lake's catalog (each replaces a site's 5 rows; 20 s)",
-        [
-            [str(c["writers"]), label, f"{c['commits_per_s']:.1f}", f"{c['median_ms']:.0f}"]
-            for c, label in zip(catalog, ["one", "one", "two"], strict=True)
-        ],
-        ["writers", "tables written", "commits/s (all writers)", "median ms per commit"],
-    )
-    save("scale_out", {"catalog": {"commits": catalog}})
+    if catalog:
+        print_table(
+            "Small commits through the lake's catalog (each replaces a site's 5 rows; 20 s)",
+            [
+                [str(c["writers"]), label, f"{c['commits_per_s']:.1f}", f"{c['median_ms']:.0f}"]
+                for c, label in zip(catalog, ["one", "one", "two"], strict=True)
+            ],
+            ["writers", "tables written", "commits/s (all writers)", "median ms per commit"],
+        )
+        save("scale_out", {"catalog": {"commits": catalog}})
 
 
 def report_runs(args: argparse.Namespace, results: dict[str, dict]) -> None:
-    same = results["file"]["rows"] == results["lake"]["rows"]
-    baseline = results["file"]["seconds"]
+    same = len(results) < 2 or results["file"]["rows"] == results["lake"]["rows"]
+    baseline = results.get("file", {}).get("seconds")
     print_table(
         f"{args.sites} sites × {args.pages:,} pages, every run started at once ({os.cpu_count()} cores)",
         [
             [
                 mode,
                 f"{r['seconds']:.0f}",
-                f"{baseline / r['seconds']:.2f}×",
+                f"{baseline / r['seconds']:.2f}×" if baseline else "–",
                 f"{r['step_seconds']:.0f}",
                 f"{r['overlap_seconds']:.0f}",
                 str(r["most_sites_at_once"]),
-                "yes" if same else "NO",
+                "yes" if same and len(results) == 2 else ("–" if same else "NO"),
             ]
             for mode, r in results.items()
         ],
@@ -270,10 +326,53 @@ def report_runs(args: argparse.Namespace, results: dict[str, dict]) -> None:
             "same rows",
         ],
     )
+    steps = list(next(iter(next(iter(results.values()))["steps"].values())))
+    print_table(
+        "Each step, median over the sites (s): one at a time on the file, all sites at once on the lake",
+        [[step, *(f"{_median_step(r, step):.1f}" for r in results.values())] for step in steps],
+        ["step", *results],
+    )
+    if "lake" in results:
+        report_footprint(results["lake"]["footprint"])
     runs = {mode: {k: v for k, v in r.items() if k != "rows"} for mode, r in results.items()}
     save("scale_out", {f"{args.sites}x{args.pages}": runs})
     if not same:
         raise SystemExit("the lake's row counts differ from the file's")
+
+
+def _median_step(result: dict, step: str) -> float:
+    return statistics.median(steps.get(step, 0.0) for steps in result["steps"].values())
+
+
+def report_footprint(found: dict) -> None:
+    tables = sorted(found["tables"].items(), key=lambda item: -item[1]["rewrite_s"])
+    print_table(
+        "One site's tables in the lake: live Parquet files, size, and the time to replace its rows again",
+        [
+            [table, f"{t['rows']:,}", str(t["files"]), f"{t['bytes'] / 1e6:.1f}", f"{t['rewrite_s']:.2f}"]
+            for table, t in tables
+        ],
+        ["table", "rows", "files", "MB", "rewrite s"],
+    )
+    done = found["maintenance"]
+    print_table(
+        f"The whole lake before and after lake_maintenance with nothing kept ({done['seconds']:.1f} s)",
+        [
+            [
+                when,
+                str(files["snapshots"]),
+                f"{files['live_files']:,}",
+                f"{files['live_bytes'] / 1e6:.0f}",
+                f"{disk[0]:,}",
+                f"{disk[1] / 1e6:.0f}",
+            ]
+            for when, files, disk in (
+                ("before", done["before"], found["disk_before"]),
+                ("after", done["after"], found["disk_after"]),
+            )
+        ],
+        ["", "snapshots", "live files", "live MB", "files on disk", "MB on disk"],
+    )
 
 
 if __name__ == "__main__":
