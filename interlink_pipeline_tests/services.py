@@ -189,8 +189,9 @@ def _redis_answers(port: int) -> bool:
 
 
 @contextmanager
-def s3_server(bucket: str) -> Iterator[str]:
-    """A local S3 (moto's server, in memory) on a free loopback port with `bucket` made; yields its URL."""
+def s3_server(bucket: str) -> Iterator[tuple[str, object]]:
+    """A local S3 (moto's server, in memory) on a free loopback port with `bucket` made; yields its URL and
+    a boto3 client of it (key id and secret `test`, region us-east-1)."""
     import boto3
 
     port = free_port()
@@ -208,6 +209,6 @@ def s3_server(bucket: str) -> Iterator[str]:
                 region_name="us-east-1",
             )
             client.create_bucket(Bucket=bucket)
-            yield url
+            yield url, client
     finally:
         shutil.rmtree(folder, ignore_errors=True)

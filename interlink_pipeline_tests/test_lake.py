@@ -190,11 +190,9 @@ def test_lake_settings_are_checked(lake, monkeypatch):
 
 def test_the_lake_keeps_its_parquet_files_on_s3(lake, monkeypatch):
     """INTERLINK_LAKE_DATA_PATH=s3://… with the AWS variables: a local S3 (moto's server) holds the files."""
-    import boto3
-
     from interlink_pipeline_tests.services import s3_server
 
-    with s3_server("interlink") as url:
+    with s3_server("interlink") as (url, client):
         for variable, value in {
             "INTERLINK_LAKE_DATA_PATH": "s3://interlink/lake/",
             "AWS_ACCESS_KEY_ID": "test",
@@ -207,8 +205,7 @@ def test_the_lake_keeps_its_parquet_files_on_s3(lake, monkeypatch):
         replace_site_rows(lake, SITES[0], frames)
         for table, frame in frames.items():
             assert site_rows(lake, table, SITES[0]).equals(frame.sort(pl.all())), table
-        keys = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "region_name": "us-east-1"}
-        listed = boto3.client("s3", endpoint_url=url, **keys).list_objects_v2(Bucket="interlink")
+        listed = client.list_objects_v2(Bucket="interlink")
     objects = [entry["Key"] for entry in listed["Contents"]]
     assert objects and all(key.startswith("lake/") and key.endswith(".parquet") for key in objects)
     assert any(f"/pages/site={SITES[0]}/" in key for key in objects), objects

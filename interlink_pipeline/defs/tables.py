@@ -98,9 +98,9 @@ def site_asset(
     invariants: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], AssetsDefinition]:
     """A per-site step that writes `tables`, each its own asset (key, schema, checks), from the tables it
-    reads (`deps`): partitioned by site, in the writer pool, one schema check per table plus `invariants`
-    ({check name: description}) that the step computes itself, on its first table. The op keeps the
-    step's name: run config stays `ops: {name: ...}`."""
+    reads (`deps`): partitioned by site, in the writer pool (of a file), one schema check per table plus
+    `invariants` ({check name: description}) that the step computes itself, on its first table. The op keeps
+    the step's name: run config stays `ops: {name: ...}`."""
     own_checks = [
         # blocking: an ERROR failure stops what depends on the asset; a WARN failure never does
         AssetCheckSpec(
