@@ -2,6 +2,7 @@
 writing at once. Skips, saying why, where PostgreSQL is not installed."""
 
 import datetime
+import json
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse import lake as lakes
 from interlink_pipeline.core.warehouse.database import connect
-from interlink_pipeline.core.warehouse.store import read_site, replace_site_rows
+from interlink_pipeline.core.warehouse.store import query, read_site, replace_site_rows
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import PROJECT_ROOT, SAMPLE_DIR
 
@@ -401,3 +402,48 @@ def test_each_process_spills_to_a_folder_of_its_own(lake):
         for _ in range(2)
     ]
     assert len(set(folders)) == 2 and all("interlink-duckdb-" in folder for folder in folders), folders
+
+
+def join_conditions(plan: dict) -> list[list[str]]:
+    """Every join's conditions in an EXPLAIN (FORMAT JSON) plan."""
+    found = plan.get("extra_info", {}).get("Conditions")
+    own = [[found] if isinstance(found, str) else found] if found is not None else []
+    return own + [c for child in plan.get("children", []) for c in join_conditions(child)]
+
+
+def test_the_spreadsheets_never_join_pages_to_pages_by_site_alone(lake):
+    """On a lake, with no distinct counts for the planner, the similar-pages sheet once joined the site's
+    pages to themselves on `site` before the pairs: every page with every page (10^8 rows at 10,000 pages;
+    out of memory at 1 GB). Every join of every spreadsheet's query over the pipeline's tables (dbt's marts
+    are not built here) must match rows on more than the site."""
+    from interlink_pipeline.core.publish.warehouse_reads import SPREADSHEETS
+
+    site = SITES[1]
+    frames = sample_frames(site)
+    ids = frames["staging.pages"]["page_id"]
+    pairs = pl.DataFrame(
+        {
+            "site": site,
+            "source_page_id": ids,
+            "target_page_id": ids.shift(-1, fill_value=ids[0]),
+            "score": pl.Series([0.5] * len(ids), dtype=pl.Float32),
+            "rank": pl.Series([1] * len(ids), dtype=pl.Int32),
+            "relation": "similar",
+            "reciprocal": False,
+            "method": "exact",
+        }
+    )
+    replace_site_rows(lake, site, {**frames, "ml.similarity_pairs": pairs})
+    with connect(lake, read_only=True) as con:
+        for name, sql in SPREADSHEETS.items():
+            if "marts." in sql:
+                continue
+            (plan,) = json.loads(con.execute(f"EXPLAIN (FORMAT JSON) {sql}", [site]).fetchone()[1])
+            site_alone = [c for c in join_conditions(plan) if all(x == "site = site" for x in c)]
+            assert not site_alone, f"{name}: a join on the site alone: {site_alone}"
+    sheet = query(lake, SPREADSHEETS["similar_pages"], [site])
+    urls = dict(zip(frames["staging.pages"]["page_id"], frames["staging.pages"]["url"], strict=True))
+    assert sheet.height == len(ids)
+    assert set(zip(sheet["page_url"], sheet["similar_url"], strict=True)) == {
+        (urls[s], urls[t]) for s, t in zip(pairs["source_page_id"], pairs["target_page_id"], strict=True)
+    }
