@@ -21,12 +21,16 @@ from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.link_plan import link_plan
 from interlink_pipeline.defs.maintenance import lake_maintenance, lake_maintenance_schedule
 from interlink_pipeline.defs.marts import DBT_EXECUTABLE, analyst_snapshot, dbt_project, marts
+from interlink_pipeline.defs.pool_wait import sleep_between_claims
 from interlink_pipeline.defs.relevance import CandidateSettings, link_candidates, link_ranker
 from interlink_pipeline.defs.reports import html_report, spreadsheet_exports
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 from interlink_pipeline.defs.serp import SerpApi, default_serp_api, serp_results
 from interlink_pipeline.defs.similarity import similarity_pairs, topic_clusters
+
+# Every process that runs the pipeline's steps loads this module: runs waiting for the writer pool sleep.
+sleep_between_claims()
 
 
 def build_defs(
