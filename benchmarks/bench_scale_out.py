@@ -2,8 +2,9 @@
 first on one DuckDB file (the writer pool of 1 lets one step write at a time: the baseline) and then on a
 DuckLake (catalog in a throwaway PostgreSQL, Parquet in a folder; a lake's steps join no pool, so every site
 writes at once). Wall time is from the first start to the last end. "Overlap" is the time during which steps
-of two or more sites ran at once, from the Dagster event log. Every site's row counts must match between the
-two.
+of two or more sites ran at once, from the Dagster event log. "CPU busy" is the share of the machine's core
+time in use during the runs (/proc/stat): what running sites at once can add is the idle rest. Every site's
+row counts must match between the two.
 
     python -m benchmarks.bench_scale_out [--sites 4] [--pages 10000] [--parts file lake catalog]
 """
@@ -54,6 +55,15 @@ def run_all(env: dict[str, str], hosts: list[str], logs: Path) -> float:
         tails = "\n".join((logs / f"{host}.log").read_text()[-3000:] for host in failed)
         raise RuntimeError(f"runs failed: {failed}\n{tails}")
     return time.monotonic() - started
+
+
+def cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU time of the whole machine since boot, all cores (Linux /proc/stat)."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(
+        int, Path("/proc/stat").read_text().split()[1:9]
+    )
+    busy = user + nice + system + irq + softirq + steal
+    return busy, busy + idle + iowait
 
 
 def step_spans(home: Path) -> dict[str, list[tuple[float, float, str]]]:
@@ -176,7 +186,9 @@ def measure(mode: str, made: list[tuple[str, Path]], work: Path, lake: str | Non
             capture_output=True,
         )
     print(f"{mode}: {len(made)} sites at once …", flush=True)
+    before = cpu_jiffies()
     seconds = run_all(env, [host for host, _ in made], logs)
+    after = cpu_jiffies()
     spans = step_spans(home)
     together, most = overlap(spans)
     busy = sum(end - start for steps in spans.values() for start, end, _ in steps)
@@ -186,6 +198,7 @@ def measure(mode: str, made: list[tuple[str, Path]], work: Path, lake: str | Non
         "step_seconds": busy,
         "overlap_seconds": together,
         "most_sites_at_once": most,
+        "cpu_busy": (after[0] - before[0]) / max(1, after[1] - before[1]),
         "steps": {site: {step: end - start for start, end, step in steps} for site, steps in spans.items()},
         "rows": row_counts(env),
     }
@@ -312,6 +325,7 @@ def report_runs(args: argparse.Namespace, results: dict[str, dict]) -> None:
                 f"{r['step_seconds']:.0f}",
                 f"{r['overlap_seconds']:.0f}",
                 str(r["most_sites_at_once"]),
+                f"{r['cpu_busy']:.0%}",
                 "yes" if same and len(results) == 2 else ("–" if same else "NO"),
             ]
             for mode, r in results.items()
@@ -323,6 +337,7 @@ def report_runs(args: argparse.Namespace, results: dict[str, dict]) -> None:
             "step s (sum)",
             "≥2 sites at once s",
             "most at once",
+            "CPU busy",
             "same rows",
         ],
     )
