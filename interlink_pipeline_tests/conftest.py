@@ -1,4 +1,5 @@
-"""Fixtures: the real crawls beside the checkout, temporary warehouses and drop folders, the model."""
+"""Fixtures: the real crawls beside the checkout, sites materialised once for the session, temporary
+warehouses and drop folders, the model, one PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -6,20 +7,38 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.helpers import DBT_DIR, LIGHT, PROJECT_ROOT, SAMPLE_DIR, SHARED_CRAWLS
+from interlink_pipeline_tests.helpers import (
+    AFTER_PLAN,
+    DBT_DIR,
+    LIGHT,
+    NUTRI,
+    PROJECT_ROOT,
+    SAMPLE_DIR,
+    SHARED_CRAWLS,
+    UP_TO_PLAN,
+    UPSTREAM,
+    failure_message,
+    register_lightchiropractic,
+    run_site,
+)
 from interlink_pipeline_tests.services import create_database, postgres_server
+from interlink_pipeline_tests.site_runs import SiteFolder, SiteRun, materialise_once, shared_root
 
 
 def pytest_configure(config):
     """Prepare the dbt manifest as `make install` does (outside `dagster dev` the code location never
-    parses dbt on import): dbt's partial parsing makes an unchanged project quick."""
+    parses dbt on import): dbt's partial parsing makes an unchanged project quick. Once, before any
+    pytest-xdist worker starts."""
+    if hasattr(config, "workerinput"):
+        return
     dbt = Path(sys.executable).with_name("dbt")
     subprocess.run(
         [str(dbt), "parse", "--profiles-dir", ".", "--quiet"], cwd=DBT_DIR, check=True, capture_output=True
@@ -28,8 +47,10 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session", autouse=True)
 def model_cache(tmp_path_factory) -> Path:
-    """Exported ONNX graphs go to a per-session folder, not the user's cache."""
-    folder = tmp_path_factory.mktemp("model-cache")
+    """Exported ONNX graphs go to a per-session folder, not the user's cache (one for every xdist worker:
+    an export is written atomically)."""
+    folder = _sites_root(tmp_path_factory) / "model-cache"
+    folder.mkdir(exist_ok=True)
     previous = os.environ.get("INTERLINK_MODEL_CACHE")
     os.environ["INTERLINK_MODEL_CACHE"] = str(folder)
     yield folder
@@ -67,9 +88,22 @@ def inbox_root(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def empty_instance(tmp_path_factory) -> Path:
+    """An empty Dagster instance's folder, made once: creating its SQLite storages takes a second or
+    more, a copy a fifth of that."""
+    folder = tmp_path_factory.mktemp("empty-instance")
+    with dg.instance_for_test(temp_dir=str(folder), set_dagster_home=False):
+        pass
+    return folder
+
+
 @pytest.fixture()
-def instance():
-    with dg.instance_for_test() as test_instance:
+def instance(empty_instance, tmp_path_factory):
+    """A Dagster instance of the test's own (a copy of the empty one), $DAGSTER_HOME while it runs."""
+    folder = tmp_path_factory.mktemp("instance")
+    shutil.copytree(empty_instance, folder, dirs_exist_ok=True)
+    with dg.instance_for_test(temp_dir=str(folder)) as test_instance:
         yield test_instance
 
 
@@ -101,25 +135,33 @@ def light_inbox(inbox_root, crawls):
     return inbox_root
 
 
-@pytest.fixture()
+@pytest.fixture(scope="session")
 def postgres_port() -> Iterator[int]:
-    """A throwaway PostgreSQL server (the test skips, saying why, where PostgreSQL is not installed)."""
+    """A throwaway PostgreSQL server for the session (the tests skip, saying why, where PostgreSQL is not
+    installed); each test makes databases of its own on it (`new_database`)."""
     with postgres_server() as port:
         yield port
 
 
 @pytest.fixture()
-def postgres_url(postgres_port) -> str:
-    create_database(postgres_port, "dagster")
-    return f"postgresql://postgres@127.0.0.1:{postgres_port}/dagster"
+def new_database(postgres_port) -> Callable[[str], str]:
+    """Makes an empty database on the session's server, named after its purpose and unique: its name."""
+
+    def make(purpose: str) -> str:
+        name = f"{purpose}_{uuid.uuid4().hex[:12]}"
+        create_database(postgres_port, name)
+        return name
+
+    return make
 
 
 @pytest.fixture()
-def lake(postgres_port, tmp_path, monkeypatch) -> str:
-    """A DuckLake warehouse (catalog in a throwaway PostgreSQL, Parquet in a temporary folder), set in the
+def lake(postgres_port, new_database, tmp_path, monkeypatch) -> str:
+    """A DuckLake warehouse (catalog in a database of its own, Parquet in a temporary folder), set in the
     environment as a deployment sets it (dbt and child processes read it there)."""
-    create_database(postgres_port, "lake")
-    location = f"ducklake:postgres:dbname=lake host=127.0.0.1 port={postgres_port} user=postgres"
+    location = (
+        f"ducklake:postgres:dbname={new_database('lake')} host=127.0.0.1 port={postgres_port} user=postgres"
+    )
     monkeypatch.setenv("INTERLINK_WAREHOUSE", location)
     monkeypatch.setenv("INTERLINK_LAKE_DATA_PATH", str(tmp_path / "lake-data"))
     monkeypatch.setenv("INTERLINK_LAKE_FILES", str(tmp_path / "lake-files"))
@@ -138,3 +180,74 @@ def cli_env(tmp_path):
         "INTERLINK_WAREHOUSE": str(tmp_path / "w.duckdb"),
         "INTERLINK_INBOX": str(tmp_path / "inbox"),
     }
+
+
+# --- sites materialised once for the session ---------------------------------------------------------
+
+
+def _sites_root(tmp_path_factory) -> Path:
+    return shared_root(tmp_path_factory, os.environ.get("PYTEST_XDIST_WORKER", "master"))
+
+
+def _steps(site: str, steps: list[str] | None = None):
+    """A phase of a shared site: `steps` (default: all) for `site`, which must succeed."""
+
+    def run(folder: SiteFolder, instance: dg.DagsterInstance) -> list[str]:
+        result = run_site(folder.warehouse, folder.inbox, instance, site, steps=steps)
+        assert result.success, failure_message(result)
+        return [result.run_id]
+
+    return run
+
+
+def _registered(register: Callable[[Path], object], then: Callable):
+    def run(folder: SiteFolder, instance: dg.DagsterInstance) -> list[str]:
+        register(folder.inbox)
+        return then(folder, instance)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def sample_site(tmp_path_factory) -> SiteRun:
+    """The bundled sample (crawl and links) through every step, once for the session. Read it as it is;
+    copy it (`.folder.copy`) to write. `.phases["plan"]` is the folder as it stood after the steps up to
+    the plan (nothing measured or published yet)."""
+    from interlink_pipeline.core.ingest.inbox import register_crawl
+
+    def sample(inbox: Path) -> None:
+        register_crawl(inbox, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
+
+    return materialise_once(
+        _sites_root(tmp_path_factory),
+        "sample",
+        [
+            ("plan", _registered(sample, _steps(SAMPLE_HOST, UP_TO_PLAN))),
+            (None, _steps(SAMPLE_HOST, AFTER_PLAN)),
+        ],
+    )
+
+
+@pytest.fixture(scope="session")
+def light_and_nutri(tmp_path_factory, crawls) -> SiteRun:
+    """lightchiropractic (crawl and All Inlinks) and then nutrisport (a crawl without links) through every
+    step into one warehouse, once for the session. `.for_site(site)` reads one site's runs;
+    `.phases["upstream"]` is the folder as it stood after lightchiropractic's steps up to the topics."""
+    from interlink_pipeline.core.ingest.inbox import register_crawl
+
+    def nutrisport(inbox: Path) -> None:
+        register_crawl(inbox, NUTRI, crawls / "nutrisport/internal_html.csv")
+
+    after_upstream = [step for step in UP_TO_PLAN + AFTER_PLAN if step not in UPSTREAM]
+    return materialise_once(
+        _sites_root(tmp_path_factory),
+        "light-and-nutri",
+        [
+            (
+                "upstream",
+                _registered(lambda inbox: register_lightchiropractic(inbox, crawls), _steps(LIGHT, UPSTREAM)),
+            ),
+            (None, _steps(LIGHT, after_upstream)),
+            (None, _registered(nutrisport, _steps(NUTRI))),
+        ],
+    )

@@ -8,6 +8,7 @@ import io
 import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import dagster as dg
@@ -26,6 +27,12 @@ DBT_DIR = PROJECT_ROOT / "dbt"
 # SERP requests retried fast: the tests' local servers answer at once
 FAST_SERP = {"backoff_base_s": 0.05, "backoff_max_s": 0.2, "timeout_s": 2.0}
 SERP_STEPS = ["raw_crawl", "pages", "serp_results"]
+# the site pipeline's steps in three stretches: what the candidates read, the relevance and the plan, and
+# what is measured and published from the plan
+UPSTREAM = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "serp_results",
+            "similarity_pairs", "topic_clusters"]  # fmt: skip
+UP_TO_PLAN = [*UPSTREAM, "link_ranker", "link_candidates", "link_plan"]
+AFTER_PLAN = ["link_backtest", "marts", "analyst_snapshot", "spreadsheet_exports", "html_report"]
 
 
 def write_export(
@@ -170,6 +177,23 @@ def run_cli(env: dict[str, str], *args: str, stdin: str | None = None) -> subpro
     )
 
 
+def call_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """`interlink ARGS` through its entry point in this process, with `env` as the environment and what
+    it prints captured: for commands whose own process adds nothing to what a test checks (run_cli keeps
+    the real process where exit codes, signals and locks are tested)."""
+    from unittest.mock import patch
+
+    from interlink_pipeline.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with patch.dict(os.environ, env, clear=True), redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as done:  # argparse: --help, --version, a usage error
+            code = done.code
+    return subprocess.CompletedProcess(["interlink", *args], code, out.getvalue(), err.getvalue())
+
+
 def run_cli_in_terminal(env: dict[str, str], *args: str) -> str:
     """`interlink ARGS` with its output on a pseudo-terminal, as in a user's shell: what it drew there."""
     import pty
@@ -198,11 +222,10 @@ def run_cli_in_terminal(env: dict[str, str], *args: str) -> str:
     return drawn.decode(errors="replace")
 
 
-def changed_light_crawl(crawls: Path, tmp_path: Path) -> Path:
-    """lightchiropractic's export without one of its pages: a new crawl of the same site."""
+def changed_light_crawl(crawls: Path, tmp_path: Path, without: str = "conditions-scoliosis") -> Path:
+    """lightchiropractic's export without one of its pages (/`without`/): a new crawl of the same site."""
     export = pl.read_csv(crawls / "lightchiropractic/internal_all.csv", infer_schema=False)
-    changed = tmp_path / "internal_all.csv"
-    export.filter(pl.col("Address") != "https://www.lightchiropractic.sg/conditions-scoliosis/").write_csv(
-        changed
-    )
+    changed = tmp_path / f"without-{without}" / "internal_all.csv"
+    changed.parent.mkdir(parents=True, exist_ok=True)
+    export.filter(pl.col("Address") != f"https://www.lightchiropractic.sg/{without}/").write_csv(changed)
     return changed

@@ -1,4 +1,5 @@
-"""The `interlink` command, run as a user would (a subprocess with its own instance and warehouse)."""
+"""The `interlink` command, run as a user would (a subprocess with its own instance and warehouse), or
+through its entry point in process where the process itself is not what is tested."""
 
 import re
 from pathlib import Path
@@ -8,7 +9,7 @@ import polars as pl
 
 from interlink_pipeline.cli import EXAMPLES
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.helpers import NUTRI, run_cli, run_cli_in_terminal
+from interlink_pipeline_tests.helpers import NUTRI, call_cli, run_cli, run_cli_in_terminal
 
 
 def test_demo_materialises_the_sample(cli_env, tmp_path):
@@ -55,13 +56,13 @@ def test_demo_materialises_the_sample(cli_env, tmp_path):
 
 
 def test_register_infers_the_site_and_adds_the_partition(cli_env, tmp_path, crawls):
-    done = run_cli(cli_env, "register", str(crawls / "nutrisport/internal_html.csv"))
+    done = call_cli(cli_env, "register", str(crawls / "nutrisport/internal_html.csv"))
     assert done.returncode == 0, done.stderr
     assert f"registered {NUTRI}" in done.stdout
     assert (tmp_path / "inbox" / NUTRI / "internal_html.csv").read_bytes() == (
         crawls / "nutrisport/internal_html.csv"
     ).read_bytes()
-    assert f"{NUTRI}: not materialised yet" in run_cli(cli_env, "sites").stdout
+    assert f"{NUTRI}: not materialised yet" in call_cli(cli_env, "sites").stdout
 
 
 def test_register_bad_input_fails_cleanly(cli_env, tmp_path):
@@ -77,7 +78,7 @@ def test_register_bad_input_fails_cleanly(cli_env, tmp_path):
 
 def test_generate_site(cli_env, tmp_path):
     out = tmp_path / "site"
-    done = run_cli(
+    done = call_cli(
         cli_env, "generate-site", "--pages", "500", "--out", str(out), "--no-links", "--host", "Shop.Example"
     )
     assert done.returncode == 0, done.stderr
@@ -88,17 +89,17 @@ def test_generate_site(cli_env, tmp_path):
 
 
 def test_every_command_says_what_it_does_with_an_example(cli_env):
-    version = run_cli(cli_env, "--version")
+    version = run_cli(cli_env, "--version")  # a real process: what a user's shell gets
     assert version.returncode == 0 and version.stdout.startswith("interlink 0.")
     for command, example in EXAMPLES.items():
-        shown = run_cli(cli_env, command, "--help")
+        shown = call_cli(cli_env, command, "--help")
         assert shown.returncode == 0, shown.stderr
         assert f"example:\n  {example}" in shown.stdout
 
 
 def test_settings_from_a_file_or_flags_are_checked_before_anything_runs(cli_env, tmp_path):
     def materialize(*options):
-        return run_cli(cli_env, "materialize", "--site", SAMPLE_HOST, *options)
+        return call_cli(cli_env, "materialize", "--site", SAMPLE_HOST, *options)
 
     missing = materialize("--config", str(tmp_path / "none.yaml"))
     assert missing.returncode == 2 and "none.yaml: config file not found." in missing.stderr

@@ -19,10 +19,9 @@ from dagster_celery.tags import DAGSTER_CELERY_TASK_ID_TAG
 
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.warehouse.database import connect
-from interlink_pipeline.sample import SAMPLE_HOST, generate_site, write_site
-from interlink_pipeline_tests.helpers import LIGHT, PROJECT_ROOT, SAMPLE_DIR
+from interlink_pipeline.sample import generate_site, write_site
+from interlink_pipeline_tests.helpers import LIGHT, NUTRI, PROJECT_ROOT
 from interlink_pipeline_tests.services import (
-    create_database,
     free_port,
     http_ok,
     redis_server,
@@ -58,18 +57,17 @@ def _received(log: Path) -> set[str]:
 
 
 def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
-    postgres_port, tmp_path, model_cache, crawls, monkeypatch
+    postgres_port, new_database, tmp_path, model_cache, crawls, monkeypatch
 ):
-    create_database(postgres_port, "dagster")
-    create_database(postgres_port, "lake")
-    lake = f"ducklake:postgres:dbname=lake host=127.0.0.1 port={postgres_port} user=postgres"
+    history, catalog = new_database("dagster"), new_database("lake")
+    lake = f"ducklake:postgres:dbname={catalog} host=127.0.0.1 port={postgres_port} user=postgres"
     # what every machine mounts: the drop folder, the lake's Parquet files and the files beside its tables
     shared = tmp_path / "shared"
     inbox = shared / "inbox"
     inbox.mkdir(parents=True)
     settings = {
         # SQLAlchemy 2.1 maps a bare postgresql:// to psycopg 3; dagster-postgres brings psycopg2
-        "DAGSTER_PG_URL": f"postgresql+psycopg2://postgres@127.0.0.1:{postgres_port}/dagster",
+        "DAGSTER_PG_URL": f"postgresql+psycopg2://postgres@127.0.0.1:{postgres_port}/{history}",
         "INTERLINK_WAREHOUSE": lake,
         "INTERLINK_LAKE_DATA_PATH": str(shared / "lake-data"),
         "INTERLINK_LAKE_FILES": str(shared / "files"),
@@ -113,9 +111,9 @@ def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
         wait_for(lambda: http_ok(f"{url}/server_info"), 180, "the webserver", *logs.values())
         for name in WORKERS:
             wait_for(lambda n=name: " ready." in logs[n].read_text(), 120, f"{name}", logs[name])
-        sample = (SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
-        register_crawl(inbox, SAMPLE_HOST, *sample)
-        register_crawl(inbox, LIGHT, crawls / "lightchiropractic/internal_all.csv")
+        register_crawl(inbox, NUTRI, crawls / "nutrisport/internal_html.csv")
+        light = crawls / "lightchiropractic"
+        register_crawl(inbox, LIGHT, light / "internal_all.csv", light / "all_inlinks.csv")
         register_crawl(inbox, THIRD, third["crawl"], third["links"])
 
         def all_finished():
@@ -125,7 +123,7 @@ def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
         runs = wait_for(all_finished, 1200, "three inbox runs to finish", *logs.values())
         failed = [r.run_id for r in runs if r.status != dg.DagsterRunStatus.SUCCESS]
         assert not failed, [logs[name].read_text()[-4000:] for name in ("daemon", *WORKERS)]
-        assert {r.tags["dagster/partition"] for r in runs} == {SAMPLE_HOST, LIGHT, THIRD}
+        assert {r.tags["dagster/partition"] for r in runs} == {NUTRI, LIGHT, THIRD}
 
         # the workers executed the runs, both of them: each took the Celery task the daemon sent for a run
         received = {name: _received(logs[name]) for name in WORKERS}
@@ -165,5 +163,5 @@ def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
         listed = "SELECT data_file FROM ducklake_list_files('lake', 'link_plan', schema => 'graph')"
         files = con.execute(listed)
         folders = {path.split("/")[-2] for (path,) in files.fetchall()}
-    assert set(planned) == {SAMPLE_HOST, LIGHT, THIRD} and min(planned.values()) > 0
+    assert set(planned) == {NUTRI, LIGHT, THIRD} and min(planned.values()) > 0
     assert folders == {f"site={site}" for site in planned}

@@ -13,7 +13,6 @@ import pytest
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
-from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder
 from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL, model_fingerprint, resolve_model_dir
@@ -28,7 +27,6 @@ from interlink_pipeline_tests.helpers import (
     SAMPLE_DIR,
     failure_message,
     materialization_metadata,
-    run_site,
 )
 
 TEXTS = [
@@ -225,17 +223,10 @@ def test_bad_vectors_are_never_stored(encoder, warehouse_path):
         )
 
 
-@pytest.mark.parametrize(
-    ("site", "export", "pages"),
-    [
-        (SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", 1700),
-        (NUTRI, "nutrisport/internal_html.csv", 566),
-        (LIGHT, "lightchiropractic/internal_all.csv", 97),
-    ],
-)
-def test_asset_materialises(site, export, pages, warehouse_path, inbox_root, instance, crawls, encoder):
-    register_crawl(inbox_root, site, export if export.__class__ is not str else crawls / export)
-    result = run_site(warehouse_path, inbox_root, instance, site)
+@pytest.mark.parametrize(("site", "pages"), [(SAMPLE_HOST, 1700), (NUTRI, 566), (LIGHT, 97)])
+def test_asset_materialises(site, pages, request, encoder):
+    run = request.getfixturevalue("sample_site" if site == SAMPLE_HOST else "light_and_nutri")
+    result = run.for_site(site)
     assert result.success, failure_message(result)
     metadata = materialization_metadata(result, "page_embeddings")
     assert metadata["dagster/row_count"] == pages
@@ -248,7 +239,7 @@ def test_asset_materialises(site, export, pages, warehouse_path, inbox_root, ins
         if e.event_type_value == "ASSET_CHECK_EVALUATION"
     }
     assert checks["ml_page_embeddings_schema"] is True
-    vectors = np.array(_stored(warehouse_path, site)["vector"].to_list(), dtype=np.float32)
+    vectors = np.array(_stored(run.warehouse, site)["vector"].to_list(), dtype=np.float32)
     assert vectors.shape == (pages, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
 
 

@@ -28,8 +28,8 @@ from interlink_pipeline_tests.helpers import (
     NUTRI,
     PROJECT_ROOT,
     SAMPLE_DIR,
+    UP_TO_PLAN,
     materialization_metadata,
-    register_lightchiropractic,
     run_site,
 )
 
@@ -357,11 +357,6 @@ def test_a_kept_centrality_estimate_is_reused_until_the_graph_moves_past_the_lim
     assert np.array_equal(exact, betweenness(n, pairs, PlanOptions(exact_centrality_below=n + 1))[0])
 
 
-def _plan(warehouse_path, inbox, instance, site, config=None):
-    run_config = {"ops": {"link_plan": {"config": config}}} if config else None
-    return run_site(warehouse_path, inbox, instance, site, run_config=run_config)
-
-
 def _checks(result):
     """The link_plan step's check evaluations (on each of its tables) by name."""
     return {
@@ -371,10 +366,9 @@ def _checks(result):
     }
 
 
-def test_plan_on_the_sample(warehouse_path, sample_inbox, instance, encoder):
-    result = _plan(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
-    assert result.success
-    checks = _checks(result)
+def test_plan_on_the_sample(sample_site):
+    assert sample_site.success
+    checks = _checks(sample_site)
     assert set(checks) == {
         "graph_link_plan_schema",
         "graph_page_metrics_schema",
@@ -387,7 +381,7 @@ def test_plan_on_the_sample(warehouse_path, sample_inbox, instance, encoder):
         "link_plan_depth_target",
     }
     assert all(check.passed for check in checks.values())
-    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+    with duckdb.connect(str(sample_site.warehouse), read_only=True) as con:
         after = (
             con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'after'").pl().row(0, named=True)
         )
@@ -421,27 +415,12 @@ def test_plan_on_the_sample(warehouse_path, sample_inbox, instance, encoder):
     assert backtest["hidden_links"] > 200 and backtest["plan_links"] > 0
     assert backtest["plan_precision"] > backtest["baseline_precision"]
     assert backtest["candidate_precision_at_k"] > backtest["baseline_precision_at_k"]
-    backtest_meta = materialization_metadata(result, "link_backtest")
+    backtest_meta = materialization_metadata(sample_site, "link_backtest")
     assert "| plan precision |" in backtest_meta["ours_vs_baseline"]
     # figures for people: 4 significant digits (the table keeps full precision)
     figures = [value for value in backtest_meta.values() if isinstance(value, float)]
     assert len(figures) >= 6 and all(value == significant(value) for value in figures)
     assert "orphan-rescue" in set(plan["reason"])
-
-
-UP_TO_PLAN = [
-    "raw_crawl",
-    "raw_links",
-    "raw_page_text",
-    "pages",
-    "page_embeddings",
-    "serp_results",
-    "similarity_pairs",
-    "topic_clusters",
-    "link_ranker",
-    "link_candidates",
-    "link_plan",
-]
 
 
 def _rows_naming(con, page_id: str) -> dict[str, int]:
@@ -461,16 +440,15 @@ def _rows_naming(con, page_id: str) -> dict[str, int]:
 CANDIDATES_SQL = "SELECT * FROM ml.link_candidates ORDER BY source_page_id, target_page_id"
 
 
-def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, instance, encoder):
+def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, instance, sample_site):
     """The sample re-crawled with 1% of its titles changed, one linked page gone and three in-content links
     gone: the candidates are updated and equal a rebuild; the new plan keeps at least 95% of the last
     one's links, graph.link_plan_changes accounts for every link of both plans, and the gone page is left
     in no table but as the removed links' page."""
-    register_crawl(inbox_root, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
-    warehouse = tmp_path / "w.duckdb"
-    first = run_site(warehouse, inbox_root, instance, SAMPLE_HOST, steps=UP_TO_PLAN)
-    assert first.success
-    assert materialization_metadata(first, "link_plan")["plan_stability"] == "no previous plan"
+    planned = sample_site.phases["plan"].copy(tmp_path / "site")  # the first plan, of the sample's crawl
+    warehouse, inbox_root = planned.warehouse, planned.inbox
+    first = materialization_metadata(sample_site, "link_plan")
+    assert first["plan_stability"] == "no previous plan"
     with duckdb.connect(str(warehouse), read_only=True) as con:
         previous = con.execute("SELECT * FROM graph.link_plan").pl()
         gone_id, gone_url = con.execute(
@@ -532,13 +510,10 @@ def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, inbox_root, in
     assert "| kept | still valid |" in meta["changes_since_last_plan"]
 
 
-def test_plan_on_real_crawls_with_and_without_inlinks(warehouse_path, inbox_root, instance, crawls, encoder):
-    register_lightchiropractic(inbox_root, crawls)
-    register_crawl(inbox_root, NUTRI, crawls / "nutrisport/internal_html.csv")
-    light = _plan(warehouse_path, inbox_root, instance, LIGHT)
-    nutri = _plan(warehouse_path, inbox_root, instance, NUTRI)
+def test_plan_on_real_crawls_with_and_without_inlinks(light_and_nutri):
+    light, nutri = light_and_nutri.for_site(LIGHT), light_and_nutri.for_site(NUTRI)
     assert light.success and nutri.success
-    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+    with duckdb.connect(str(light_and_nutri.warehouse), read_only=True) as con:
         metrics = con.execute(
             "SELECT site, scenario, orphan_pages FROM graph.site_metrics ORDER BY ALL"
         ).fetchall()
@@ -556,11 +531,11 @@ def test_plan_on_real_crawls_with_and_without_inlinks(warehouse_path, inbox_root
     assert ranker["model"] == "default" and "fewer than min_positives (40)" in ranker["why"]
 
 
-def test_constraints_that_cannot_be_met_give_warnings_with_the_reason(
-    warehouse_path, sample_inbox, instance, encoder
-):
-    result = _plan(
-        warehouse_path, sample_inbox, instance, SAMPLE_HOST, {"out_link_budget": 1, "max_depth": 2}
+def test_constraints_that_cannot_be_met_give_warnings_with_the_reason(tmp_path, instance, sample_site):
+    site = sample_site.folder.copy(tmp_path / "site")
+    config = {"ops": {"link_plan": {"config": {"out_link_budget": 1, "max_depth": 2}}}}
+    result = run_site(
+        site.warehouse, site.inbox, instance, SAMPLE_HOST, run_config=config, steps=["link_plan"]
     )
     assert result.success  # the plan is written, and the checks say what could not be done
     checks = _checks(result)
@@ -595,14 +570,14 @@ def test_the_depth_histogram_is_a_markdown_table_one_row_per_depth():
     ]
 
 
-def test_each_run_leaves_figures_the_ui_plots_over_time(warehouse_path, sample_inbox, instance, encoder):
+def test_each_run_leaves_figures_the_ui_plots_over_time(tmp_path, instance, sample_site):
     """The asset's Plots tab charts numeric metadata run after run: a site's orphans, depth, links planned
     and run time over three plans (the backtest's precision sits on graph/backtest_runs)."""
-    assert _plan(warehouse_path, sample_inbox, instance, SAMPLE_HOST).success
-    for budget in (12, 8):
-        config = {"ops": {"link_plan": {"config": {"out_link_budget": budget}}}}
+    site = sample_site.folder.copy(tmp_path / "site")
+    for budget in (None, 12, 8):
+        config = {"ops": {"link_plan": {"config": {"out_link_budget": budget} if budget else {}}}}
         rerun = run_site(
-            warehouse_path, sample_inbox, instance, SAMPLE_HOST, run_config=config, steps=["link_plan"]
+            site.warehouse, site.inbox, instance, SAMPLE_HOST, run_config=config, steps=["link_plan"]
         )
         assert rerun.success
     records = instance.fetch_materializations(dg.AssetKey(["graph", "link_plan"]), limit=10).records
@@ -619,5 +594,5 @@ def test_each_run_leaves_figures_the_ui_plots_over_time(warehouse_path, sample_i
         assert record.asset_materialization.partition == SAMPLE_HOST
         assert all(isinstance(metadata[name].value, int | float) for name in plotted)
         assert metadata["orphan_pages_after"].value == 0 and metadata["orphan_pages_before"].value > 0
-    backtests = instance.fetch_materializations(dg.AssetKey(["graph", "backtest_runs"]), limit=10).records
-    assert isinstance(backtests[0].asset_materialization.metadata["plan_precision"].value, float)
+    backtests = sample_site.instance.fetch_materializations(dg.AssetKey(["graph", "backtest_runs"]), limit=10)
+    assert isinstance(backtests.records[0].asset_materialization.metadata["plan_precision"].value, float)

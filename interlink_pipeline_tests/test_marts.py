@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -13,7 +14,6 @@ import pytest
 from dagster_dbt import DbtProject
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.warehouse.snapshot import publish_snapshot, snapshot_path
 from interlink_pipeline.core.warehouse.table_docs import mart_columns
 from interlink_pipeline.definitions import build_defs
@@ -28,6 +28,7 @@ from interlink_pipeline_tests.helpers import (
     register_lightchiropractic,
     run_site,
 )
+from interlink_pipeline_tests.site_runs import SiteFolder
 
 MARTS = ("link_opportunities", "page_scorecard", "orphan_pages", "cluster_summary", "site_health")
 
@@ -45,16 +46,12 @@ def _counts(con, table, by="site"):
     return dict(con.execute(f"SELECT {by}, count(*) FROM {table} GROUP BY ALL").fetchall())
 
 
-def test_marts_are_built_per_site_with_checks_lineage_and_history(
-    warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
-):
-    register_lightchiropractic(inbox_root, crawls)
-    register_crawl(inbox_root, NUTRI, crawls / "nutrisport/internal_html.csv")
-    light, nutri = (run_site(warehouse_path, inbox_root, instance, site) for site in (LIGHT, NUTRI))
+def test_marts_are_built_per_site_with_checks_lineage_and_history(light_and_nutri, light_recrawled):
+    light, nutri = light_and_nutri.for_site(LIGHT), light_and_nutri.for_site(NUTRI)
     assert light.success and nutri.success
     checks = _dbt_checks(light)
     assert len(checks) >= 30 and all(check.passed for check in checks)  # the dbt tests, as asset checks
-    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+    with duckdb.connect(str(light_and_nutri.warehouse), read_only=True) as con:
         plan = _counts(con, "graph.link_plan")
         opportunities = _counts(con, "marts.link_opportunities")
         pages = _counts(con, "staging.pages")
@@ -76,14 +73,13 @@ def test_marts_are_built_per_site_with_checks_lineage_and_history(
     assert orphans_before == 14
 
     # lineage: the marts sit downstream of the crawl
-    graph = build_defs(str(warehouse_path), str(inbox_root)).resolve_asset_graph()
+    graph = build_defs(str(light_and_nutri.warehouse), str(light_and_nutri.inbox)).resolve_asset_graph()
     upstream = graph.upstream_key_iterator(dg.AssetKey(["marts", "link_opportunities"]))
     assert {dg.AssetKey(["raw", "crawl_pages"]), dg.AssetKey(["graph", "link_plan"])} <= set(upstream)
 
     # a new crawl of one site: its rows are replaced, the other site's stay, site_health keeps both crawls
-    register_lightchiropractic(inbox_root, crawls, changed_light_crawl(crawls, tmp_path))
-    assert run_site(warehouse_path, inbox_root, instance, LIGHT).success
-    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+    assert light_recrawled.run.success
+    with duckdb.connect(str(light_recrawled.folder.warehouse), read_only=True) as con:
         crawls_kept = con.execute(
             "SELECT count(DISTINCT crawl_id), count(*) FROM marts.site_health WHERE site = ?", [LIGHT]
         ).fetchone()
@@ -98,15 +94,25 @@ def test_marts_are_built_per_site_with_checks_lineage_and_history(
     assert pages_now[LIGHT] == pages[LIGHT] - 1 and pages_now[NUTRI] == pages[NUTRI]
 
 
-def test_analysts_read_the_snapshot_while_a_run_writes(
-    warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
-):
-    register_lightchiropractic(inbox_root, crawls)
-    assert run_site(warehouse_path, inbox_root, instance, LIGHT).success
-    snapshot = snapshot_path(warehouse_path)
-    assert snapshot == warehouse_path.parent / "snapshots" / "interlink.duckdb"
+@dataclass
+class Recrawled:
+    """lightchiropractic re-crawled without one page, run through every step beside nutrisport, while an
+    analyst held the published snapshot open."""
+
+    folder: SiteFolder
+    run: dg.ExecuteInProcessResult
+    tables: set[str]  # what the snapshot held before the run
+    scorecard_before: int  # marts.page_scorecard's rows the analyst read before the run
+    scorecard_during: int  # and read again, still connected, once the run had published
+
+
+@pytest.fixture(scope="module")
+def light_recrawled(light_and_nutri, crawls, tmp_path_factory) -> Recrawled:
+    root = tmp_path_factory.mktemp("recrawled")
+    folder = light_and_nutri.folder.copy(root / "site")
+    snapshot = snapshot_path(folder.warehouse)
     with duckdb.connect(str(snapshot), read_only=True) as analyst:
-        first = analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0]
+        before = analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0]
         tables = {
             f"{schema}.{name}"
             for schema, name in analyst.execute(
@@ -114,12 +120,28 @@ def test_analysts_read_the_snapshot_while_a_run_writes(
             ).fetchall()
         }
         # the analyst keeps the snapshot open while the next crawl's run writes and publishes
-        register_lightchiropractic(inbox_root, crawls, changed_light_crawl(crawls, tmp_path))
-        assert run_site(warehouse_path, inbox_root, instance, LIGHT).success
-        assert analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0] == first
+        register_lightchiropractic(folder.inbox, crawls, changed_light_crawl(crawls, root))
+        with dg.instance_for_test() as instance:
+            run = run_site(folder.warehouse, folder.inbox, instance, LIGHT)
+        during = analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0]
+    return Recrawled(folder, run, tables, before, during)
+
+
+def test_analysts_read_the_snapshot_while_a_run_writes(light_recrawled):
+    snapshot = snapshot_path(light_recrawled.folder.warehouse)
+    assert snapshot == light_recrawled.folder.warehouse.parent / "snapshots" / "interlink.duckdb"
+    assert light_recrawled.run.success
+    first = light_recrawled.scorecard_before
+    assert light_recrawled.scorecard_during == first  # the open snapshot did not change under the analyst
     with duckdb.connect(str(snapshot), read_only=True) as analyst:
         assert analyst.execute("SELECT count(*) FROM marts.page_scorecard").fetchone()[0] == first - 1
-        assert analyst.execute("SELECT count(DISTINCT crawl_id) FROM marts.site_health").fetchone()[0] == 2
+        assert (
+            analyst.execute(
+                "SELECT count(DISTINCT crawl_id) FROM marts.site_health WHERE site = ?", [LIGHT]
+            ).fetchone()[0]
+            == 2
+        )
+    tables = light_recrawled.tables
     assert {"marts.link_opportunities", "graph.link_plan", "staging.pages"} <= tables
     assert not tables & {"ml.page_embeddings", "ml.embedding_cache", "serp.cache"}  # vectors left out
     assert sorted(p.name for p in snapshot.parent.iterdir()) == ["interlink.duckdb"]  # no partial left
@@ -139,13 +161,13 @@ def _readme_queries() -> list[str]:
     return [statement.strip() for block in blocks for statement in block.split(";") if statement.strip()]
 
 
-def test_the_readme_queries_return_rows_and_every_column_is_documented(
-    warehouse_path, sample_inbox, instance, encoder, tmp_path
-):
-    dbt_targets = sorted((PROJECT_ROOT / "dbt" / "target").glob("marts-*"))
-    result = run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
+def test_the_readme_queries_return_rows_and_every_column_is_documented(sample_site, instance, tmp_path):
+    result = sample_site
     assert result.success
-    assert sorted((PROJECT_ROOT / "dbt" / "target").glob("marts-*")) == dbt_targets  # none left behind
+    for run in result.runs:  # dbt's target folders (marts-<run>-<invocation>) are removed once read
+        assert not list((PROJECT_ROOT / "dbt" / "target").glob(f"marts-{run.run_id[:7]}-*"))
+    site = sample_site.folder.copy(tmp_path / "site")  # dbt opens the file to write
+    warehouse_path, sample_inbox = site.warehouse, site.inbox
     # every check is the site's own: a failure on another site leaves these green
     evaluations = [
         e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
@@ -154,6 +176,7 @@ def test_the_readme_queries_return_rows_and_every_column_is_documented(
     # the dbt tests executed on their own, as the UI's "Execute" does for the site chosen
     tests = build_defs(str(warehouse_path), str(sample_inbox)).resolve_implicit_global_asset_job_def()
     tests = tests.get_subset(asset_check_selection=set(marts.check_keys), asset_selection=set())
+    instance.add_dynamic_partitions("sites", [SAMPLE_HOST])
     rerun = tests.execute_in_process(instance=instance, partition_key=SAMPLE_HOST, raise_on_error=False)
     assert rerun.success and len(_dbt_checks(rerun)) == len(marts.check_keys)
     assert {check.partition for check in _dbt_checks(rerun)} == {SAMPLE_HOST}

@@ -9,7 +9,8 @@ from interlink_pipeline.defs.tables import WRITER_POOL
 from interlink_pipeline_tests.helpers import PROJECT_ROOT
 
 # One run of a one-step job in the writer pool. The holder sets the pool's limit to 1, touches the marker
-# once it holds the slot and keeps it 6 s; the waiter prints its wall and CPU seconds for its run.
+# once it holds the slot and keeps it until 6 s after the waiter has started its run (however long the
+# waiter took to start: a loaded machine); the waiter prints its wall and CPU seconds for its run.
 RUN = """
 import sys, time
 from pathlib import Path
@@ -17,11 +18,14 @@ import dagster as dg
 import interlink_pipeline.definitions  # noqa: F401 (what every process that runs steps loads)
 
 role, marker = sys.argv[1], Path(sys.argv[2])
+waiting = marker.with_name("waiting")
 
 @dg.op(pool={pool!r})
 def write():
     if role == "holder":
         marker.touch()
+        while not waiting.exists():
+            time.sleep(0.05)
         time.sleep(6)
 
 @dg.job(executor_def=dg.in_process_executor)
@@ -32,6 +36,8 @@ with dg.DagsterInstance.get() as instance:
     if role == "holder":
         instance.event_log_storage.set_concurrency_slots({pool!r}, 1)
     wall, cpu = time.monotonic(), time.process_time()
+    if role == "waiter":
+        waiting.touch()
     assert one.execute_in_process(instance=instance).success
     print(time.monotonic() - wall, time.process_time() - cpu)
 """

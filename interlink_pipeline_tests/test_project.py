@@ -176,3 +176,40 @@ def test_a_dbt_source_outside_the_contract_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(table_docs, "DBT_MODELS", tmp_path)
     with pytest.raises(ValueError, match=r"not in the contract: ml\.link_candidate$"):
         table_docs.dbt_sources()
+
+
+def test_the_shared_sites_run_every_step_of_the_pipeline():
+    """The session's shared sites run UP_TO_PLAN then AFTER_PLAN: together, every step of the site's job,
+    each once (a step added to the pipeline and not to these would go untested on them)."""
+    from interlink_pipeline.definitions import defs
+    from interlink_pipeline_tests.helpers import AFTER_PLAN, UP_TO_PLAN, UPSTREAM
+
+    steps = {
+        assets.node_def.name for assets in defs.resolve_asset_graph().assets_defs if assets.is_executable
+    }
+    assert sorted(UP_TO_PLAN + AFTER_PLAN) == sorted(steps)
+    assert UP_TO_PLAN[: len(UPSTREAM)] == UPSTREAM
+
+
+def test_a_hung_test_fails_at_its_timeout_and_names_itself(tmp_path):
+    """The suite runs under pytest-timeout (pyproject's `timeout`): a test that hangs fails at its limit,
+    naming itself and where it hung, and the session goes on to the next test."""
+    import subprocess
+    import sys
+
+    options = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert 0 < options["timeout"] <= 600
+    (tmp_path / "test_hangs.py").write_text(
+        "import time\n\n\ndef test_hangs():\n    time.sleep(600)\n\n\ndef test_after():\n    pass\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--timeout", "2", "test_hangs.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "FAILED test_hangs.py::test_hangs - Failed: Timeout (>2.0s)" in done.stdout
+    assert "time.sleep(600)" in done.stdout  # where it hung
+    assert "1 failed, 1 passed" in done.stdout

@@ -180,11 +180,12 @@ def test_a_nested_list_in_the_body_is_not_a_menu():
 # --- a real site through the assets, then the core's honesty ---------------------------------------------
 
 
-@pytest.fixture()
-def light_inputs(warehouse_path, inbox_root, instance, crawls, encoder):
-    register_lightchiropractic(inbox_root, crawls)
-    assert run_site(warehouse_path, inbox_root, instance, LIGHT, steps=UPSTREAM).success
-    warehouse = Warehouse(path=str(warehouse_path))
+@pytest.fixture(scope="module")
+def light_inputs(light_and_nutri, tmp_path_factory):
+    """lightchiropractic's relevance and plan inputs, read off a copy of its warehouse (the text vectors
+    the candidates need go into the copy's embedding cache)."""
+    site = light_and_nutri.phases["upstream"].copy(tmp_path_factory.mktemp("light"))
+    warehouse = Warehouse(path=str(site.warehouse))
     return warehouse, relevance_inputs(warehouse, default_embedder(), LIGHT), plan_inputs(warehouse, LIGHT)
 
 
@@ -288,17 +289,16 @@ def test_too_few_links_fall_back_to_the_default_weights(light_inputs):
     assert probability.min() >= 0 and probability.max() <= 1
 
 
-def test_ranker_and_candidates_assets_say_what_they_did(
-    warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
-):
-    register_lightchiropractic(inbox_root, crawls)
+def test_ranker_and_candidates_assets_say_what_they_did(light_and_nutri, instance, crawls, tmp_path):
+    site = light_and_nutri.phases["upstream"].copy(tmp_path / "site")
+    warehouse_path, inbox_root = site.warehouse, site.inbox
     config = {"ops": {"link_ranker": {"config": {"min_positives": 5}}}}
     result = run_site(
         warehouse_path,
         inbox_root,
         instance,
         LIGHT,
-        steps=[*UPSTREAM, "link_ranker", "link_candidates"],
+        steps=["link_ranker", "link_candidates"],
         run_config=config,
     )
     assert result.success
@@ -422,14 +422,13 @@ def test_kept_text_neighbours_follow_a_recrawl_exactly(tmp_path):
     assert updated[4].nnz == 0  # the page without a title has no neighbours and is nobody's
 
 
-def test_a_backtest_stands_while_the_site_barely_changes(
-    warehouse_path, inbox_root, instance, crawls, encoder, tmp_path
-):
+def test_a_backtest_stands_while_the_site_barely_changes(light_and_nutri, instance, crawls, tmp_path):
     """A re-crawl that moves the site by less than remeasure_above keeps the last measurement (recorded
     again for this run, saying whose it is and why); remeasure_above 0 measures again."""
-    register_lightchiropractic(inbox_root, crawls)
+    site = light_and_nutri.folder.copy(tmp_path / "site")  # measured once, by the site's first run
+    warehouse_path, inbox_root = site.warehouse, site.inbox
     chain = [*UPSTREAM, "link_ranker", "link_candidates", "link_plan", "link_backtest"]
-    first = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=chain)
+    first = light_and_nutri.for_site(LIGHT).run_of("link_backtest")
     assert first.success
     measured = materialization_metadata(first, "link_backtest")
     assert measured["why"] == "measured: no earlier backtest of this site"
@@ -444,7 +443,9 @@ def test_a_backtest_stands_while_the_site_barely_changes(
     assert "measured_in_run" not in again and again["why"].startswith("measured: ")
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         rows = con.execute(
-            "SELECT run_id, measured_in_run, crawl_id FROM graph.backtest_runs ORDER BY ran_at"
+            "SELECT run_id, measured_in_run, crawl_id FROM graph.backtest_runs WHERE site = ? "
+            "ORDER BY ran_at",
+            [LIGHT],
         ).fetchall()
     assert [(run, by) for run, by, _ in rows] == [
         (first.run_id, first.run_id),

@@ -220,8 +220,9 @@ def test_queries_file_supplies_the_main_queries(warehouse_path, light_inbox, ins
     assert "| queries file | 1 |" in materialization_metadata(result, "serp_results")["query_sources"]
 
 
-def test_local_provider_offline_and_candidates(warehouse_path, sample_inbox, instance, encoder):
-    result = run_serp(warehouse_path, sample_inbox, instance, SerpApi(), site=SAMPLE_HOST, steps=None)
+def test_local_provider_offline_and_candidates(sample_site):
+    """The sample's run, with the default provider and no key: the local engine answers offline."""
+    result, warehouse_path = sample_site, sample_site.warehouse
     assert result.success
     meta = materialization_metadata(result, "serp_results")
     assert (

@@ -23,6 +23,9 @@ from interlink_pipeline.core.text import detect_language, stop_words
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import NUTRI, SAMPLE_DIR, materialization_metadata, run_site
 
+UP_TO_PAIRS = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "similarity_pairs"]
+UP_TO_CLUSTERS = [*UP_TO_PAIRS, "topic_clusters"]
+
 
 def _unit(rows: np.ndarray) -> np.ndarray:
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
@@ -289,8 +292,8 @@ def test_fewer_than_three_pages_form_one_cluster():
     assert "trail" in clusters["label"][0].lower()
 
 
-def test_sample_site_pairs_and_clusters_against_the_truth(warehouse_path, sample_inbox, instance, encoder):
-    result = run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST)
+def test_sample_site_pairs_and_clusters_against_the_truth(sample_site):
+    result, warehouse_path = sample_site, sample_site.warehouse
     assert result.success
     checks = {
         e.event_specific_data.check_name: e.event_specific_data.passed
@@ -341,8 +344,9 @@ def test_sample_site_pairs_and_clusters_against_the_truth(warehouse_path, sample
     assert purity["top"].sum() / purity["len"].sum() > 0.6
 
 
-def test_stale_embeddings_are_refused(warehouse_path, sample_inbox, instance, encoder):
-    assert run_site(warehouse_path, sample_inbox, instance, SAMPLE_HOST).success
+def test_stale_embeddings_are_refused(tmp_path, instance, sample_site):
+    site = sample_site.folder.copy(tmp_path / "site")
+    warehouse_path, sample_inbox = site.warehouse, site.inbox
     with duckdb.connect(str(warehouse_path)) as con:
         before = con.execute("SELECT count(*) FROM ml.similarity_pairs").fetchone()[0]
         con.execute(
@@ -365,7 +369,7 @@ def test_real_crawl_with_filters_and_spanish_labels(warehouse_path, inbox_root, 
             "similarity_pairs": {"config": {"source_paths": ["^/web/"], "exclude_target_paths": ["^/web/"]}}
         }
     }
-    result = run_site(warehouse_path, inbox_root, instance, NUTRI, run_config=config)
+    result = run_site(warehouse_path, inbox_root, instance, NUTRI, run_config=config, steps=UP_TO_CLUSTERS)
     assert result.success
     assert materialization_metadata(result, "topic_clusters")["language"] == "es"
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
@@ -380,9 +384,6 @@ def test_real_crawl_with_filters_and_spanish_labels(warehouse_path, inbox_root, 
     assert not {"de", "la", "el", "para", "con"} & {w.lower() for label in labels for w in label.split()}
 
 
-UP_TO_PAIRS = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "similarity_pairs"]
-
-
 def _pairs(path) -> pl.DataFrame:
     with duckdb.connect(str(path), read_only=True) as con:
         return con.execute(
@@ -391,7 +392,7 @@ def _pairs(path) -> pl.DataFrame:
         ).pl()
 
 
-def test_a_recrawl_searches_only_changed_pages_and_equals_a_cold_run(tmp_path, inbox_root, instance, encoder):
+def test_a_recrawl_searches_only_changed_pages_and_equals_a_cold_run(tmp_path, instance, sample_site):
     """The sample re-crawled with 2% of its titles changed, one page gone and one new: the incremental run
     searches those pages only, and its pairs are a cold run's on the same crawl; the gone page is in no
     pair and no kept list."""
@@ -410,9 +411,8 @@ def test_a_recrawl_searches_only_changed_pages_and_equals_a_cold_run(tmp_path, i
     )
     (tmp_path / "recrawl").mkdir()
     pl.concat([recrawl, new_page]).write_csv(tmp_path / "recrawl" / "internal_all.csv")
-    register_crawl(inbox_root, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv")
-    warm = tmp_path / "warm.duckdb"
-    assert run_site(warm, inbox_root, instance, SAMPLE_HOST, steps=UP_TO_PAIRS).success
+    site = sample_site.phases["plan"].copy(tmp_path / "warm")  # the sample's crawl, searched
+    warm, inbox_root = site.warehouse, site.inbox
     with duckdb.connect(str(warm), read_only=True) as con:
         (gone_id,) = con.execute("SELECT page_id FROM staging.pages WHERE crawled_url = ?", [gone]).fetchone()
         before = con.execute("SELECT page_id, text_hash FROM staging.pages").pl()

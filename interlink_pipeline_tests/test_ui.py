@@ -1,5 +1,5 @@
 """`dagster dev` for real: the daemon turns two dropped crawls into two successful runs, and a person in
-a headless Chromium sees them, launches a materialisation for the sample site and reads its metadata."""
+a headless Chromium sees them, launches a materialisation for one of the sites and reads its metadata."""
 
 import os
 import re
@@ -15,11 +15,10 @@ import psutil
 import pytest
 
 from interlink_pipeline.core.ingest.inbox import register_crawl
-from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     LIGHT,
+    NUTRI,
     PROJECT_ROOT,
-    SAMPLE_DIR,
     changed_light_crawl,
     chromium_path,
 )
@@ -28,9 +27,11 @@ from interlink_pipeline_tests.services import free_port, http_ok, service, step_
 RUNS_TIMEOUT_S = 900
 
 
-@pytest.fixture()
-def dagster_dev(tmp_path, model_cache):
-    """`make dev`'s command on a free loopback port, over a temporary instance, warehouse and inbox."""
+@pytest.fixture(scope="module")
+def dagster_dev(tmp_path_factory, model_cache):
+    """`make dev`'s command on a free loopback port, over a temporary instance, warehouse and inbox: one
+    for the module (each test tells its own runs from those before it)."""
+    tmp_path = tmp_path_factory.mktemp("dagster-dev")
     home, inbox = tmp_path / "dagster_home", tmp_path / "inbox"
     home.mkdir()
     inbox.mkdir()
@@ -71,22 +72,28 @@ def _non_loopback_addresses() -> list[str]:
     ]
 
 
-def _finished(instance, **filters):
-    return [r for r in instance.get_runs(filters=dg.RunsFilter(**filters)) if r.is_finished]
+def _finished(instance, earlier: set[str], **filters):
+    """The finished runs (matching `filters`) other than the `earlier` ones."""
+    runs = instance.get_runs(filters=dg.RunsFilter(**filters))
+    return [r for r in runs if r.is_finished and r.run_id not in earlier]
+
+
+def _run_ids(instance) -> set[str]:
+    return {run.run_id for run in instance.get_runs()}
 
 
 def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisation(dagster_dev, crawls):
     from playwright.sync_api import expect, sync_playwright
 
     instance, log = dagster_dev["instance"], dagster_dev["log"]
-    register_crawl(
-        dagster_dev["inbox"], SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv"
-    )
-    register_crawl(dagster_dev["inbox"], LIGHT, crawls / "lightchiropractic/internal_all.csv")
+    earlier = _run_ids(instance)
+    register_crawl(dagster_dev["inbox"], NUTRI, crawls / "nutrisport/internal_html.csv")
+    light = crawls / "lightchiropractic"
+    register_crawl(dagster_dev["inbox"], LIGHT, light / "internal_all.csv", light / "all_inlinks.csv")
 
     # the daemon's sensor picks both up; the writer pool queues their DuckDB steps instead of colliding
     def both_inbox_runs():
-        done = _finished(instance, tags={"interlink/trigger": "inbox"})
+        done = _finished(instance, earlier, tags={"interlink/trigger": "inbox"})
         return done if len(done) == 2 else None
 
     inbox_runs = wait_for(
@@ -95,7 +102,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         "two inbox runs to finish",
         log,
     )
-    assert {r.tags["dagster/partition"] for r in inbox_runs} == {SAMPLE_HOST, LIGHT}
+    assert {r.tags["dagster/partition"] for r in inbox_runs} == {NUTRI, LIGHT}
     assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in inbox_runs), log.read_text()[-6000:]
     # whenever the second run started, no two steps of the two runs wrote the file at once
     spans = sorted(span for run in inbox_runs for span in step_spans(instance, run.run_id))
@@ -103,10 +110,8 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
     with duckdb.connect(str(dagster_dev["warehouse"]), read_only=True) as con:
         planned = dict(con.execute("SELECT site, count(*) FROM graph.link_plan GROUP BY site").fetchall())
         marts = {row[0] for row in con.execute("SELECT DISTINCT site FROM marts.site_health").fetchall()}
-        crawled = con.execute(
-            "SELECT count(*) FROM raw.crawl_pages WHERE site = ?", [SAMPLE_HOST]
-        ).fetchone()[0]
-    assert set(planned) == marts == {SAMPLE_HOST, LIGHT} and min(planned.values()) > 0
+        crawled = con.execute("SELECT count(*) FROM raw.crawl_pages WHERE site = ?", [NUTRI]).fetchone()[0]
+    assert set(planned) == marts == {NUTRI, LIGHT} and min(planned.values()) > 0
 
     # the webserver answers on loopback only: every other address of this machine refuses
     for address in _non_loopback_addresses():
@@ -130,13 +135,13 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
             expect(row).to_contain_text("site_pipeline")
             expect(row).to_contain_text("Success")
 
-        # launch `raw.crawl_pages` for the sample site from its asset page, as a user would
+        # launch `raw.crawl_pages` for nutrisport from its asset page, as a user would
         page.goto(f"{dagster_dev['url']}/assets/raw/crawl_pages", wait_until="networkidle")
         page.get_by_role("button", name="Materialize…").first.click()
         launch = page.locator(".dagster-dialog")
         launch.get_by_text("Select a partition or create one").click()
-        page.keyboard.type(SAMPLE_HOST)
-        page.locator(".dagster-popover span", has_text=SAMPLE_HOST).first.click()
+        page.keyboard.type(NUTRI)
+        page.locator(".dagster-popover span", has_text=NUTRI).first.click()
         launch.get_by_text(re.compile("Launch runs to materialize")).click()  # closes the partition list
         launch.get_by_role("button", name="Launch 1 run").click()
 
@@ -144,7 +149,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
             lambda: next(
                 (
                     r
-                    for r in _finished(instance, tags={"dagster/partition": SAMPLE_HOST})
+                    for r in _finished(instance, earlier, tags={"dagster/partition": NUTRI})
                     if "interlink/trigger" not in r.tags
                 ),
                 None,
@@ -156,14 +161,15 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         assert ui_run.status == dg.DagsterRunStatus.SUCCESS, log.read_text()[-6000:]
         assert ui_run.asset_selection == {dg.AssetKey(["raw", "crawl_pages"])}
         # the sensor kept ticking during all three runs and started nothing more
-        assert len(instance.get_runs(filters=dg.RunsFilter(tags={"interlink/trigger": "inbox"}))) == 2
+        inbox_runs_now = instance.get_runs(filters=dg.RunsFilter(tags={"interlink/trigger": "inbox"}))
+        assert len({r.run_id for r in inbox_runs_now} - earlier) == 2
 
         # its run page says so, and the asset page shows the new materialisation's metadata
         page.goto(f"{dagster_dev['url']}/runs/{ui_run.run_id}", wait_until="networkidle")
         expect(page.get_by_text("Success").first).to_be_visible()
         page.goto(f"{dagster_dev['url']}/assets/raw/crawl_pages", wait_until="networkidle")
         status = page.get_by_text("Latest materialization").locator("..")
-        expect(status).to_contain_text(SAMPLE_HOST)
+        expect(status).to_contain_text(NUTRI)
         metadata = page.locator("tr", has_text="rows raw.crawl_pages")
         expect(metadata.first).to_contain_text(str(crawled))
         browser.close()
@@ -175,7 +181,8 @@ def test_a_run_killed_under_dagster_dev_is_failed_its_slot_freed_and_the_next_ru
     import signal
 
     instance, log = dagster_dev["instance"], dagster_dev["log"]
-    register_crawl(dagster_dev["inbox"], LIGHT, crawls / "lightchiropractic/internal_all.csv")
+    # a crawl of lightchiropractic no run has seen yet (without its FAQ page)
+    register_crawl(dagster_dev["inbox"], LIGHT, changed_light_crawl(crawls, tmp_path, without="faq"))
 
     # the sensor's run, as soon as one of its writing steps holds the writer pool: its process killed
     def holding_run():
@@ -198,9 +205,10 @@ def test_a_run_killed_under_dagster_dev_is_failed_its_slot_freed_and_the_next_ru
     wait_for(lambda: not holding_run() or None, 60, "its pool slot to be freed", log)
 
     # a new crawl of the site: its run is not blocked behind the dead one
+    earlier = _run_ids(instance)
     register_crawl(dagster_dev["inbox"], LIGHT, changed_light_crawl(crawls, tmp_path))
     next_run = wait_for(
-        lambda: next((r for r in _finished(instance) if r.run_id != killed_id), None),
+        lambda: next(iter(_finished(instance, earlier)), None),
         RUNS_TIMEOUT_S,
         "the next run to finish",
         log,
