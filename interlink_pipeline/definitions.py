@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dagster import Definitions
-from dagster_dbt import DbtCliResource
 
 from interlink_pipeline.core.ingest.inbox import default_inbox
 from interlink_pipeline.core.warehouse.database import default_warehouse
@@ -20,7 +19,13 @@ from interlink_pipeline.defs.embeddings import Embedder, default_embedder, page_
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.link_plan import link_plan
 from interlink_pipeline.defs.maintenance import lake_maintenance, lake_maintenance_schedule
-from interlink_pipeline.defs.marts import DBT_EXECUTABLE, analyst_snapshot, dbt_project, marts
+from interlink_pipeline.defs.marts import (
+    DBT_EXECUTABLE,
+    EnvironmentDbt,
+    analyst_snapshot,
+    dbt_project,
+    marts,
+)
 from interlink_pipeline.defs.pool_wait import sleep_between_claims
 from interlink_pipeline.defs.relevance import CandidateSettings, link_candidates, link_ranker
 from interlink_pipeline.defs.reports import html_report, spreadsheet_exports
@@ -70,7 +75,7 @@ def build_defs(
             "serp_api": serp_api or default_serp_api(),
             "candidate_settings": CandidateSettings(),
             "alerts": FailureAlerts(),
-            "dbt": DbtCliResource(project_dir=dbt_project, dbt_executable=DBT_EXECUTABLE),
+            "dbt": EnvironmentDbt(project_dir=dbt_project, dbt_executable=DBT_EXECUTABLE),
         },
     )
 

@@ -242,3 +242,17 @@ def test_dagster_dev_parses_the_dbt_project_with_this_environments_dbt(tmp_path,
     monkeypatch.setenv("DAGSTER_IS_DEV_CLI", "1")
     project.prepare_if_dev()
     assert "model.interlink.site_health" in json.loads(project.manifest_path.read_text())["nodes"]
+
+
+def test_the_dbt_version_the_marts_assume_is_the_one_dbt_reports():
+    """EnvironmentDbt skips dagster-dbt's `dbt --version` call by reading the installed dbt-core: the two
+    must agree, or dagster-dbt would treat dbt by the wrong version's rules."""
+    from packaging.version import Version
+
+    from interlink_pipeline.defs.marts import DBT_EXECUTABLE, EnvironmentDbt, dbt_project
+
+    reported = subprocess.run([DBT_EXECUTABLE, "--version"], capture_output=True, text=True, check=True)
+    installed = re.search(r"installed: (\d+\.\d+\.\d+)", reported.stdout)
+    assert installed, reported.stdout
+    dbt = EnvironmentDbt(project_dir=dbt_project, dbt_executable=DBT_EXECUTABLE)
+    assert dbt._cli_version == Version(installed.group(1))
