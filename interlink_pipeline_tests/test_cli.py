@@ -6,12 +6,14 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pytest
 
 from interlink_pipeline.cli import EXAMPLES
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import NUTRI, call_cli, run_cli, run_cli_in_terminal
 
 
+@pytest.mark.e2e
 def test_demo_materialises_the_sample(cli_env, tmp_path):
     done = run_cli(cli_env, "demo")
     assert done.returncode == 0, done.stderr

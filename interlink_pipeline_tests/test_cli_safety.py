@@ -146,6 +146,7 @@ def test_an_unregistered_site_is_refused_with_the_registered_ones(command, regis
     assert not Path(env["INTERLINK_WAREHOUSE"]).exists()  # nothing ran
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "titles",
     [["Home of one page site"], ["Home", "Page of the site"]],
@@ -223,6 +224,7 @@ def test_product_urls_shaped_like_pagination_are_pages_and_a_dominant_rule_warns
     assert "drop_paginated: false" in warning
 
 
+@pytest.mark.e2e
 def test_a_failed_cli_run_says_it_in_a_few_lines_records_it_and_posts_it(cli_env, tmp_path):
     host = "noindex.example"
     crawl = tmp_path / "internal_all.csv"
@@ -273,6 +275,7 @@ def _wait_while_running(process: subprocess.Popen, log: Path, condition, timeout
         time.sleep(0.1)
 
 
+@pytest.mark.e2e
 def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registered):
     env, tmp_path = registered
     killed = _materialize_in_background(env, tmp_path / "killed.log")
@@ -296,6 +299,7 @@ def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registere
     assert recorded == [(held.run_id, LIGHT)]
 
 
+@pytest.mark.e2e
 def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
     env, tmp_path = registered
     first = _materialize_in_background(env, tmp_path / "first.log")
@@ -317,6 +321,7 @@ def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
     assert run_cli(env, "backtest", "--site", LIGHT).returncode == 0
 
 
+@pytest.mark.e2e
 def test_a_warehouse_an_analyst_holds_open_for_writing_fails_the_run_in_seconds(registered):
     env, _ = registered
     warehouse = env["INTERLINK_WAREHOUSE"]

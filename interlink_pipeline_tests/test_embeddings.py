@@ -223,6 +223,7 @@ def test_bad_vectors_are_never_stored(encoder, warehouse_path):
         )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("site", "pages"), [(SAMPLE_HOST, 1700), (NUTRI, 566), (LIGHT, 97)])
 def test_asset_materialises(site, pages, request, encoder):
     run = request.getfixturevalue("sample_site" if site == SAMPLE_HOST else "light_and_nutri")

@@ -106,7 +106,7 @@ class Recrawled:
     scorecard_during: int  # and read again, still connected, once the run had published
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def light_recrawled(light_and_nutri, crawls, tmp_path_factory) -> Recrawled:
     root = tmp_path_factory.mktemp("recrawled")
     folder = light_and_nutri.folder.copy(root / "site")

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from interlink_pipeline.defs.tables import WRITER_POOL
 from interlink_pipeline_tests.helpers import PROJECT_ROOT
 
@@ -43,6 +45,7 @@ with dg.DagsterInstance.get() as instance:
 """
 
 
+@pytest.mark.e2e
 def test_a_run_waiting_for_the_writer_pool_sleeps_instead_of_spinning(tmp_path):
     """Dagster's executor loops without sleeping while a step waits for a slot: three waiting runs once
     took 40% of a core each from the one step that could run."""

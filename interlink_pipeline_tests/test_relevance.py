@@ -180,7 +180,7 @@ def test_a_nested_list_in_the_body_is_not_a_menu():
 # --- a real site through the assets, then the core's honesty ---------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def light_inputs(light_and_nutri, tmp_path_factory):
     """lightchiropractic's relevance and plan inputs, read off a copy of its warehouse (the text vectors
     the candidates need go into the copy's embedding cache)."""

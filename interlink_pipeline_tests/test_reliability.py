@@ -128,6 +128,7 @@ def test_the_suite_has_at_least_thirty_distinct_inputs():
     assert len({c.name for c in CASES}) == len(CASES) >= 30
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case_name", ["a single page", "every page has the same title"])
 def test_degenerate_sites_get_a_whole_plan(case_name, tmp_path, encoder):
     """The smallest and the flattest site still go through every asset, marts and reports included."""

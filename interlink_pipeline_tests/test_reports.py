@@ -41,7 +41,7 @@ class PlannedSite:
     instance: dg.DagsterInstance
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def planned_site(crawls, encoder, tmp_path_factory):
     """lightchiropractic with a formula and markup planted in page titles, run once through the whole
     pipeline: every test here reads the same run."""

@@ -27,7 +27,7 @@ from interlink_pipeline_tests.services import free_port, http_ok, service, step_
 RUNS_TIMEOUT_S = 900
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def dagster_dev(tmp_path_factory, model_cache):
     """`make dev`'s command on a free loopback port, over a temporary instance, warehouse and inbox: one
     for the module (each test tells its own runs from those before it)."""
