@@ -53,8 +53,9 @@ redis:
 	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; } \
 	  || echo "Redis is not installed: the deployment test will skip"
 
-# pytest-xdist workers: one per core (tests sharing a module's service or site stay on one worker).
-TEST_WORKERS ?= 2
+# pytest-xdist workers: one more than the two cores, as the end-to-end tests spend part of their time
+# waiting on services (tests sharing a module's service or site stay on one worker).
+TEST_WORKERS ?= 3
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## The test suite (what .ci/run calls): lint, the code location's definitions, then every test.

@@ -55,6 +55,7 @@ def pytest_configure(config):
 E2E_FIXTURES = {"sample_site", "light_and_nutri", "planned_site", "postgres_port", "dagster_dev"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
     """Runs the end-to-end tests first, so that under pytest-xdist the longest start early and the short
     ones fill the gaps (the session ends sooner), and marks them `e2e`: the tests that use an E2E_FIXTURES
