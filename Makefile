@@ -53,10 +53,10 @@ redis:
 	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; } \
 	  || echo "Redis is not installed: the deployment test will skip"
 
-# pytest-xdist workers: one more than the two cores, as the end-to-end tests spend part of their time
-# waiting on services (tests sharing a module's service or site stay on one worker).
-TEST_WORKERS ?= 3
-PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+# pytest-xdist workers, one per core (on 2 cores, a third worker ran slower and the longest test past its
+# timeout); tests are handed out as workers free up (--dist load).
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load
 
 ## The test suite (what .ci/run calls): lint, the code location's definitions, then every test.
 test: install browser postgres redis lint

@@ -55,24 +55,10 @@ def pytest_configure(config):
 E2E_FIXTURES = {"sample_site", "light_and_nutri", "planned_site", "postgres_port", "dagster_dev"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(items):
-    """Runs the end-to-end tests first, so that under pytest-xdist the longest start early and the short
-    ones fill the gaps (the session ends sooner), and marks them `e2e`: the tests that use an E2E_FIXTURES
-    fixture (the others carry the mark themselves). A test module's session fixture (a service, a site run
-    for that module) is made by one xdist worker: the tests that use it go to one (`--dist loadgroup`)."""
-    for item in items:
-        if E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.e2e)
-        info = getattr(item, "_fixtureinfo", None)
-        shared = sorted(
-            name
-            for name, definitions in (info.name2fixturedefs.items() if info else ())
-            if definitions[-1].scope == "session" and definitions[-1].func.__module__ == item.module.__name__
-        )
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{','.join(shared)}"))
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
+def pytest_itemcollected(item):
+    """Marks `e2e` every test that uses an E2E_FIXTURES fixture (the others carry the mark themselves)."""
+    if E2E_FIXTURES & set(item.fixturenames):
+        item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session", autouse=True)
