@@ -198,7 +198,7 @@ def test_a_hung_test_fails_at_its_timeout_and_names_itself(tmp_path):
     import sys
 
     options = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    assert 0 < options["timeout"] <= 600
+    assert 0 < options["timeout"] <= 900  # 15 minutes at most
     (tmp_path / "test_hangs.py").write_text(
         "import time\n\n\ndef test_hangs():\n    time.sleep(600)\n\n\ndef test_after():\n    pass\n"
     )
