@@ -119,3 +119,17 @@ def test_newest_export_wins_and_inlinks_are_told_apart(inbox_root):
     assert drop.crawl_file.name == "internal_html_new.csv"
     assert drop.links_file.name == "all_inlinks.csv"
     assert drop.queries_file.name == "gsc_queries.csv"
+
+
+def test_how_often_the_drop_folder_is_scanned_is_a_setting(monkeypatch):
+    import importlib
+
+    from interlink_pipeline.defs import sensors
+
+    assert crawl_inbox_sensor.minimum_interval_seconds == 30
+    monkeypatch.setenv(sensors.INBOX_SCAN_ENV, "5")
+    try:
+        assert importlib.reload(sensors).crawl_inbox_sensor.minimum_interval_seconds == 5
+    finally:
+        monkeypatch.delenv(sensors.INBOX_SCAN_ENV)
+        importlib.reload(sensors)

@@ -45,6 +45,7 @@ def dagster_dev(tmp_path_factory, model_cache):
         "INTERLINK_WAREHOUSE": str(warehouse),
         "INTERLINK_INBOX": str(inbox),
         "INTERLINK_MODEL_CACHE": str(model_cache),
+        "INTERLINK_INBOX_SCAN_SECONDS": "5",  # a drop is seen in seconds, not half a minute
     }
     dagster = Path(sys.executable).with_name("dagster")
     command = [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)]

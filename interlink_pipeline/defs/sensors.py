@@ -1,6 +1,7 @@
 """The crawl inbox sensor: a new or changed export in <inbox>/<site>/ starts that site's pipeline."""
 
 import json
+import os
 from pathlib import Path
 
 from dagster import (
@@ -21,6 +22,7 @@ from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.resources import CrawlInbox
 
 RUN_KEY_TAG = "interlink/run_key"  # the exports a run read (see run_key), on sensor and CLI runs alike
+INBOX_SCAN_ENV = "INTERLINK_INBOX_SCAN_SECONDS"
 
 
 def _digest(path: Path, known: dict[str, list]) -> tuple[str, list]:
@@ -69,9 +71,10 @@ def _already_run(instance, key: str) -> bool:
 
 @sensor(
     job=site_pipeline_job,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=int(os.environ.get(INBOX_SCAN_ENV) or 30),
     default_status=DefaultSensorStatus.RUNNING,
-    description="Watches the drop folder; one run per site per distinct export content.",
+    description="Watches the drop folder (every 30 s; $INTERLINK_INBOX_SCAN_SECONDS); one run per site per "
+    "distinct export content.",
 )
 def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
     state = json.loads(context.cursor) if context.cursor else {}
