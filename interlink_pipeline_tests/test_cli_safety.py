@@ -158,7 +158,7 @@ def test_the_smallest_sites_get_a_complete_plan_through_the_cli(titles, cli_env,
     rows = [[f"https://{host}/" + ("" if i == 0 else f"about-{i}/"), "text/html", "200", "Indexable", t, t]
             for i, t in enumerate(titles)]  # fmt: skip
     write_export(crawl, CRAWL_HEADER, rows)
-    done = call_cli(cli_env, "register", str(crawl), "--run")  # in process: the run is what is tested
+    done = run_cli(cli_env, "register", str(crawl), "--run")
     assert done.returncode == 0, done.stderr
     with duckdb.connect(cli_env["INTERLINK_WAREHOUSE"], read_only=True) as con:
         pages = con.execute("SELECT count(*) FROM staging.pages").fetchone()[0]

@@ -2,7 +2,9 @@
 (deploy/dagster.yaml), a DuckLake warehouse (its catalog in PostgreSQL, its Parquet files in a shared folder),
 Redis as Celery's broker, and five processes that could each be a machine of its own: the code server, the
 daemon, the webserver and two Celery workers (deploy/celery.yaml), each with a Dagster home of its own. Three
-crawls dropped at once become three runs that the workers execute, writing the lake at the same time."""
+crawls dropped at once become three runs that the workers execute, writing the lake at the same time. The
+crawls are small generated sites without links exports: what this tests is where runs go and what they share
+(the real crawls' runs on a lake are test_lake's, compared with a file's)."""
 
 import json
 import os
@@ -20,7 +22,7 @@ from dagster_celery.tags import DAGSTER_CELERY_TASK_ID_TAG
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.sample import generate_site, write_site
-from interlink_pipeline_tests.helpers import LIGHT, NUTRI, PROJECT_ROOT
+from interlink_pipeline_tests.helpers import PROJECT_ROOT
 from interlink_pipeline_tests.services import (
     free_port,
     http_ok,
@@ -31,7 +33,7 @@ from interlink_pipeline_tests.services import (
 )
 
 DEPLOY = PROJECT_ROOT / "deploy"
-THIRD = "www.third.example"
+SITES = ("www.first.example", "www.second.example", "www.third.example")
 WORKERS = ("worker-a", "worker-b")
 
 
@@ -57,7 +59,7 @@ def _received(log: Path) -> set[str]:
 
 
 def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
-    postgres_port, new_database, tmp_path, model_cache, crawls, monkeypatch
+    postgres_port, new_database, tmp_path, model_cache, monkeypatch
 ):
     history, catalog = new_database("dagster"), new_database("lake")
     lake = f"ducklake:postgres:dbname={catalog} host=127.0.0.1 port={postgres_port} user=postgres"
@@ -78,8 +80,10 @@ def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
     }
     for name, value in settings.items():  # this process reads the lake as an analyst's machine would
         monkeypatch.setenv(name, value)
-    # without a links export, as most users start (lightchiropractic's run fits a ranker and backtests)
-    third = write_site(generate_site(300, seed=3, host=THIRD, with_links=False), tmp_path / "third")
+    crawls = {
+        site: write_site(generate_site(200, seed=seed, host=site, with_links=False), tmp_path / site)["crawl"]
+        for seed, site in enumerate(SITES)
+    }
     code_port, web_port = free_port(), free_port()
     bin_dir = Path(sys.executable).parent
     workspace = str(DEPLOY / "workspace.yaml")
@@ -113,10 +117,8 @@ def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
         wait_for(lambda: http_ok(f"{url}/server_info"), 180, "the webserver", *logs.values())
         for name in WORKERS:
             wait_for(lambda n=name: " ready." in logs[n].read_text(), 120, f"{name}", logs[name])
-        register_crawl(inbox, NUTRI, crawls / "nutrisport/internal_html.csv")
-        light = crawls / "lightchiropractic"
-        register_crawl(inbox, LIGHT, light / "internal_all.csv", light / "all_inlinks.csv")
-        register_crawl(inbox, THIRD, third["crawl"])
+        for site, crawl in crawls.items():
+            register_crawl(inbox, site, crawl)
 
         def all_finished():
             runs = instance.get_runs(filters=dg.RunsFilter(tags={"interlink/trigger": "inbox"}))
@@ -125,7 +127,7 @@ def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
         runs = wait_for(all_finished, 1200, "three inbox runs to finish", *logs.values())
         failed = [r.run_id for r in runs if r.status != dg.DagsterRunStatus.SUCCESS]
         assert not failed, [logs[name].read_text()[-4000:] for name in ("daemon", *WORKERS)]
-        assert {r.tags["dagster/partition"] for r in runs} == {NUTRI, LIGHT, THIRD}
+        assert {r.tags["dagster/partition"] for r in runs} == set(SITES)
 
         # the workers executed the runs, both of them: each took the Celery task the daemon sent for a run
         received = {name: _received(logs[name]) for name in WORKERS}
@@ -165,5 +167,5 @@ def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
         listed = "SELECT data_file FROM ducklake_list_files('lake', 'link_plan', schema => 'graph')"
         files = con.execute(listed)
         folders = {path.split("/")[-2] for (path,) in files.fetchall()}
-    assert set(planned) == {NUTRI, LIGHT, THIRD} and min(planned.values()) > 0
+    assert set(planned) == set(SITES) and min(planned.values()) > 0
     assert folders == {f"site={site}" for site in planned}

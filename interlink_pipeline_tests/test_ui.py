@@ -15,9 +15,9 @@ import psutil
 import pytest
 
 from interlink_pipeline.core.ingest.inbox import register_crawl
+from interlink_pipeline.sample import generate_site, write_site
 from interlink_pipeline_tests.helpers import (
     LIGHT,
-    NUTRI,
     PROJECT_ROOT,
     changed_light_crawl,
     chromium_path,
@@ -25,6 +25,9 @@ from interlink_pipeline_tests.helpers import (
 from interlink_pipeline_tests.services import free_port, http_ok, service, step_spans, wait_for
 
 RUNS_TIMEOUT_S = 900
+# a generated site without links dropped beside lightchiropractic (a real crawl with its links): its run is
+# quick, and the site is the one launched from the UI
+DROPPED = "www.dropped.example"
 
 
 @pytest.fixture(scope="session")
@@ -83,12 +86,15 @@ def _run_ids(instance) -> set[str]:
     return {run.run_id for run in instance.get_runs()}
 
 
-def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisation(dagster_dev, crawls):
+def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisation(
+    dagster_dev, crawls, tmp_path
+):
     from playwright.sync_api import expect, sync_playwright
 
     instance, log = dagster_dev["instance"], dagster_dev["log"]
     earlier = _run_ids(instance)
-    register_crawl(dagster_dev["inbox"], NUTRI, crawls / "nutrisport/internal_html.csv")
+    dropped = write_site(generate_site(200, seed=5, host=DROPPED, with_links=False), tmp_path / "dropped")
+    register_crawl(dagster_dev["inbox"], DROPPED, dropped["crawl"])
     light = crawls / "lightchiropractic"
     register_crawl(dagster_dev["inbox"], LIGHT, light / "internal_all.csv", light / "all_inlinks.csv")
 
@@ -103,7 +109,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         "two inbox runs to finish",
         log,
     )
-    assert {r.tags["dagster/partition"] for r in inbox_runs} == {NUTRI, LIGHT}
+    assert {r.tags["dagster/partition"] for r in inbox_runs} == {DROPPED, LIGHT}
     assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in inbox_runs), log.read_text()[-6000:]
     # whenever the second run started, no two steps of the two runs wrote the file at once
     spans = sorted(span for run in inbox_runs for span in step_spans(instance, run.run_id))
@@ -111,8 +117,8 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
     with duckdb.connect(str(dagster_dev["warehouse"]), read_only=True) as con:
         planned = dict(con.execute("SELECT site, count(*) FROM graph.link_plan GROUP BY site").fetchall())
         marts = {row[0] for row in con.execute("SELECT DISTINCT site FROM marts.site_health").fetchall()}
-        crawled = con.execute("SELECT count(*) FROM raw.crawl_pages WHERE site = ?", [NUTRI]).fetchone()[0]
-    assert set(planned) == marts == {NUTRI, LIGHT} and min(planned.values()) > 0
+        crawled = con.execute("SELECT count(*) FROM raw.crawl_pages WHERE site = ?", [DROPPED]).fetchone()[0]
+    assert set(planned) == marts == {DROPPED, LIGHT} and min(planned.values()) > 0
 
     # the webserver answers on loopback only: every other address of this machine refuses
     for address in _non_loopback_addresses():
@@ -141,8 +147,8 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         page.get_by_role("button", name="Materialize…").first.click()
         launch = page.locator(".dagster-dialog")
         launch.get_by_text("Select a partition or create one").click()
-        page.keyboard.type(NUTRI)
-        page.locator(".dagster-popover span", has_text=NUTRI).first.click()
+        page.keyboard.type(DROPPED)
+        page.locator(".dagster-popover span", has_text=DROPPED).first.click()
         launch.get_by_text(re.compile("Launch runs to materialize")).click()  # closes the partition list
         launch.get_by_role("button", name="Launch 1 run").click()
 
@@ -150,7 +156,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
             lambda: next(
                 (
                     r
-                    for r in _finished(instance, earlier, tags={"dagster/partition": NUTRI})
+                    for r in _finished(instance, earlier, tags={"dagster/partition": DROPPED})
                     if "interlink/trigger" not in r.tags
                 ),
                 None,
@@ -170,7 +176,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         expect(page.get_by_text("Success").first).to_be_visible()
         page.goto(f"{dagster_dev['url']}/assets/raw/crawl_pages", wait_until="networkidle")
         status = page.get_by_text("Latest materialization").locator("..")
-        expect(status).to_contain_text(NUTRI)
+        expect(status).to_contain_text(DROPPED)
         metadata = page.locator("tr", has_text="rows raw.crawl_pages")
         expect(metadata.first).to_contain_text(str(crawled))
         browser.close()
