@@ -5,6 +5,7 @@ import shutil
 import time
 
 import dagster as dg
+import pytest
 
 from interlink_pipeline.core.ingest.inbox import register_crawl, scan_inbox
 from interlink_pipeline.core.ingest.tabular_files import file_digest
@@ -126,7 +127,10 @@ def test_how_often_the_drop_folder_is_scanned_is_a_setting(monkeypatch):
 
     from interlink_pipeline.defs import sensors
 
-    assert crawl_inbox_sensor.minimum_interval_seconds == 30
+    assert crawl_inbox_sensor.minimum_interval_seconds == sensors.INBOX_SCAN_DEFAULT_S
+    monkeypatch.setenv(sensors.INBOX_SCAN_ENV, "half a minute")
+    with pytest.raises(ValueError, match=r"must be a whole number of seconds .* not 'half a minute'"):
+        sensors.inbox_scan_seconds()
     monkeypatch.setenv(sensors.INBOX_SCAN_ENV, "5")
     try:
         assert importlib.reload(sensors).crawl_inbox_sensor.minimum_interval_seconds == 5

@@ -23,6 +23,15 @@ from interlink_pipeline.defs.resources import CrawlInbox
 
 RUN_KEY_TAG = "interlink/run_key"  # the exports a run read (see run_key), on sensor and CLI runs alike
 INBOX_SCAN_ENV = "INTERLINK_INBOX_SCAN_SECONDS"
+INBOX_SCAN_DEFAULT_S = 30
+
+
+def inbox_scan_seconds() -> int:
+    """How often the sensor scans the drop folder: $INTERLINK_INBOX_SCAN_SECONDS, whole seconds."""
+    value = os.environ.get(INBOX_SCAN_ENV) or str(INBOX_SCAN_DEFAULT_S)
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"${INBOX_SCAN_ENV} must be a whole number of seconds (1 or more), not {value!r}")
+    return int(value)
 
 
 def _digest(path: Path, known: dict[str, list]) -> tuple[str, list]:
@@ -71,10 +80,10 @@ def _already_run(instance, key: str) -> bool:
 
 @sensor(
     job=site_pipeline_job,
-    minimum_interval_seconds=int(os.environ.get(INBOX_SCAN_ENV) or 30),
+    minimum_interval_seconds=inbox_scan_seconds(),
     default_status=DefaultSensorStatus.RUNNING,
-    description="Watches the drop folder (every 30 s; $INTERLINK_INBOX_SCAN_SECONDS); one run per site per "
-    "distinct export content.",
+    description=f"Watches the drop folder (every {INBOX_SCAN_DEFAULT_S} s; ${INBOX_SCAN_ENV}); one run per "
+    "site per distinct export content.",
 )
 def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
     state = json.loads(context.cursor) if context.cursor else {}
