@@ -3,6 +3,7 @@ leaves the drop folder, the sites and the warehouse byte for byte as they were."
 
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -290,6 +291,10 @@ def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registere
         [held] = instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
         done = run_cli(env, "materialize", "--site", LIGHT)
         assert done.returncode == 0, done.stderr
+        # outside a terminal, a line per finished step (a terminal gets a bar: test_cli's demo)
+        finished = re.findall(r"\[(\d+)/(\d+)\] (\w+): success in", done.stdout)
+        assert [step for _, _, step in finished][:2] == ["raw_crawl", "raw_links"], done.stdout
+        assert "link_plan" in [step for *_, step in finished] and finished[-1][0] == finished[-1][1]
         assert f"run {held.run_id} had stopped: its process (pid {killed.pid}) is gone" in done.stderr
         assert instance.get_run_by_id(held.run_id).status == dg.DagsterRunStatus.FAILURE
         assert not instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
