@@ -54,9 +54,10 @@ redis:
 	  || echo "Redis is not installed: the deployment test will skip"
 
 # pytest-xdist workers, one per core (on 2 cores, a third worker ran slower and the longest test past its
-# timeout); tests are handed out as workers free up (--dist load).
+# timeout); tests are handed out one at a time as workers free up (--dist load --maxschedchunk 1), the
+# end-to-end ones first (conftest.py).
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
-PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load --maxschedchunk 1
 
 ## The test suite (what .ci/run calls): lint, the code location's definitions, then every test.
 test: install browser postgres redis lint
