@@ -30,10 +30,11 @@ RUNS_TIMEOUT_S = 900
 DROPPED = "www.dropped.example"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dagster_dev(tmp_path_factory, model_cache):
     """`make dev`'s command on a free loopback port, over a temporary instance, warehouse and inbox: one
-    for the module (each test tells its own runs from those before it)."""
+    for the module's tests on a worker (each test tells its own runs from those before it), stopped once
+    they are done."""
     tmp_path = tmp_path_factory.mktemp("dagster-dev")
     home, inbox = tmp_path / "dagster_home", tmp_path / "inbox"
     home.mkdir()
