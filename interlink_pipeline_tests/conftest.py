@@ -61,23 +61,12 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.e2e)
 
 
-# Handed out first, in this order. xdist's first hand-out gives each worker two tests: the first worker the
-# two UI tests (one `dagster dev` for both), the second the demo (it materialises the session's sample)
-# and the deployment (the longest test with nothing to share).
-FIRST = ("test_ui.py::", "test_cli.py::test_demo_materialises_the_sample", "test_deploy.py::")
-
-
 def pytest_collection_modifyitems(items):
-    """FIRST, then the other `e2e` tests (in file order), then the short ones: xdist hands each worker one
-    test at a time (`--maxschedchunk 1` in the Makefile), so the short tests fill in while the other
-    worker ends its last long one, and neither waits at the end (with the UI tests last, one worker
-    idled 4 minutes)."""
-
-    def rank(item) -> int:
-        first = [i for i, name in enumerate(FIRST) if name in item.nodeid]
-        return first[0] if first else len(FIRST) + (item.get_closest_marker("e2e") is None)
-
-    items.sort(key=rank)
+    """The `e2e` tests first (in file order), the short ones after: xdist hands each worker one test at a
+    time (`--maxschedchunk 1` in the Makefile), so the short tests fill in while the other worker ends its
+    last long one, and neither waits at the end (with the UI tests last and only then the short ones
+    handed out, one worker idled 4 minutes)."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
 
 
 @pytest.fixture(scope="session", autouse=True)
