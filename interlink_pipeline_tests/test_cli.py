@@ -26,7 +26,8 @@ def test_demo_materialises_the_sample(cli_env, tmp_path, sample_site):
     drawn = run_cli_in_terminal(cli_env, "demo")
     assert "\x1b[?25l" in drawn  # rich's live display took the terminal (cursor hidden while it draws)
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)  # the text, without the colours
-    assert f"registered {SAMPLE_HOST}" in shown and "succeeded in" in shown and "[1/" not in shown
+    assert f"registered {SAMPLE_HOST}" in shown and "succeeded in" in shown and "pages" in shown
+    assert "[1/" not in shown
     frames = re.findall(r"(\w+)\s+[━╸╺]+\s+(\d+)/(\d+)\s+0:\d\d:\d\d([^\r\n]*)", shown)
     assert any(int(done) < int(steps) for _, done, steps, _ in frames), shown[-2000:]  # while it ran
     step, done, steps, _ = frames[-1]
