@@ -26,6 +26,7 @@ from interlink_pipeline.core.ml.link_ranker import (
     SiteState,
     drift,
     fit_ranker,
+    negative_sample,
     still_fits,
     training_examples,
 )
@@ -270,6 +271,36 @@ def test_the_backtest_repeats_under_a_seed(light_inputs):
     ]
     assert runs[0].figures == runs[1].figures
     assert runs[0].by_reason.equals(runs[1].by_reason)
+
+
+def test_validation_fits_keep_every_positive_and_sample_the_negatives():
+    """A validation fit sees every positive and `per_positive` negatives for each (the same rows under the
+    same seed); the kept model is fitted on every example, its probabilities what they would be without
+    the sampling."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20_000, 2))
+    y = (rng.random(20_000) < 1 / (1 + np.exp(6 - 2 * x[:, 0]))).astype(np.int8)  # about 1% positive
+    rows = negative_sample(y, 10, (0, 0))
+    assert set(np.flatnonzero(y == 1)) <= set(rows) and (y[rows] == 0).sum() == 10 * y.sum()
+    assert np.array_equal(rows, negative_sample(y, 10, (0, 0)))
+    assert not np.array_equal(rows, negative_sample(y, 10, (1, 0)))
+    assert np.array_equal(negative_sample(y, 10_000, (0, 0)), np.arange(len(y)))  # fewer: all of them
+
+    examples = pl.DataFrame({name: np.zeros(len(y), dtype=np.float32) for name in FEATURES}).with_columns(
+        pl.Series(FEATURES[0], x[:, 0].astype(np.float32)),
+        pl.Series(FEATURES[1], x[:, 1].astype(np.float32)),
+        pl.Series("label", y),
+        pl.Series("source", np.arange(len(y)) % 500),
+        pl.Series("fold", np.zeros(len(y), dtype=np.int32)),
+    )
+    sampled = fit_ranker(examples, RankerOptions(model="logistic", negatives_per_positive=10))
+    whole = fit_ranker(examples, RankerOptions(model="logistic", negatives_per_positive=10_000))
+    assert np.array_equal(sampled.probability(examples), whole.probability(examples))
+    assert sampled.probability(examples).mean() == pytest.approx(y.mean(), rel=0.05)
+    assert sampled.validation != whole.validation
+    assert sampled.validation["logistic_average_precision"] == pytest.approx(
+        whole.validation["logistic_average_precision"], abs=0.02
+    )
 
 
 def test_too_few_links_fall_back_to_the_default_weights(light_inputs):

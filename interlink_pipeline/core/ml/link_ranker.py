@@ -7,7 +7,11 @@ candidates that part links are the positives, the others the negatives. So a pos
 link to its features (its anchor, its target's in-degree), exactly as a link still to be written cannot.
 
 The model (gradient boosting or logistic regression, `auto` picks the better by cross-validated average
-precision) is validated with folds grouped by source page. A site with fewer than `min_positives` examples
+precision) is validated with folds grouped by source page: each validation fit sees every positive of its
+folds and a uniform sample of their negatives (`negatives_per_positive` for each positive), and scores every
+held-out example. A candidate list is mostly negatives, and validating on all of them cost twice the final
+fit; the model kept is fitted on every example, as its probabilities are what the plan's min_probability
+reads. A site with fewer than `min_positives` examples
 gets the default model: logistic-regression weights fitted on the development crawls (DEFAULT_WEIGHTS).
 A fitted model is kept with the fingerprint of what it was fitted on, so a run whose inputs are unchanged
 reuses it instead of fitting again.
@@ -44,6 +48,7 @@ class RankerOptions:
     simulation_folds: int = setting(4, "Parts the links are hidden in to train.", ge=2)
     min_positives: int = setting(40, "Fewer examples: the default weights.", ge=1)
     max_training_rows: int = setting(600_000, "Sources are sampled beyond this.", ge=1000)
+    negatives_per_positive: int = setting(40, "Negatives a validation fit samples per positive.", ge=1)
     cv_folds: int = setting(3, "Validation folds, grouped by source page.", ge=2)
     seed: int = setting(0, "Seed for the folds and the models.")
 
@@ -249,11 +254,12 @@ def fit_ranker(examples: pl.DataFrame, options: RankerOptions) -> Ranker:
     for name, model in candidates.items():
         started = time.monotonic()
         scores = np.zeros(len(y), dtype=np.float64)
-        for train, test in GroupKFold(n_splits=folds).split(x, y, groups):
+        for part, (train, test) in enumerate(GroupKFold(n_splits=folds).split(x, y, groups)):
             if y[train].min() == y[train].max():
                 scores[test] = y[train].mean()
                 continue
-            scores[test] = clone(model).fit(x[train], y[train]).predict_proba(x[test])[:, 1]
+            rows = negative_sample(y[train], options.negatives_per_positive, (options.seed, part))
+            scores[test] = clone(model).fit(x[train[rows]], y[train[rows]]).predict_proba(x[test])[:, 1]
         validation[f"{name}_average_precision"] = float(average_precision_score(y, scores))
         validation.update(
             {f"{name}_{k}": v for k, v in _precision_recall_at(examples, scores, (1, 5, 10)).items()}
@@ -270,6 +276,18 @@ def fit_ranker(examples: pl.DataFrame, options: RankerOptions) -> Ranker:
         f" (against {others})" if others else ""
     )
     return Ranker(best, model, reason, positives, len(y), validation, seconds)
+
+
+def negative_sample(labels: np.ndarray, per_positive: int, seed: tuple[int, int]) -> np.ndarray:
+    """The rows a validation fit uses: every positive and a uniform sample of `per_positive` negatives for
+    each (all of them when there are no more). Held-out scores are compared by rank only (average
+    precision, top-k), which the sampling's shift of the odds leaves as it is."""
+    negatives = np.flatnonzero(labels == 0)
+    kept = min(len(negatives), per_positive * int((labels == 1).sum()))
+    if kept == len(negatives):
+        return np.arange(len(labels))
+    sampled = np.random.default_rng(seed).choice(negatives, kept, replace=False)
+    return np.sort(np.concatenate([np.flatnonzero(labels == 1), sampled]))
 
 
 def validation_figures(ranker: Ranker) -> dict[str, float]:
