@@ -57,7 +57,12 @@ redis:
 # timeout); tests are handed out one at a time as workers free up (--dist load --maxschedchunk 1), the
 # end-to-end ones first (conftest.py).
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
-PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load --maxschedchunk 1
+# Tests keep their scratch (warehouses, Dagster instances, PostgreSQL's data) in memory where /dev/shm has
+# 4 GB free: scratch need not survive a power cut, and each commit's fsync took 2.8 ms on this machine's
+# disk against 0.25 ms there. TEST_TMPDIR= (empty) keeps them on disk.
+TEST_TMPDIR ?= $(shell df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 && $$4 > 4194304 {print "/dev/shm"}')
+PYTEST := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load \
+  --maxschedchunk 1
 
 ## The test suite (what .ci/run calls): lint, the code location's definitions, then every test.
 test: install browser postgres redis lint
