@@ -16,13 +16,16 @@ that folder). Nothing reads the hidden links before the plan is built.
     python -m benchmarks.bench_link_quality [--sets lightchiropractic hugodocs cppdocs sample] [--seeds 0 1 2]
 
 `--ranker-reuse cppdocs` then times `link_ranker` fitted again against its kept model reused (inputs
-unchanged), on the warehouse that run left.
+unchanged), on the warehouse that run left; `--ranker-validation sample hugodocs cppdocs` times it fitted
+again with its validation fits on every negative (the baseline) against the default sample of them, and
+shows the model each chose and its cross-validated figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import shutil
 import statistics
 import time
@@ -199,20 +202,49 @@ def editorial_recovery(run_config: dict) -> dict:
     }
 
 
-def ranker_reuse(name: str, repeats: int) -> dict:
-    """link_ranker on the warehouse an earlier run of this benchmark left for `name`: fitted again
-    (retrain), then with unchanged inputs (the kept model reused), `repeats` times each."""
+def _ranker_runs(name: str, config: dict, repeats: int) -> list[float]:
+    """Seconds of `repeats` link_ranker runs under `config`, on the warehouse an earlier run of this
+    benchmark left for `name`."""
     site, work = SETS[name][0], DATA / "quality" / name
     if not (work / "warehouse.duckdb").is_file():
         raise SystemExit(f"no warehouse for {name} under {work}: run --sets {name} first")
-    timings = {}
-    for retrain in (True, False):
-        config = {"ops": {"link_ranker": {"config": {"retrain": retrain}}}}
-        timings["fit" if retrain else "reuse"] = [
-            _materialize(work / "warehouse.duckdb", work / "inbox", site, ["link_ranker"], config)
-            for _ in range(repeats)
-        ]
-    return timings
+    run_config = {"ops": {"link_ranker": {"config": config}}}
+    return [
+        _materialize(work / "warehouse.duckdb", work / "inbox", site, ["link_ranker"], run_config)
+        for _ in range(repeats)
+    ]
+
+
+def ranker_reuse(name: str, repeats: int) -> dict:
+    """link_ranker fitted again (retrain), then with unchanged inputs (the kept model reused)."""
+    return {
+        "fit": _ranker_runs(name, {"retrain": True}, repeats),
+        "reuse": _ranker_runs(name, {"retrain": False}, repeats),
+    }
+
+
+def ranker_validation(name: str, repeats: int) -> dict:
+    """link_ranker fitted again with its validation fits on every negative (the baseline), then on the
+    default sample of them: the step's seconds, the model chosen and its cross-validated figures."""
+    site, work = SETS[name][0], DATA / "quality" / name
+    out = {}
+    for label, config in (("every negative", {"negatives_per_positive": 10**9}), ("sampled", {})):
+        seconds = _ranker_runs(name, {"retrain": True, **config}, repeats)
+        with duckdb.connect(str(work / "warehouse.duckdb"), read_only=True) as con:
+            model, examples, validation = con.execute(
+                "SELECT model, examples, validation FROM ml.link_ranker_runs WHERE site = ? "
+                "ORDER BY trained_at DESC LIMIT 1",
+                [site],
+            ).fetchone()
+        figures = json.loads(validation)
+        out[label] = {
+            "seconds": seconds,
+            "examples": examples,
+            "model": model,
+            "average_precision": figures[f"{model}_average_precision"],
+            "precision_at_10": figures[f"{model}_precision_at_10"],
+        }
+    return out
 
 
 def main() -> None:
@@ -224,8 +256,26 @@ def main() -> None:
         "--ranker-reuse", nargs="+", default=[], choices=list(SETS), metavar="SET",
         help="only time link_ranker fitted vs reused, on the warehouses an earlier run left",
     )  # fmt: skip
-    parser.add_argument("--repeats", type=int, default=3, help="runs per timing for --ranker-reuse")
+    parser.add_argument(
+        "--ranker-validation", nargs="+", default=[], choices=list(SETS), metavar="SET",
+        help="only time link_ranker validated on every negative vs a sample, on an earlier run's warehouses",
+    )  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=3, help="runs per timing for --ranker-*")
     args = parser.parse_args()
+    if args.ranker_validation:
+        validated = {name: ranker_validation(name, args.repeats) for name in args.ranker_validation}
+        print_table(
+            f"link_ranker fitted again, its validation fits on every negative vs a sample of them (median "
+            f"of {args.repeats} runs)",
+            [
+                [name, f"{v['sampled']['examples']:,}", label, f"{statistics.median(r['seconds']):.1f}",
+                 r["model"], f"{r['average_precision']:.3f}", f"{r['precision_at_10']:.3f}"]
+                for name, v in validated.items() for label, r in v.items()
+            ],
+            ["set", "examples", "validated on", "step s", "model", "CV average precision", "CV P@10"],
+        )  # fmt: skip
+        print(f"results: {save('link_ranker_validation', validated)}")
+        return
     if args.ranker_reuse:
         reuse = {name: ranker_reuse(name, args.repeats) for name in args.ranker_reuse}
         print_table(

@@ -11,8 +11,8 @@ precision) is validated with folds grouped by source page: each validation fit s
 folds and a uniform sample of their negatives (`negatives_per_positive` for each positive), and scores every
 held-out example. A candidate list is mostly negatives, and validating on all of them cost twice the final
 fit; the model kept is fitted on every example, as its probabilities are what the plan's min_probability
-reads. A site with fewer than `min_positives` examples
-gets the default model: logistic-regression weights fitted on the development crawls (DEFAULT_WEIGHTS).
+reads. A site with fewer than `min_positives` examples gets the default model: logistic-regression weights
+fitted on the development crawls (DEFAULT_WEIGHTS).
 A fitted model is kept with the fingerprint of what it was fitted on, so a run whose inputs are unchanged
 reuses it instead of fitting again.
 """
