@@ -68,6 +68,17 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         ["Source", "Destination", "Anchor"],
         [[f"https://{LIGHT}/", f"https://{LIGHT}/about/", "About"]],
     )
+    write_export(
+        files / "unplaced_inlinks.csv",
+        LINK_HEADER,
+        [["Hyperlink", f"https://{LIGHT}/", f"https://{LIGHT}/page-{i}/", "a", "", "true"] for i in range(5)],
+    )  # fmt: skip
+    write_export(
+        files / "external_inlinks.csv",
+        LINK_HEADER,
+        [["Hyperlink", f"https://{LIGHT}/", f"https://partner-{i % 2}.example/", "a", "Content", "true"]
+         for i in range(5)],
+    )  # fmt: skip
     (files / "random.csv").write_bytes(os.urandom(4096))
     write_export(files / "header_only.csv", CRAWL_HEADER, [])
     write_export(
@@ -92,6 +103,13 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
             f"this links export is not for site '{LIGHT}'"),
         "links without Link Position": (
             [crawl, "--links", str(files / "no_position_inlinks.csv")], "no Link Position column"),
+        "links with an empty Link Position": (
+            [crawl, "--links", str(files / "unplaced_inlinks.csv")],
+            "unplaced_inlinks.csv: its Link Position column is empty, so menu links cannot be told"),
+        "links that leave the site (an External export)": (
+            [crawl, "--links", str(files / "external_inlinks.csv")],
+            f"external_inlinks.csv: only 0 of these 5 links go to a page of '{LIGHT}'; most go to "
+            "'partner-0.example' (3), as in an External links export"),
         "random bytes as the crawl, with --site": (
             [str(files / "random.csv"), "--site", LIGHT], "random.csv"),
         "a header-only crawl, with --site": (
@@ -113,7 +131,8 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
 
 BAD_REGISTRATIONS = [
     "an empty links file", "a header-only links file", "links from another host",
-    "links without Link Position", "random bytes as the crawl, with --site",
+    "links without Link Position", "links with an empty Link Position",
+    "links that leave the site (an External export)", "random bytes as the crawl, with --site",
     "a header-only crawl, with --site", "page text for another host", "page text for pages the crawl lacks",
     "page text in Windows-1252", "random bytes as page text", "a crawl file that does not exist",
     "a path in --site", "shell characters in --site", "a space in --site", "a URL in --site",

@@ -71,16 +71,20 @@ def read_links_export(
     loaded_at: datetime | None = None,
 ) -> LoadedExport:
     """Read an All Inlinks export: the site's existing link graph. Refused when its links are not from the
-    site's pages, or when nothing says where on the page a link sits (Link Position): without it every menu
-    link would count as an editor's in-content link."""
+    site's pages or not to them (an External export), or when nothing says where on the page a link sits
+    (no Link Position column, or an empty one): without it every menu link would count as an editor's
+    in-content link."""
     loaded = _read_export(path, site, LINK_FIELDS, column_map, encoding, sheet, None, loaded_at)
-    if "link_position" not in loaded.mapped:
+    mapped = "link_position" in loaded.mapped
+    if not mapped or (loaded.frame["link_position"].str.strip_chars().fill_null("") == "").all():
+        problem = "its Link Position column is empty" if mapped else "no Link Position column"
         raise InputError(
-            f"{path}: no Link Position column, so menu links cannot be told from in-content links. Export "
-            "Bulk Export > Links > All Inlinks from Screaming Frog (which has it), or name the column that "
-            "holds it in the links config's column_map (link_position)."
+            f"{path}: {problem}, so menu links cannot be told from in-content links. Export Bulk Export > "
+            "Links > All Inlinks from Screaming Frog (which fills it), or name the column that holds it in "
+            "the links config's column_map (link_position)."
         )
     _check_site(loaded.frame, site, path, column="source_url", what="links export")
+    _check_destinations(loaded.frame, site, path)
     # A missing Follow value means the link is followed (older exports have no such column).
     follow = pl.col("follow").str.to_lowercase().is_in(TRUE_WORDS) | pl.col("follow").is_null()
     return replace(loaded, frame=loaded.frame.with_columns(follow.alias("follow")))
@@ -223,6 +227,20 @@ def _extra_positions(
         if matches[0] not in positions.values():
             found[f"extra::{name}"] = matches[0]
     return found
+
+
+def _check_destinations(links: pl.DataFrame, site: str, path: Path) -> None:
+    """A links export whose links mostly leave the site is not the site's link graph: most likely an
+    External links export, registered by mistake."""
+    found = hosts(links["target_url"]).drop_nulls()
+    on_site = (found == site).sum()
+    if found.len() and on_site / found.len() < MIN_SITE_SHARE:
+        top = found.value_counts(sort=True).row(0)
+        raise InputError(
+            f"{path}: only {on_site} of these {found.len()} links go to a page of '{site}'; most go to "
+            f"'{top[0]}' ({top[1]}), as in an External links export. Register Bulk Export > Links > All "
+            "Inlinks: the links between the site's own pages."
+        )
 
 
 def _check_site(frame: pl.DataFrame, site: str, path: Path, column: str = "url", what: str = "crawl") -> None:
