@@ -5,6 +5,7 @@ import hashlib
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -17,11 +18,19 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.exclusions import rule_warnings
+from interlink_pipeline.core.ingest.inbox import latest_exports
 from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
-from interlink_pipeline_tests.helpers import LIGHT, PROJECT_ROOT, call_cli, run_cli, write_export
+from interlink_pipeline_tests.helpers import (
+    LIGHT,
+    PROJECT_ROOT,
+    call_cli,
+    changed_light_crawl,
+    run_cli,
+    write_export,
+)
 from interlink_pipeline_tests.services import Webhook
 
 CRAWL_HEADER = ["Address", "Content Type", "Status Code", "Indexability", "Title 1", "H1-1"]
@@ -119,7 +128,9 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "page text for pages the crawl lacks": (
             [crawl, "--text", str(files / "uncrawled_text.csv")], "none of its 3 pages is in the crawl"),
         "page text in Windows-1252": (
-            [crawl, "--text", str(files / "cp1252_text.csv")], "not UTF-8 or UTF-16 text: byte 0xe9"),
+            [crawl, "--text", str(files / "cp1252_text.csv")],
+            "(line 2) is invalid. Export from Screaming Frog again (it writes UTF-8), or give its real "
+            "encoding: interlink register … --encoding cp1252"),
         "random bytes as page text": ([crawl, "--text", str(files / "random_text.csv")], "random_text.csv"),
         "a crawl file that does not exist": ([str(files / "missing.csv"), "--site", LIGHT], "file not found"),
         "a path in --site": ([crawl, "--site", "../../etc"], "is not a host name"),
@@ -384,3 +395,131 @@ def test_page_text_for_some_pages_not_crawled_is_registered_with_a_warning(regis
     assert f"https://{LIGHT}/not-crawled/" in done.stderr
     frame = read_page_text(Path(env["INTERLINK_INBOX"]) / LIGHT / "page_text.csv", LIGHT).frame
     assert frame["text"].to_list()[:2] == [row[1] for row in rows]
+
+
+def test_page_text_in_windows_1252_is_registered_as_utf8_with_encoding(registered, crawls):
+    env, tmp_path = registered
+    crawl = crawls / "lightchiropractic/internal_all.csv"
+    text = tmp_path / "cp1252_text.csv"
+    text.write_bytes(f"Address,Text\nhttps://{LIGHT}/,Caf\u00e9 r\u00e9sum\u00e9\n".encode("cp1252"))
+    done = call_cli(env, "register", str(crawl), "--text", str(text), "--encoding", "cp1252")
+    assert done.returncode == 0, done.stderr
+    folder = Path(env["INTERLINK_INBOX"]) / LIGHT
+    # the text is stored as UTF-8, read by the run with its default settings; the crawl, already UTF-8,
+    # is copied byte for byte (never re-read as cp1252)
+    assert read_page_text(folder / "cp1252_text.csv", LIGHT).frame["text"].to_list() == [
+        "Caf\u00e9 r\u00e9sum\u00e9"
+    ]
+    assert (folder / "internal_all.csv").read_bytes() == crawl.read_bytes()
+    unknown = call_cli(env, "register", str(crawl), "--text", str(text), "--encoding", "klingon")
+    assert unknown.returncode == 2 and "--encoding 'klingon' is not a known text encoding" in unknown.stderr
+
+
+def test_a_new_crawl_registered_without_links_sets_the_old_links_aside(registered, crawls):
+    env, tmp_path = registered
+    folder = Path(env["INTERLINK_INBOX"]) / LIGHT
+    links = (folder / "all_inlinks.csv").read_bytes()
+    # the same crawl again: its links still pair with it
+    same = call_cli(env, "register", str(crawls / "lightchiropractic/internal_all.csv"))
+    assert same.returncode == 0 and "warning" not in same.stderr
+    assert (folder / "all_inlinks.csv").read_bytes() == links
+    # a new crawl with --keep-links: paired, as asked
+    kept = call_cli(env, "register", str(changed_light_crawl(crawls, tmp_path, "faq")), "--keep-links")
+    assert kept.returncode == 0 and (folder / "all_inlinks.csv").read_bytes() == links
+    # a new crawl without links: the earlier crawl's links are moved aside, kept, and the user told
+    done = call_cli(env, "register", str(changed_light_crawl(crawls, tmp_path)))
+    assert done.returncode == 0, done.stderr
+    [moved] = (folder / "superseded").iterdir()
+    assert moved.read_bytes() == links and not (folder / "all_inlinks.csv").exists()
+    assert done.stderr == (
+        f"warning: all_inlinks.csv came with an earlier crawl, so it was moved to {moved} rather than "
+        "paired with this one; register this crawl's links export with --links, or keep the old one with "
+        "--keep-links.\n"
+    )
+    assert sorted(latest_exports(folder)) == ["crawl"]  # what the next run reads
+    # files are created as the umask says (a daemon or web server under another user reads them)
+    mode = 0o666 & ~_umask()
+    assert {stat.S_IMODE(p.stat().st_mode) for p in folder.rglob("*.csv")} == {mode}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_unicode_host_is_one_site_whichever_way_it_is_spelt(cli_env, tmp_path, crawls):
+    crawl, links = tmp_path / "internal_all.csv", tmp_path / "all_inlinks.csv"
+    source = crawls / "lightchiropractic"
+    # Screaming Frog writes the host as people read it; a links export or a user may spell it in punycode
+    crawl.write_text(
+        (source / "internal_all.csv")
+        .read_text(encoding="utf-8-sig")
+        .replace(LIGHT, "www.b\u00fccher.example")
+    )
+    links.write_text(
+        (source / "all_inlinks.csv")
+        .read_text(encoding="utf-8-sig")
+        .replace(LIGHT, "www.xn--bcher-kva.example")
+    )
+    for site in ("www.xn--bcher-kva.example", "www.B\u00fccher.example", None):
+        done = call_cli(
+            cli_env, "register", str(crawl), "--links", str(links), *(["--site", site] if site else [])
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("registered www.xn--bcher-kva.example (www.b\u00fccher.example): ")
+    assert call_cli(cli_env, "sites").stdout == "www.xn--bcher-kva.example: not materialised yet\n"
+
+
+BAD_ARGUMENTS = {
+    "a config file that is not UTF-8": (
+        ["materialize", "--site", LIGHT, "--config", "{bad}/latin1.yaml"],
+        "latin1.yaml: not UTF-8 text (byte 0xe9 at offset 54); save it as UTF-8."),
+    "a YAML alias bomb": (
+        ["materialize", "--site", LIGHT, "--config", "{bad}/bomb.yaml"],
+        "bomb.yaml, line 2: YAML aliases (*a) are not allowed in a run config"),
+    "a regex setting that does not compile": (
+        ["materialize", "--site", LIGHT, "--config", "{bad}/regex.yaml"],
+        "regex.yaml: ops.pages.config.branding_pattern: '(unclosed[' is not a valid regex (Rust syntax): "
+        "unclosed character class"),
+    "a regex among several": (
+        ["materialize", "--site", LIGHT, "--config", "{bad}/paths.yaml"],
+        "paths.yaml: ops.similarity_pairs.config.exclude_target_paths: '*.pdf' is not a valid regex"),
+    "a negative seed": (["backtest", "--site", LIGHT, "--seed", "-1"],
+        "argument --seed: a seed is from 0 to 4294967295, not -1"),
+    "a seed past 2**32": (["backtest", "--site", LIGHT, "--seed", str(2**32)],
+        "argument --seed: a seed is from 0 to 4294967295, not 4294967296"),
+    "a seed that is not a number": (["generate-site", "--out", "{bad}/site", "--seed", "x"],
+        "argument --seed: 'x' is not a whole number"),
+    "no pages": (["generate-site", "--pages", "0", "--out", "{bad}/site"],
+        "argument --pages: the synthetic site has at least 200 pages (20 topics with categories), not 0"),
+    "negative pages": (["generate-site", "--pages", "-5", "--out", "{bad}/site"], "not -5"),
+    "--out naming a file": (["generate-site", "--pages", "200", "--out", "{bad}/latin1.yaml"],
+        "--out {bad}/latin1.yaml is a file; name a folder for the exports (made if missing)."),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BAD_ARGUMENTS))
+def test_a_bad_argument_or_setting_is_refused_in_a_sentence_naming_it(case, registered):
+    env, tmp_path = registered
+    bad = tmp_path / "bad_settings"
+    bad.mkdir()
+    (bad / "latin1.yaml").write_bytes(
+        "ops:\n  link_plan:\n    config:\n      max_depth: 3 # caf\u00e9\n".encode("latin-1")
+    )
+    nested = [f"{chr(97 + i)}: &{chr(97 + i)} [{', '.join([f'*{chr(96 + i)}'] * 9)}]" for i in range(1, 9)]
+    (bad / "bomb.yaml").write_text("\n".join(['a: &a ["lol", "lol"]', *nested]) + "\n")
+    (bad / "regex.yaml").write_text('ops: {pages: {config: {branding_pattern: "(unclosed["}}}\n')
+    (bad / "paths.yaml").write_text(
+        "ops: {similarity_pairs: {config: {exclude_target_paths: ['^/tags/', '*.pdf']}}}\n"
+    )
+    args, message = BAD_ARGUMENTS[case]
+    before = _state(tmp_path / "inbox", tmp_path / "home")
+    started = time.monotonic()
+    done = call_cli(env, *[a.replace("{bad}", str(bad)) for a in args])
+    assert time.monotonic() - started < 10  # the bomb is refused before it expands
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message.replace("{bad}", str(bad)) in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) <= 3 and "Traceback" not in done.stderr
+    assert _state(tmp_path / "inbox", tmp_path / "home") == before  # nothing ran, nothing written
+    assert not Path(env["INTERLINK_WAREHOUSE"]).exists() and not (bad / "site").exists()

@@ -9,6 +9,8 @@ followed, `run_config` the settings a user passes.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -49,6 +51,33 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        damaged = _damaged_home_database(exc)
+        if damaged is None:
+            raise
+        print(f"error: {damaged}", file=sys.stderr)
+        return 2
+
+
+def _damaged_home_database(exc: Exception) -> Exception | None:
+    """A damaged SQLite file of the Dagster home that its header did not show (dagster_instance checks
+    those), found by SQLite's own check, as an error naming it; None for any other exception."""
+    import sqlite3
+
+    from interlink_pipeline.cli.runs import HOME_DATABASES, damaged_home
+
+    if not isinstance(getattr(exc, "orig", exc), sqlite3.DatabaseError):
+        return None
+    home = Path(os.environ["DAGSTER_HOME"])
+    for path in (home / name for name in HOME_DATABASES if (home / name).exists()):
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+                verdict = con.execute("PRAGMA quick_check").fetchone()[0]
+        except sqlite3.DatabaseError as problem:
+            verdict = str(problem)
+        if verdict != "ok":
+            return damaged_home(path, verdict)
+    return None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,6 +105,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     register.add_argument("--text", type=Path, help="page-text file: Address + Text (body text per page)")
     register.add_argument("--site", help="site host (default: the host most URLs are on)")
+    register.add_argument(
+        "--keep-links",
+        action="store_true",
+        help="pair a new crawl with the links export registered before (default: set it aside)",
+    )
+    register.add_argument(
+        "--encoding", help="the encoding of files that are not UTF-8 or UTF-16, e.g. cp1252 (stored as UTF-8)"
+    )
     register.add_argument("--run", action="store_true", help="materialise the pipeline for the site now")
     _settings_options(register)
     run = command("materialize", "materialise the whole pipeline for a registered site")
@@ -90,10 +127,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     backtest.add_argument("--site", required=True, help="a materialised site")
     backtest.add_argument("--fraction", type=float, default=0.2, help="share of link pairs hidden (0.2)")
-    backtest.add_argument("--seed", type=int, default=0, help="which links are hidden (0)")
+    backtest.add_argument("--seed", type=_seed, default=0, help="which links are hidden (0)")
     generate = command("generate-site", "write a synthetic site's exports and ground truth")
-    generate.add_argument("--pages", type=int, default=1700, help="linkable pages, about (1700)")
-    generate.add_argument("--seed", type=int, default=7, help="the same seed writes the same site (7)")
+    generate.add_argument("--pages", type=_pages, default=1700, help="linkable pages, about (1700)")
+    generate.add_argument("--seed", type=_seed, default=7, help="the same seed writes the same site (7)")
     generate.add_argument("--host", default=None, help="the site's host (www.alpinegear.example)")
     generate.add_argument("--out", type=Path, required=True, help="folder to write the exports to")
     generate.add_argument("--no-links", action="store_true", help="skip the All Inlinks export")
@@ -113,6 +150,34 @@ def _settings_options(command: argparse.ArgumentParser) -> None:
     )
     for flag, (where, kind) in SETTING_FLAGS.items():
         command.add_argument(flag, type=kind, help=f"sets {'.'.join(where)} (overrides --config)")
+
+
+def _whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+
+
+def _seed(text: str) -> int:
+    """A seed every random generator of the pipeline takes (scikit-learn's stop below 2**32)."""
+    from interlink_pipeline.core.numbers import SEED_LIMIT
+
+    value = _whole_number(text)
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"a seed is from 0 to {SEED_LIMIT - 1}, not {text}")
+    return value
+
+
+def _pages(text: str) -> int:
+    from interlink_pipeline.sample.site import MIN_PAGES
+
+    value = _whole_number(text)
+    if value < MIN_PAGES:
+        raise argparse.ArgumentTypeError(
+            f"the synthetic site has at least {MIN_PAGES} pages (20 topics with categories), not {text}"
+        )
+    return value
 
 
 def _version() -> str:

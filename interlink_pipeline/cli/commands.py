@@ -17,16 +17,26 @@ def _register_files(
     site: str | None,
     queries: Path | None = None,
     text: Path | None = None,
+    *,
+    keep_links: bool = False,
+    encoding: str | None = None,
 ) -> str:
     from interlink_pipeline.core.ingest.crawl_exports import infer_site
     from interlink_pipeline.core.ingest.inbox import default_inbox, register_crawl
-    from interlink_pipeline.core.urls import normalize_host
+    from interlink_pipeline.core.ingest.tabular_files import as_utf8
+    from interlink_pipeline.core.urls import display_host, normalize_host
 
-    site = normalize_host(site) if site else infer_site(crawl)
-    drop = register_crawl(default_inbox(), site, crawl, links, queries, text)
+    if not site:
+        with as_utf8(crawl, encoding) as readable:
+            site = infer_site(readable)
+    site = normalize_host(site)
+    drop = register_crawl(
+        default_inbox(), site, crawl, links, queries, text, keep_links=keep_links, encoding=encoding
+    )
     add_site(site)
     extras = [str(f) for f in (drop.links_file, drop.queries_file, drop.text_file) if f]
-    print(f"registered {site}: {drop.crawl_file}" + "".join(f" + {f}" for f in extras))
+    shown = site if display_host(site) == site else f"{site} ({display_host(site)})"
+    print(f"registered {shown}: {drop.crawl_file}" + "".join(f" + {f}" for f in extras))
     for warning in drop.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return site
@@ -42,7 +52,15 @@ def demo(args: argparse.Namespace) -> int:
 
 def register(args: argparse.Namespace) -> int:
     config = run_config(args)
-    site = _register_files(args.crawl, args.links, args.site, args.queries, args.text)
+    site = _register_files(
+        args.crawl,
+        args.links,
+        args.site,
+        args.queries,
+        args.text,
+        keep_links=args.keep_links,
+        encoding=args.encoding,
+    )
     if args.run:
         return run_site(site, run_config=config)
     print(f"the inbox sensor starts its run (make dev), or run it now: interlink materialize --site {site}")
@@ -87,9 +105,12 @@ def backtest(args: argparse.Namespace) -> int:
 
 
 def generate(args: argparse.Namespace) -> int:
+    from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.urls import normalize_host
     from interlink_pipeline.sample import generate_site, write_site
 
+    if args.out.exists() and not args.out.is_dir():
+        raise InputError(f"--out {args.out} is a file; name a folder for the exports (made if missing).")
     started = time.monotonic()
     host = {"host": normalize_host(args.host)} if args.host else {}
     site = generate_site(args.pages, seed=args.seed, with_links=not args.no_links, **host)
@@ -174,12 +195,16 @@ def _site_figures(site: str) -> list[str]:
     try:
         metrics = query(
             path,
-            "SELECT scenario, pages, links, planned_links, orphan_pages, max_depth, share_depth_le_3 "
-            "FROM graph.site_metrics WHERE site = ? ORDER BY scenario DESC",
+            "SELECT scenario, crawl_id, pages, links, planned_links, orphan_pages, max_depth, "
+            "share_depth_le_3 FROM graph.site_metrics WHERE site = ? ORDER BY scenario DESC",
             [site],
+            read_only=True,
         )
         backtest = query(
-            path, "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1", [site]
+            path,
+            "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1",
+            [site],
+            read_only=True,
         )
     except duckdb.CatalogException:
         return []
@@ -189,12 +214,34 @@ def _site_figures(site: str) -> list[str]:
         f"{row['share_depth_le_3']:.1%} within 3 clicks"
         for row in metrics.iter_rows(named=True)
     ]
+    planned = metrics["crawl_id"][0] if metrics.height else None
+    registered = _registered_crawl(site)
+    if planned is not None and registered is not None and planned != registered:
+        lines.append(
+            f"note: these figures are of crawl {planned}; the crawl registered now ({registered}) has no "
+            f"plan yet: interlink materialize --site {site}"
+        )
     for row in backtest.iter_rows(named=True):
+        which = f"crawl {row['crawl_id']}"
+        if row["measured_in_run"] != row["run_id"]:
+            which += f", measured in run {row['measured_in_run']} and standing: the crawl changed little"
+        if row["crawl_id"] != planned:
+            which = f"an earlier crawl than the plan's: {which}"
         lines.append(
             f"backtest: plan precision {row['plan_precision']:.1%} against {row['baseline_precision']:.1%} "
-            f"for as many top-title-cosine links ({row['hidden_links']:,} links hidden, seed {row['seed']})"
+            f"for as many top-title-cosine links ({row['hidden_links']:,} links hidden, seed {row['seed']}; "
+            f"{which})"
         )
     return lines
+
+
+def _registered_crawl(site: str) -> str | None:
+    """The crawl id (file digest) of the crawl export registered for `site` now."""
+    from interlink_pipeline.core.ingest.inbox import default_inbox, latest_exports, site_folder
+    from interlink_pipeline.core.ingest.tabular_files import file_digest
+
+    crawl = latest_exports(site_folder(default_inbox(), site)).get("crawl")
+    return file_digest(crawl) if crawl else None
 
 
 def sql(args: argparse.Namespace) -> int:

@@ -46,9 +46,19 @@ def _read_config_file(path: Path) -> dict:
 
     if not path.is_file():
         raise InputError(f"{path}: config file not found.")
-    text = path.read_text(encoding="utf-8")
     try:
-        config = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as "
+            "UTF-8."
+        ) from None
+    try:
+        if path.suffix == ".toml":
+            config = tomllib.loads(text)
+        else:
+            _refuse_aliases(text, path)
+            config = yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {exc}") from None
     if not isinstance(config, dict):
@@ -56,6 +66,22 @@ def _read_config_file(path: Path) -> dict:
             f"{path}: a run config is a mapping (ops: …, resources: …), not {type(config).__name__}."
         )
     return config
+
+
+def _refuse_aliases(text: str, path: Path) -> None:
+    """A run config has no use for YAML aliases (*name), and a kilobyte of nested ones expands to
+    billions of nodes: refused before anything is built."""
+    import yaml
+
+    from interlink_pipeline.core.errors import InputError
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            line = event.start_mark.line + 1
+            raise InputError(
+                f"{path}, line {line}: YAML aliases (*{event.anchor}) are not allowed in a run config; "
+                "write the values out."
+            )
 
 
 def _validate(config: dict, path: Path | None) -> None:
@@ -70,17 +96,26 @@ def _validate(config: dict, path: Path | None) -> None:
     from interlink_pipeline.definitions import defs
 
     job = defs.resolve_job_def("site_pipeline")
+    where = path or "the settings"
     try:
         validate_run_config(job, config)
-        for name, node in (config.get("ops") or {}).items():
-            step = inspect.signature(job.graph.node_named(name).definition.compute_fn.decorated_fn)
-            if "config" in step.parameters:
-                step.parameters["config"].annotation(**(node.get("config") or {}))
-        for name, node in (config.get("resources") or {}).items():
-            type(defs.resources[name])(**(node.get("config") or {}))
     except DagsterInvalidConfigError as exc:
         problems = "; ".join(error.message for error in exc.errors)
-        raise InputError(f"{path or 'the settings'}: {problems}") from None
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise InputError(f"{path or 'the settings'}: {exc.title} {problems}") from None
+        raise InputError(f"{where}: {problems}") from None
+    classes: dict[tuple[str, str], type] = {}
+    for name in config.get("ops") or {}:
+        step = inspect.signature(job.graph.node_named(name).definition.compute_fn.decorated_fn).parameters
+        if "config" in step:
+            classes[("ops", name)] = step["config"].annotation
+    for name in config.get("resources") or {}:
+        classes[("resources", name)] = type(defs.resources[name])
+    for (kind, name), settings in classes.items():
+        try:
+            settings(**(config[kind][name].get("config") or {}))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join([kind, name, 'config', *map(str, e['loc'])])}: "
+                f"{e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors()
+            )
+            raise InputError(f"{where}: {problems}") from None

@@ -3,6 +3,7 @@ and a failed run recorded as one anywhere else."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import os
@@ -21,12 +22,40 @@ PID_TAG, HOST_TAG = "interlink/pid", "interlink/host"
 PROGRESS_MESSAGE_CHARS = 60  # the running step's latest message, as much as the bar shows of it
 
 
+# the Dagster home's SQLite files every command reads, and what moving a damaged one aside loses
+HOME_DATABASES = {
+    "history/runs.db": "the run history and the registered sites (register each site again: its exports "
+    "are still in the drop folder)",
+    "history/runs/index.db": "the index of runs' events (asset history in the UI)",
+    "schedules/schedules.db": "the schedules' and sensors' tick history",
+}
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
 def dagster_instance():
-    os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home"))
-    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home")))
+    home.mkdir(parents=True, exist_ok=True)
+    for name in HOME_DATABASES:
+        with contextlib.suppress(FileNotFoundError), open(home / name, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+            if head and head != _SQLITE_MAGIC:
+                raise damaged_home(home / name, "not an SQLite database")
     from dagster import DagsterInstance
 
     return DagsterInstance.get()
+
+
+def damaged_home(path: Path, why: str) -> Exception:
+    """The error for a damaged database of the Dagster home: which file, and how to recover."""
+    from interlink_pipeline.core.errors import InputError
+
+    relative = path.relative_to(Path(os.environ["DAGSTER_HOME"])).as_posix()
+    loses = HOME_DATABASES.get(relative, "what Dagster kept in it")
+    return InputError(
+        f"the Dagster home's {path} is damaged ({why}); nothing was changed. Move it aside (mv {path} "
+        f"{path}.damaged) and run again: Dagster starts a new one, without {loses}. The warehouse keeps "
+        "every table."
+    )
 
 
 def add_site(site: str) -> None:

@@ -22,12 +22,25 @@ def replaced_atomically(path: Path, suffix: str = "") -> Iterator[Path]:
     prefix = f".{path.name}.{os.getpid()}."
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=suffix + ".partial")
     os.close(fd)
+    os.chmod(tmp, shareable_mode())  # mkstemp's 0600 would hide the file from a web server or a daemon
     try:
         yield Path(tmp)
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def shareable_mode() -> int:
+    """The mode a new file gets from open(): 0666 less the process's umask (read from /proc where it can
+    be: setting the umask to read it would race with other threads creating files)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Umask:")), 8)
+    except (OSError, StopIteration):
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask
 
 
 def process_alive(pid: int) -> bool:

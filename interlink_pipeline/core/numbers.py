@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 SIGNIFICANT_DIGITS = 4
+SEED_LIMIT = 2**32  # seeds are below it: scikit-learn's random_state refuses larger ones
 
 
 def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:

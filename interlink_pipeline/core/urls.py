@@ -90,7 +90,7 @@ def _split(urls: pl.Series) -> pl.DataFrame:
         .unnest("parts")
     )
     host_port = pl.col("authority").str.to_lowercase().str.replace(r"^.*@", "")
-    return groups.select(
+    split = groups.select(
         "row",
         pl.col("scheme").str.to_lowercase(),
         host_port.str.replace(r":(80|443)?$", "").str.strip_chars_end(".").alias("host"),
@@ -101,6 +101,7 @@ def _split(urls: pl.Series) -> pl.DataFrame:
         .alias("path"),
         pl.col("raw_query").fill_null(""),
     )
+    return split.with_columns(ascii_hosts(split["host"]))
 
 
 def _with_queries(base: pl.DataFrame) -> pl.DataFrame:
@@ -173,13 +174,38 @@ def _query_suffix(column: str) -> pl.Expr:
 
 def hosts(urls: pl.Series) -> pl.Series:
     """Lower-case host of each http(s) URL (null otherwise): the cheap path for site checks."""
-    return pl.DataFrame({"u": urls.cast(pl.String)}).select(
+    found = pl.DataFrame({"u": urls.cast(pl.String)}).select(
         pl.col("u")
         .str.extract(r"(?i)^\s*https?://(?:[^@/?#]*@)?([^/?#:\s]+)", 1)
         .str.to_lowercase()
         .str.strip_chars_end(".")
         .alias("host")
     )["host"]
+    return ascii_hosts(found)
+
+
+def ascii_hosts(hosts: pl.Series) -> pl.Series:
+    """Hosts in their ASCII (punycode) spelling, the one site keys use: a crawler writes an IDN host as
+    people read it (www.bücher.example), a site key or a links export may spell it xn--bcher-kva."""
+    unicode = hosts.filter(hosts.str.contains(r"[^\x00-\x7f]")).unique()
+    if unicode.is_empty():
+        return hosts
+    return hosts.replace({host: _punycode(host) for host in unicode.to_list()})
+
+
+def _punycode(host: str) -> str | None:
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:  # not a host name: the URL is then invalid
+        return None
+
+
+def display_host(site: str) -> str:
+    """A site key as people read it: an IDN host in Unicode (xn--bcher-kva → bücher)."""
+    try:
+        return site.encode("ascii").decode("idna")
+    except UnicodeError:
+        return site
 
 
 def url_key(url: str) -> str | None:

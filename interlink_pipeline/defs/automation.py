@@ -71,8 +71,22 @@ def failure_payload(run: DagsterRun, step_failures: list[DagsterEvent], run_mess
         "job": run.job_name,
         "site": run.tags.get("dagster/partition"),
         "step": first.step_key if first else None,
-        "message": error.message.strip() if error else run_message or "run failed",
+        "message": _readable(error) if error else run_message or "run failed",
     }
+
+
+# errors whose message is written for the user: shown without the class's name
+_USER_ERRORS = ("Failure", "InputError")
+
+
+def _readable(error) -> str:
+    """An error's message without the module path Dagster puts before it ("dagster._core.definitions.
+    events.Failure: …"): a user's error as its message, any other with its class's short name."""
+    message = error.message.strip()
+    head, sep, rest = message.partition(": ")
+    if not sep or head.rsplit(".", 1)[-1] != error.cls_name:
+        return message
+    return rest if error.cls_name in _USER_ERRORS else f"{error.cls_name}: {rest}"
 
 
 class FailureAlerts(ConfigurableResource):

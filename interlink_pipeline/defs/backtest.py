@@ -77,6 +77,8 @@ def link_backtest(
         ranker=RankerOptions(seed=config.seed),
         plan=PlanOptions(),
     )
+    with user_errors():
+        hidden = pairs_to_hide(inputs.links, setup.fraction, setup.seed)
     model_id = embedder.identity().model_id
     now = measured_inputs(setup, inputs.signals, inputs.links, inputs.pages["page_id"], model_id)
     state_path = warehouse.kept_state(site) / "backtest_inputs.joblib"
@@ -87,7 +89,6 @@ def link_backtest(
     with user_errors():
         inputs = with_vectors(inputs, warehouse, embedder)
         base = plan_inputs(warehouse, site)
-    hidden = pairs_to_hide(inputs.links, setup.fraction, setup.seed)
     plan = planner_without(base, hidden, setup.plan)
     result = run_backtest(inputs.signals, inputs.links, hidden, plan, setup.candidates, setup.ranker, setup.k)
     ran_at = datetime.now(UTC).replace(tzinfo=None)

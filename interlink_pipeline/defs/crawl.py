@@ -136,6 +136,9 @@ def persist_optional_export(
         "source_file": MetadataValue.path(str(path)),
         **describe(loaded.frame),
     }
+    if loaded.warning:
+        context.log.warning(f"{site}: {loaded.warning}")
+        metadata["warning"] = loaded.warning
     yield from persist(context, warehouse, site, {table: loaded.frame}, metadata, started)
 
 

@@ -43,6 +43,7 @@ from interlink_pipeline.core.ml.link_ranker import (
     validation_figures,
 )
 from interlink_pipeline.core.ml.page_embeddings import field_vectors
+from interlink_pipeline.core.numbers import SEED_LIMIT
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
@@ -90,7 +91,12 @@ class LinkRankerConfig(settings_config(RankerOptions)):
 
 class LinkBacktestConfig(Config):
     fraction: float = Field(default=0.2, gt=0, lt=1, description="Share of in-content link pairs hidden.")
-    seed: int = Field(default=0, description="Which links are hidden (the same seed hides the same ones).")
+    seed: int = Field(
+        default=0,
+        ge=0,
+        lt=SEED_LIMIT,
+        description="Which links are hidden (the same seed hides the same ones).",
+    )
     k: int = Field(default=10, ge=1, description="Candidate precision@k and recall@k.")
     remeasure_above: float = Field(
         default=0.05,

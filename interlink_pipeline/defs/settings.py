@@ -8,7 +8,7 @@ import typing
 from typing import Any, TypeVar
 
 from dagster import Config, ConfigurableResource
-from pydantic import Field, create_model
+from pydantic import Field, create_model, field_validator
 
 Settings = TypeVar("Settings")
 
@@ -17,14 +17,31 @@ def settings_config(settings: type, base: type = Config) -> Any:
     """A Config (or ConfigurableResource) class with a field per user setting of `settings`: same name,
     meaning, default and bounds; a tuple is a list, and a None the core takes is spelt `unset`."""
     hints = typing.get_type_hints(settings)
-    fields = {
-        field.name: _config_field(field, hints[field.name])
-        for field in dataclasses.fields(settings)
-        if "description" in field.metadata
+    user_settings = [field for field in dataclasses.fields(settings) if "description" in field.metadata]
+    fields = {field.name: _config_field(field, hints[field.name]) for field in user_settings}
+    checks = {
+        f"check_{field.name}": field_validator(field.name)(_checked(field.metadata["check"]))
+        for field in user_settings
+        if field.metadata.get("check")
     }
     return create_model(
-        f"{settings.__name__}Fields", __base__=base, __module__=__name__, __doc__=settings.__doc__, **fields
+        f"{settings.__name__}Fields",
+        __base__=base,
+        __module__=__name__,
+        __doc__=settings.__doc__,
+        __validators__=checks,
+        **fields,
     )
+
+
+def _checked(check: Any) -> Any:
+    """A pydantic validator running a setting's `check` (a ValueError refuses the value)."""
+
+    def validate(cls: type, value: Any) -> Any:
+        check(value)
+        return value
+
+    return validate
 
 
 def _config_field(field: dataclasses.Field, annotation: Any) -> tuple[Any, Any]:

@@ -17,6 +17,9 @@ SAMPLE_HOST = "www.alpinegear.example"
 SAMPLE_PAGES = 1700  # content pages; the crawl adds ~18% other rows, so ~2,000 rows
 
 
+MIN_PAGES = 200  # 20 topics, each with categories and pages
+
+
 @dataclass(frozen=True)
 class GeneratedSite:
     host: str
@@ -29,8 +32,8 @@ def generate_site(
     pages: int = SAMPLE_PAGES, *, seed: int = 7, host: str = SAMPLE_HOST, with_links: bool = True
 ) -> GeneratedSite:
     """A site with about `pages` linkable pages (plus the non-linkable rows a crawl also holds)."""
-    if pages < 200:
-        raise ValueError("generate at least 200 pages (the site has 20 topics with categories)")
+    if pages < MIN_PAGES:
+        raise ValueError(f"generate at least {MIN_PAGES} pages (the site has 20 topics with categories)")
     rng = np.random.default_rng(seed)
     base = f"https://{host}"
     content = content_pages(pages, rng)

@@ -19,6 +19,7 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
 from interlink_pipeline.core.graph.link_graph import LinkGraph
 from interlink_pipeline.core.graph.plan_options import PlanOptions
@@ -51,6 +52,12 @@ def pairs_to_hide(links: LinkGraph, fraction: float, seed: int) -> pl.DataFrame:
     links are never hidden."""
     pairs = links.content_pairs()
     chosen = np.random.default_rng(seed).random(pairs.height) < fraction
+    if pairs.height and not chosen.any():  # a figure measured on no link would read as 0% precision
+        raise InputError(
+            f"fraction {fraction:g} hides none of the site's {pairs.height:,} in-content link pairs (seed "
+            f"{seed}): nothing would be measured. Hide more, e.g. --fraction "
+            f"{min(0.2, 20 / pairs.height):.2g}."
+        )
     return pairs.filter(pl.Series(chosen))
 
 

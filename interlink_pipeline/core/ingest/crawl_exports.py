@@ -41,6 +41,7 @@ class LoadedExport:
     ignored_columns: list[str]
     header_index: int
     rows_without_url: int = 0  # skipped
+    warning: str | None = None  # what the reading changed that a user should know of
 
 
 def read_crawl_export(
@@ -117,7 +118,31 @@ def read_page_text(
             f"{Path(path).name}: rows {rows} both give the text of {twice['url'][0]}; keep one row per page."
         )
     _check_site(frame, site, path)
-    return replace(loaded, frame=frame.drop("url_key"))
+    text, marked_up = without_markup(frame["text"])
+    warning = (
+        f"{Path(path).name}: {marked_up:,} of its {frame.height:,} rows held HTML markup (tags, scripts, "
+        "styles): removed, the words kept."
+        if marked_up
+        else None
+    )
+    return replace(loaded, frame=frame.drop("url_key").with_columns(text), warning=warning)
+
+
+# Markup a text extraction kept: a row with a closing tag, a comment or an element that runs or shows
+# something (script, style, img, iframe, svg) has its markup removed; "a<b and c>d" in plain text stays.
+_HAS_MARKUP = r"(?i)</[a-z][a-z0-9]*\s*>|<!--|<(?:script|style|img|iframe|svg|object|embed)\b"
+_MARKUP = r"(?is)<(script|style)\b.*?</(?:script|style)\s*>|<!--.*?-->|</?[a-z][a-z0-9-]*(?:\s[^<>]*)?/?>"
+
+
+def without_markup(text: pl.Series) -> tuple[pl.Series, int]:
+    """`text` with HTML markup removed from the rows that hold it, and how many rows did."""
+    marked = text.str.contains(_HAS_MARKUP).fill_null(False)
+    if not marked.any():
+        return text, 0
+    stripped = text.str.replace_all(_MARKUP, " ").str.replace_all(r"\s+", " ").str.strip_chars()
+    return pl.select(pl.when(marked).then(stripped).otherwise(text).alias(text.name)).to_series(), int(
+        marked.sum()
+    )
 
 
 def _clip(text: str, limit: int = 80) -> str:

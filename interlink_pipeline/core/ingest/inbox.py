@@ -10,6 +10,7 @@ a kind, the most recently modified one is used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ import polars as pl
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import replaced_atomically
+from interlink_pipeline.core.ingest.tabular_files import as_utf8, file_digest
 from interlink_pipeline.core.urls import normalize_host, url_parts
 
 INBOX_ENV = "INTERLINK_INBOX"
@@ -28,6 +30,7 @@ DEFAULT_INBOX = "data/inbox"
 EXPORT_SUFFIXES = {".csv", ".tsv", ".txt", ".xlsx", ".xlsm"}
 # A file modified more recently than this may still be being copied in; it waits for the next scan.
 SETTLE_SECONDS = 2.0
+SUPERSEDED = "superseded"  # a site's exports that a newer crawl replaced, kept but no longer read
 
 
 def default_inbox() -> str:
@@ -60,6 +63,18 @@ def export_kind(path: Path) -> str:
     if "text" in re.split(r"[^a-z]+", path.stem.lower()):
         return "text"
     return "crawl"
+
+
+def _set_aside(links: Path) -> str:
+    """Move an earlier crawl's links export to superseded/ (kept, and no longer read); what was done."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(links.stat().st_mtime))
+    target = links.parent / SUPERSEDED / f"{links.stem}.{stamp}{links.suffix}"
+    target.parent.mkdir(exist_ok=True)
+    os.replace(links, target)
+    return (
+        f"{links.name} came with an earlier crawl, so it was moved to {target} rather than paired with this "
+        "one; register this crawl's links export with --links, or keep the old one with --keep-links."
+    )
 
 
 def site_folder(root: str | Path, site: str) -> Path:
@@ -179,11 +194,21 @@ def register_crawl(
     links_src: Path | None = None,
     queries_src: Path | None = None,
     text_src: Path | None = None,
+    *,
+    keep_links: bool = False,
+    encoding: str | None = None,
 ) -> SiteDrop:
     """Copy exports into the site's drop folder (atomically: a temp file renamed into place), named so that
     each is recognised as its kind. Every file is read and checked first, with the readers the pipeline
-    uses: a file the run would refuse is refused here, and the previous registration stays as it was."""
+    uses: a file the run would refuse is refused here, and the previous registration stays as it was.
+
+    A new crawl registered without links would be paired with the links export of the crawl before it
+    (pages added since look orphaned, pages removed keep links): that export is moved to superseded/
+    unless `keep_links`. A file that is not UTF-8 or UTF-16 is read as `encoding` and stored as UTF-8,
+    so the run reads it with its default settings."""
     folder = site_folder(root, site)
+    before = latest_exports(folder)
+    earlier_crawl = file_digest(before["crawl"]) if "crawl" in before else None
     sources = [
         (Path(src), kind)
         for src, kind in (
@@ -194,26 +219,31 @@ def register_crawl(
         )
         if src is not None
     ]
-    frames = {kind: validate_export(src, kind, normalize_host(site)) for src, kind in sources}
-    warnings = (
-        [text_coverage(frames["crawl"], frames["text"], Path(text_src))] if text_src is not None else []
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    placed: dict[str, Path] = {}
-    for src, kind in sources:
-        name = src.name
-        if export_kind(src) != kind:
-            stem = {
-                "crawl": "internal_html",
-                "links": "all_inlinks",
-                "queries": "queries",
-                "text": "page_text",
-            }[kind]
-            name = f"{stem}{src.suffix.lower()}"
-        target = folder / name
-        with replaced_atomically(target) as tmp:
-            shutil.copyfile(src, tmp)
-        placed[kind] = target
+    with contextlib.ExitStack() as stack:
+        readable = [(src, stack.enter_context(as_utf8(src, encoding)), kind) for src, kind in sources]
+        frames = {kind: validate_export(utf8, kind, normalize_host(site)) for _, utf8, kind in readable}
+        warnings = (
+            [text_coverage(frames["crawl"], frames["text"], Path(text_src))] if text_src is not None else []
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        placed: dict[str, Path] = {}
+        for src, utf8, kind in readable:
+            name = src.name
+            if export_kind(src) != kind:
+                stem = {
+                    "crawl": "internal_html",
+                    "links": "all_inlinks",
+                    "queries": "queries",
+                    "text": "page_text",
+                }[kind]
+                name = f"{stem}{src.suffix.lower()}"
+            target = folder / name
+            with replaced_atomically(target) as tmp:
+                shutil.copyfile(utf8, tmp)
+            placed[kind] = target
+    new_crawl = file_digest(placed["crawl"]) != earlier_crawl  # the same crawl again changes nothing
+    if links_src is None and not keep_links and "links" in before and new_crawl:
+        warnings.append(_set_aside(before["links"]))
     return SiteDrop(
         normalize_host(site),
         placed["crawl"],

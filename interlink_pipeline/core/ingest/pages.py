@@ -14,7 +14,7 @@ from interlink_pipeline.core.ingest.branding import debranded_titles
 from interlink_pipeline.core.ingest.duplicates import one_per_url_key, with_duplicate_key
 from interlink_pipeline.core.ingest.exclusions import EXCLUDED_COLUMNS, with_reasons
 from interlink_pipeline.core.ingest.page_text import TextSource, with_text
-from interlink_pipeline.core.settings import setting
+from interlink_pipeline.core.settings import rust_regexes, setting
 from interlink_pipeline.core.urls import stable_ids, url_parts
 
 # The raw columns cleaning reads (raw.crawl_pages also keeps h2, extra, load metadata, …).
@@ -80,6 +80,7 @@ class CleaningOptions:
         None,
         "Regex removed from titles (Rust regex syntax). Unset: detect the site's branding suffix; '' "
         "keeps titles whole.",
+        check=rust_regexes,
     )
     drop_parameter_urls: bool = setting(True, "Drop URLs with non-tracking query parameters.")
     drop_paginated: bool = setting(

@@ -168,8 +168,9 @@ def _check_utf8(path: Path) -> None:
                 line = lines + chunk[: exc.start].count(b"\n") + 1
                 raise InputError(
                     f"{path}: not UTF-8 or UTF-16 text: byte 0x{chunk[exc.start]:02x} at offset {bad_at} "
-                    f"(line {line}) is invalid. Export from Screaming Frog again (it writes UTF-8), or set "
-                    "encoding to the file's real encoding (for example 'cp1252' or 'latin-1')."
+                    f"(line {line}) is invalid. Export from Screaming Frog again (it writes UTF-8), or give "
+                    "its real encoding: interlink register … --encoding cp1252 (or latin-1), or the step's "
+                    "encoding setting."
                 ) from None
             lines += chunk.count(b"\n")
             offset += len(chunk)
@@ -247,6 +248,30 @@ def _utf8_view(table: TableFile) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def as_utf8(path: Path, encoding: str | None) -> Iterator[Path]:
+    """`path` itself when it is UTF-8 or UTF-16 text, a workbook, or no `encoding` is given; else a
+    temporary UTF-8 copy of it read as `encoding` (a file that already is UTF-8 is never re-read as
+    another encoding, so one --encoding serves a command's files of mixed encodings)."""
+    if encoding is None or path.suffix.lower() in XLSX_SUFFIXES or not path.is_file():
+        yield path
+        return
+    try:
+        detect_encoding(path)
+        is_unicode = True
+    except InputError:
+        is_unicode = False
+    if is_unicode:
+        yield path
+        return
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise InputError(f"--encoding '{encoding}' is not a known text encoding (e.g. cp1252).") from None
+    with _utf8_view(TableFile(path, "csv", [], 0, name)) as utf8:
+        yield utf8
 
 
 def _check_zip(path: Path) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from interlink_pipeline.core.files import replaced_atomically
+from interlink_pipeline.core.files import replaced_atomically, shareable_mode
 from interlink_pipeline.core.ml.model_identity import ModelIdentity
 from interlink_pipeline.core.ml.torch_encoder import sentence_transformer, unit_rows
 
@@ -208,6 +208,7 @@ def _export_graph(st: Any, target: Path) -> None:
     axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]}
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".onnx")
     os.close(fd)
+    os.chmod(tmp, shareable_mode())
     try:
         # Tracing warns about shape checks in the attention-mask code: they are constant for these inputs,
         # and the exported graph is checked against PyTorch on mixed lengths before it is used.

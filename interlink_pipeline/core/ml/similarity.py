@@ -32,7 +32,7 @@ from interlink_pipeline.core.ml.page_neighbours import (
     nearest_pages,
     neighbour_state,
 )
-from interlink_pipeline.core.settings import setting
+from interlink_pipeline.core.settings import rust_regexes, setting
 
 # Chosen on the real crawls and the sample (see the README's similarity section and bench_similarity).
 DEFAULT_MIN_SCORE = 0.5
@@ -52,10 +52,18 @@ class SimilarityOptions:
         50, "Most suggestions one page may receive (0: no cap); keeps templates in check.", unset=0, ge=0
     )
     candidates_per_page: int = setting(50, "Neighbours searched per page before the rules.", ge=1)
-    source_paths: tuple[str, ...] = setting((), "Regexes: only pages whose path matches link.")
-    target_paths: tuple[str, ...] = setting((), "Regexes: only pages whose path matches get links.")
-    exclude_source_paths: tuple[str, ...] = setting((), "Regexes: these pages never link.")
-    exclude_target_paths: tuple[str, ...] = setting((), "Regexes: these pages are never linked.")
+    source_paths: tuple[str, ...] = setting(
+        (), "Regexes: only pages whose path matches link.", check=rust_regexes
+    )
+    target_paths: tuple[str, ...] = setting(
+        (), "Regexes: only pages whose path matches get links.", check=rust_regexes
+    )
+    exclude_source_paths: tuple[str, ...] = setting(
+        (), "Regexes: these pages never link.", check=rust_regexes
+    )
+    exclude_target_paths: tuple[str, ...] = setting(
+        (), "Regexes: these pages are never linked.", check=rust_regexes
+    )
     method: Method = setting("auto", "auto: exact up to ann_threshold pages, an approximate index above.")
     ann_threshold: int = setting(200_000, "Pages above which auto uses the ANN index.", ge=1)
     ann_cells_probed: int = setting(

@@ -9,7 +9,6 @@ Providers share one shape — queries in (see queries), ranked result URLs out, 
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from interlink_pipeline.core.serp.local_index import KeptIndex, search_kept
 from interlink_pipeline.core.serp.options import Provider, SerpOptions
 from interlink_pipeline.core.serp.queries import page_queries, search_scope
 from interlink_pipeline.core.serp.serper import FetchReport, Request, fetch_serper
+from interlink_pipeline.core.settings import regex_problem
 from interlink_pipeline.core.urls import url_parts
 
 RESULTS_SCHEMA = {
@@ -187,10 +187,9 @@ def match_results(
     """
     if exclude:
         pattern = "|".join(f"(?:{p})" for p in exclude)
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise InputError(f"exclude_url_patterns: invalid regex ({exc}).") from None
+        problem = regex_problem(pattern)
+        if problem:
+            raise InputError(f"exclude_url_patterns: invalid regex (Rust syntax): {problem}.")
         mask = results["result_url"].str.contains(pattern)
         excluded = int(mask.sum())
         results = results.filter(~mask)

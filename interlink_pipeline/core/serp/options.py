@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from interlink_pipeline.core.settings import setting
+from interlink_pipeline.core.settings import rust_regexes, setting
 
 Provider = Literal["auto", "serper", "local", "none"]
 SERPER_ENDPOINT = "https://google.serper.dev/search"
@@ -23,7 +23,7 @@ class SerpOptions:
     )
     results_per_query: int = setting(10, "Results per search (Serper 'num').", ge=1, le=100)
     max_result_pages: int = setting(1, "Result pages fetched per query (each billed).", ge=1, le=10)
-    exclude_url_patterns: tuple[str, ...] = setting((), "Regexes: results to ignore.")
+    exclude_url_patterns: tuple[str, ...] = setting((), "Regexes: results to ignore.", check=rust_regexes)
     cache_ttl_days: float = setting(30.0, "Cached answers older than this are refetched.", ge=0)
     budget: int = setting(1000, "Most requests sent per run (retries included).", ge=0)
     concurrency: int = setting(4, "Requests in flight at once.", ge=1, le=64)

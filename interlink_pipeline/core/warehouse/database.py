@@ -78,6 +78,9 @@ def connect(
     config = {
         "python_enable_replacements": False,
         "memory_limit": os.environ.get(MEMORY_LIMIT_ENV) or DEFAULT_MEMORY_LIMIT,
+        # nothing is ever downloaded at run time: a file DuckDB takes for another format (a SQLite
+        # database) made it fetch `sqlite_scanner` over HTTP; the lake's extensions are bundled (lake.py)
+        "autoinstall_known_extensions": False,
     }
     if lake.is_lake(path):
         con = _lake_database(str(path), read_only, config).cursor()
@@ -93,6 +96,7 @@ def connect(
                 ) from None
         elif not path.exists():
             raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
+        _check_format(path)
         con = waiting_for_lock(
             lambda: duckdb.connect(str(path), read_only=read_only, config=config), path, lock_timeout_s
         )
@@ -111,6 +115,34 @@ def connect(
         con.close()
 
 
+# the first bytes of a DuckDB file's header: a checksum, then the magic
+_DUCKDB_MAGIC, _MAGIC_AT = b"DUCK", 8
+_OTHER_FORMATS = {
+    b"SQLite format 3\x00": "a SQLite database",
+    b"PAR1": "a Parquet file",
+    b"PK\x03\x04": "a ZIP file",
+}
+
+
+def _check_format(path: Path) -> None:
+    """Refuse a file that is not a DuckDB database before DuckDB reads it (it may take it for another
+    format and look for an extension to read that)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(64)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(f"cannot open the warehouse {path}: {exc.strerror}.") from None
+    if not head or head[_MAGIC_AT : _MAGIC_AT + len(_DUCKDB_MAGIC)] == _DUCKDB_MAGIC:
+        return
+    kind = next((name for magic, name in _OTHER_FORMATS.items() if head.startswith(magic)), "not DuckDB")
+    raise InputError(
+        f"{path} is not a DuckDB warehouse ({kind}); nothing was changed. Set {WAREHOUSE_ENV} to a DuckDB "
+        "file (a new name makes a new warehouse) or to a lake (ducklake:...)."
+    )
+
+
 def storage_problem(message: str) -> str | None:
     """The storage fault behind a DuckDB error (disk full, read-only), or None for any other error."""
     lowered = message.lower()
@@ -118,6 +150,8 @@ def storage_problem(message: str) -> str | None:
         return "the disk is full (No space left on device)"
     if "read-only file system" in lowered or "permission denied" in lowered:
         return "the file or its folder is read-only"
+    if "operation not permitted" in lowered:  # chattr +i: even root may not write it
+        return "the file is immutable or append-only (lsattr shows i or a; chattr -i undoes it)"
     return None
 
 
