@@ -1,10 +1,12 @@
 """The `interlink` command given what users give it: every refusal says what is wrong, exits non-zero and
 leaves the drop folder, the sites and the warehouse byte for byte as they were."""
 
+import contextlib
 import hashlib
 import os
 import re
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -20,12 +22,14 @@ from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.exclusions import rule_warnings
 from interlink_pipeline.core.ingest.inbox import latest_exports
 from interlink_pipeline.core.ingest.pages import clean_pages
-from interlink_pipeline.core.warehouse.database import connect
+from interlink_pipeline.core.warehouse.database import connect, ensure_tables
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
+from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     LIGHT,
     PROJECT_ROOT,
+    SAMPLE_DIR,
     call_cli,
     changed_light_crawl,
     run_cli,
@@ -523,3 +527,105 @@ def test_a_bad_argument_or_setting_is_refused_in_a_sentence_naming_it(case, regi
     assert len(done.stderr.splitlines()) <= 3 and "Traceback" not in done.stderr
     assert _state(tmp_path / "inbox", tmp_path / "home") == before  # nothing ran, nothing written
     assert not Path(env["INTERLINK_WAREHOUSE"]).exists() and not (bad / "site").exists()
+
+
+def test_a_warehouse_that_is_not_duckdb_is_named_and_never_makes_duckdb_fetch_an_extension(registered):
+    env, tmp_path = registered
+    sqlite = tmp_path / "analytics.db"
+    with contextlib.closing(sqlite3.connect(sqlite)) as con:
+        con.execute("CREATE TABLE t (a)")
+        con.commit()
+    env = {**env, "INTERLINK_WAREHOUSE": str(sqlite)}
+    before = _state(tmp_path / "inbox", sqlite)
+    for command in (["status", "--site", LIGHT], ["sites"]):
+        done = call_cli(env, *command)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.endswith(
+            f"error: {sqlite} is not a DuckDB warehouse (a SQLite database); nothing was changed. Set "
+            "INTERLINK_WAREHOUSE to a DuckDB file (a new name makes a new warehouse) or to a lake "
+            "(ducklake:...).\n"
+        )
+    assert _state(tmp_path / "inbox", sqlite) == before
+    with connect(tmp_path / "w.duckdb") as con:  # no extension is ever installed at run time
+        assert con.execute("SELECT current_setting('autoinstall_known_extensions')").fetchone() == (False,)
+
+
+@pytest.mark.e2e
+def test_an_immutable_warehouse_is_read_by_status_and_a_run_says_why_it_cannot_write(registered):
+    env, tmp_path = registered
+    warehouse = Path(env["INTERLINK_WAREHOUSE"])
+    with connect(warehouse) as con:
+        ensure_tables(con)
+    subprocess.run(["chattr", "+i", str(warehouse)], check=True)
+    try:
+        before = _state(tmp_path / "inbox", warehouse)
+        status = call_cli(env, "status", "--site", LIGHT)
+        assert status.returncode == 0, status.stderr
+        assert f"warehouse: {warehouse}" in status.stdout
+        run = run_cli(env, "materialize", "--site", LIGHT)
+        assert run.returncode == 1
+        [failure] = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
+        # the step's own message, without Dagster's class names
+        assert re.fullmatch(
+            rf"error: run \S+ for {re.escape(LIGHT)} failed at raw_crawl after [\d.]+s: cannot open the "
+            rf"warehouse {re.escape(str(warehouse))}: the file is immutable or append-only \(lsattr shows i "
+            r"or a; chattr -i undoes it\) \(IO Error: .*Operation not permitted\)",
+            failure,
+        ), failure
+        assert len(run.stderr.splitlines()) <= 3
+        assert _state(tmp_path / "inbox", warehouse) == before
+    finally:
+        subprocess.run(["chattr", "-i", str(warehouse)], check=True)
+
+
+@pytest.mark.parametrize("damage", ["overwritten", "pages damaged"])
+def test_a_damaged_dagster_home_is_named_with_how_to_recover(registered, damage):
+    env, tmp_path = registered
+    runs = Path(env["DAGSTER_HOME"]) / "history" / "runs.db"
+    with open(runs, "r+b") as f:
+        f.seek(0 if damage == "overwritten" else 100)
+        f.write(b"\x07" * 8192)
+    before = _state(tmp_path)
+    why = "not an SQLite database" if damage == "overwritten" else "database disk image is malformed"
+    for command in (["sites"], ["status", "--site", LIGHT], ["materialize", "--site", LIGHT]):
+        done = call_cli(env, *command)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr == (
+            f"error: the Dagster home's {runs} is damaged ({why}); nothing was changed. Move it aside (mv "
+            f"{runs} {runs}.damaged) and run again: Dagster starts a new one, without the run history and "
+            "the registered sites (register each site again: its exports are still in the drop folder). "
+            "The warehouse keeps every table.\n"
+        )
+    assert _state(tmp_path) == before
+
+
+@pytest.mark.e2e
+def test_a_backtest_hiding_no_link_is_refused_and_status_says_which_crawl_its_figures_are_of(
+    cli_env, tmp_path, sample_site, crawls
+):
+    sample = sample_site.folder.copy(tmp_path / "sample")
+    env = {**cli_env, "INTERLINK_WAREHOUSE": str(sample.warehouse), "INTERLINK_INBOX": str(sample.inbox)}
+    crawl, links = SAMPLE_DIR / "internal_all.csv", SAMPLE_DIR / "all_inlinks.csv"
+    assert call_cli(env, "register", str(crawl), "--links", str(links)).returncode == 0  # the same crawl
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        planned = con.execute("SELECT crawl_id FROM graph.site_metrics LIMIT 1").fetchone()[0]
+        backtests = con.execute("SELECT count(*) FROM graph.backtest_runs").fetchone()
+    done = run_cli(env, "backtest", "--site", SAMPLE_HOST, "--fraction", "0.000000001")
+    assert done.returncode == 1
+    assert re.search(
+        r"failed at link_backtest after [\d.]+s: fraction 1e-09 hides none of the site's [\d,]+ in-content "
+        r"link pairs \(seed 0\): nothing would be measured. Hide more, e.g. --fraction 0.0\d+\.",
+        done.stderr,
+    ), done.stderr
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM graph.backtest_runs").fetchone() == backtests
+    status = call_cli(env, "status", "--site", SAMPLE_HOST)
+    assert f"seed 0; crawl {planned})" in status.stdout and "note:" not in status.stdout
+    # a new crawl registered, not run yet: the figures shown are said to be the earlier crawl's
+    changed = tmp_path / "new" / "internal_all.csv"
+    changed.parent.mkdir()
+    changed.write_bytes(crawl.read_bytes().rstrip(b"\r\n").rsplit(b"\n", 1)[0] + b"\n")
+    assert call_cli(env, "register", str(changed), "--keep-links").returncode == 0
+    status = call_cli(env, "status", "--site", SAMPLE_HOST)
+    assert f"note: these figures are of crawl {planned}; the crawl registered now (" in status.stdout
+    assert f"has no plan yet: interlink materialize --site {SAMPLE_HOST}" in status.stdout

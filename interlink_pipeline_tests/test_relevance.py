@@ -542,6 +542,27 @@ def test_a_bad_page_text_file_is_refused_and_nothing_is_lost(
     assert kept == [("https://www.lightchiropractic.sg/", "Welcome to the clinic.")]
 
 
+def test_markup_in_page_text_is_removed_and_the_run_says_how_many_rows_held_it(
+    warehouse_path, inbox_root, instance, crawls
+):
+    register_crawl(inbox_root, LIGHT, crawls / "lightchiropractic/internal_all.csv")
+    rows = [
+        [f"https://{LIGHT}/", 'Welcome <script>alert("x")</script><b>to</b> the clinic.'],
+        [f"https://{LIGHT}/contact-us/", '<img src=x onerror="alert(1)">Call us'],
+        [f"https://{LIGHT}/faq/", "Is a<b and c>d? Plain text stays."],
+    ]
+    write_export(inbox_root / LIGHT / "page_text.csv", ["Address", "Text"], rows)
+    result = run_site(warehouse_path, inbox_root, instance, LIGHT, steps=["raw_crawl", "raw_page_text"])
+    assert result.success
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        texts = con.execute("SELECT text FROM raw.page_text ORDER BY url").fetchall()
+    assert texts == [("Welcome to the clinic.",), ("Call us",), ("Is a<b and c>d? Plain text stays.",)]
+    warning = materialization_metadata(result, "raw_page_text")["warning"]
+    assert warning == (
+        "page_text.csv: 2 of its 3 rows held HTML markup (tags, scripts, styles): removed, the words kept."
+    )
+
+
 def test_a_page_text_file_without_a_text_column_names_what_it_needs(inbox_root, crawls):
     path = write_export(inbox_root / "page_text.csv", ["Address", "Words"], [["https://x.example/", "a"]])
     with pytest.raises(InputError, match=r"page_text\.csv") as error:

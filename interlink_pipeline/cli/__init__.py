@@ -71,7 +71,7 @@ def _damaged_home_database(exc: Exception) -> Exception | None:
     home = Path(os.environ["DAGSTER_HOME"])
     for path in (home / name for name in HOME_DATABASES if (home / name).exists()):
         try:
-            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as con:
                 verdict = con.execute("PRAGMA quick_check").fetchone()[0]
         except sqlite3.DatabaseError as problem:
             verdict = str(problem)
