@@ -28,7 +28,7 @@ from interlink_pipeline.defs.marts import (
 )
 from interlink_pipeline.defs.pool_wait import sleep_between_claims
 from interlink_pipeline.defs.relevance import CandidateSettings, link_candidates, link_ranker
-from interlink_pipeline.defs.reports import html_report, spreadsheet_exports
+from interlink_pipeline.defs.reports import html_report, published_files, spreadsheet_exports
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.sensors import crawl_inbox_sensor
 from interlink_pipeline.defs.serp import SerpApi, default_serp_api, serp_results
@@ -63,6 +63,7 @@ def build_defs(
             analyst_snapshot,
             spreadsheet_exports,
             html_report,
+            published_files,
             run_failures,
         ],
         jobs=[site_pipeline_job, serp_refresh_job, lake_maintenance],

@@ -32,7 +32,14 @@ SERP_STEPS = ["raw_crawl", "pages", "serp_results"]
 UPSTREAM = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "serp_results",
             "similarity_pairs", "topic_clusters"]  # fmt: skip
 UP_TO_PLAN = [*UPSTREAM, "link_ranker", "link_candidates", "link_plan"]
-AFTER_PLAN = ["link_backtest", "marts", "analyst_snapshot", "spreadsheet_exports", "html_report"]
+AFTER_PLAN = [
+    "link_backtest",
+    "marts",
+    "analyst_snapshot",
+    "spreadsheet_exports",
+    "html_report",
+    "published_files",
+]
 
 
 def write_export(

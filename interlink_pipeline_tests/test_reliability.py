@@ -2,6 +2,7 @@
 
 Every failure must name its cause and leave the warehouse exactly as it was."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -16,8 +17,10 @@ from interlink_pipeline.core.ml.page_neighbours import NEIGHBOUR_MARGIN
 from interlink_pipeline.defs.serp import SerpApi
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
+    AFTER_PLAN,
     LIGHT,
     UP_TO_PLAN,
+    call_cli,
     failure_message,
     materialization_metadata,
     run_serp,
@@ -529,13 +532,13 @@ def test_kills_at_random_moments_never_leave_a_partial_plan(tmp_path, sample_sit
     assert plan_is_whole(warehouse, SAMPLE_HOST) and plan_state(warehouse, SAMPLE_HOST) != previous
 
 
-# Runs the site's publishing steps in a child process and SIGKILLs it when the first file written in
-# `folder` is about to replace the previous one (the new file whole beside it, the rename not yet done).
+# Runs the site's publishing steps in a child process and SIGKILLs it when the first staged file is about
+# to replace the previous one in `folder` (the run's files whole in its staging folder, none published).
 KILLED_PUBLISHING = """
 import os, signal, sys
 replace = os.replace
 def dying_replace(source, target):
-    if {folder!r} in str(target):
+    if {folder!r} in str(target) and ".staged" not in str(target):
         os.kill(os.getpid(), signal.SIGKILL)
     replace(source, target)
 os.replace = dying_replace
@@ -553,7 +556,10 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize(
     ("folder", "assets"),
-    [("exports", ["spreadsheet_exports", "html_report"]), ("snapshots", ["analyst_snapshot"])],
+    [
+        ("exports", ["spreadsheet_exports", "html_report", "published_files"]),
+        ("snapshots", ["analyst_snapshot", "published_files"]),
+    ],
     ids=["while exporting", "while publishing the snapshot"],
 )
 def test_a_run_killed_while_publishing_leaves_the_previous_files_whole(
@@ -572,10 +578,57 @@ def test_a_run_killed_while_publishing_leaves_the_previous_files_whole(
     assert killed.returncode == -9, killed.stderr[-3000:]
     after = _files(published)
     assert {name: after[name] for name in before} == before  # every previous file, byte for byte
-    [new] = [name for name in after if name not in before]
-    assert new.endswith(".partial")  # the new file beside the old, never renamed
+    new = [name for name in after if name not in before]
+    assert new and all(".staged/" in name for name in new)  # the run's files staged, none published
 
     # the next run replaces the files and clears what the killed one left behind
     with dg.instance_for_test() as instance:
         assert run_site(warehouse, inbox, instance, LIGHT, steps=assets).success
     assert sorted(_files(published)) == sorted(before)
+
+
+def test_a_run_failing_at_its_last_steps_publishes_nothing_and_status_shows_the_published_plan(
+    tmp_path, light_and_nutri, cli_env, crawls
+):
+    site = light_and_nutri.folder.copy(tmp_path / "site")  # published once
+    warehouse, inbox = site.warehouse, site.inbox
+    exports, snapshots = warehouse.parent / "exports" / LIGHT, warehouse.parent / "snapshots"
+    before = {**_files(exports), **_files(snapshots)}
+    manifest = json.loads((exports / "published.json").read_text())
+    assert manifest["site"] == LIGHT and {"report.html", "interlink_plan.xlsx"} <= set(manifest["files"])
+    # a new plan (a smaller budget) whose run fails while writing its files: nothing of it is published
+    (exports / ".staged").write_text("in the way")
+    planned = {"ops": {"link_plan": {"config": {"out_link_budget": 3}}}}
+    with dg.instance_for_test() as instance:
+        failed = run_site(
+            warehouse, inbox, instance, LIGHT, steps=["link_plan", *AFTER_PLAN], run_config=planned
+        )
+    assert not failed.success and "html_report" in failure_message(failed)
+    published = {
+        name: data for name, data in {**_files(exports), **_files(snapshots)}.items() if ".staged" not in name
+    }
+    assert published == before  # every file people open is the last published run's, byte for byte
+    # status shows the published plan, says the warehouse holds a newer one, and which crawl it is of
+    env = {**cli_env, "INTERLINK_WAREHOUSE": str(warehouse), "INTERLINK_INBOX": str(inbox)}
+    light = crawls / "lightchiropractic"
+    registered = call_cli(
+        env, "register", str(light / "internal_all.csv"), "--links", str(light / "all_inlinks.csv")
+    )
+    assert registered.returncode == 0, registered.stderr
+    status = call_cli(env, "status", "--site", LIGHT).stdout
+    assert f"published: run {manifest['run_id']} at {manifest['published_at']}" in status
+    after = next(row for row in manifest["site_metrics"] if row["scenario"] == "after")
+    assert (
+        f"after  {after['pages']:,} pages, {after['links']:,} links ({after['planned_links']:,} planned)"
+        in status
+    )
+    assert "note: the warehouse holds a newer plan (made " in status
+    assert "that no run published: its run failed after planning." in status
+    # the next run that succeeds publishes its files, snapshot and figures together
+    (exports / ".staged").unlink()
+    with dg.instance_for_test() as instance:
+        assert run_site(warehouse, inbox, instance, LIGHT, steps=AFTER_PLAN, run_config=None).success
+    now = json.loads((exports / "published.json").read_text())
+    assert now["run_id"] != manifest["run_id"] and now["plan_computed_at"] != manifest["plan_computed_at"]
+    assert "note:" not in call_cli(env, "status", "--site", LIGHT).stdout
+    assert not list(exports.glob(".staged*")) and not list(snapshots.glob(".staged*"))

@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from interlink_pipeline.core.graph.planner import REASON_WORDS, REASONS
 from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.publish import exports, report
+from interlink_pipeline.core.publish.publication import publish, read_manifest, staged_folder
 from interlink_pipeline.defs.tables import readable
 from interlink_pipeline_tests.helpers import LIGHT, chromium_path, register_lightchiropractic, run_site
 
@@ -168,38 +169,60 @@ def test_people_read_four_significant_digits_and_the_warehouse_keeps_the_rest(tm
     assert metadata["path"].value == "/tmp/x"
 
 
+def _export_and_publish(folder: Path, tables: dict[str, pl.DataFrame], run_id: str) -> exports.ExportRun:
+    """The exports as a run writes them (staged) and its last step publishes them."""
+    written = exports.write_exports(folder, tables, "plan.xlsx", into=staged_folder(folder, run_id))
+    publish(folder, run_id, {"site": "shop.example"})
+    return written
+
+
 def test_exports_rewrite_only_the_files_whose_rows_changed(tmp_path):
     tables = {
         "link_plan": pl.DataFrame({"source_url": ["/a", "/b"], "probability": [0.5, 0.25]}),
         "topics": pl.DataFrame({"label": ["Boots", "Tents"], "top_terms": [["boot"], ["tent", "camp"]]}),
     }
-    first = exports.write_exports(tmp_path, tables, "plan.xlsx")
+    first = _export_and_publish(tmp_path, tables, "run-1")
     assert first.written == ["link_plan", "topics", "workbook"] and not first.unchanged
     assert first.sheets == {"link_plan": 2, "topics": 2}
     stamps = {name: path.stat().st_mtime_ns for name, path in first.files.items()}
-    again = exports.write_exports(
-        tmp_path, {name: frame.clone() for name, frame in tables.items()}, "plan.xlsx"
-    )
+    again = _export_and_publish(tmp_path, {name: frame.clone() for name, frame in tables.items()}, "run-2")
     assert again.written == [] and again.unchanged == ["link_plan", "topics", "workbook"]
     assert {name: path.stat().st_mtime_ns for name, path in again.files.items()} == stamps
+    assert read_manifest(tmp_path)["run_id"] == "run-2"
     changed = {**tables, "link_plan": tables["link_plan"].with_columns(pl.col("probability") * 2)}
     (tmp_path / "topics.csv").unlink()  # a file someone removed is written again
-    third = exports.write_exports(tmp_path, changed, "plan.xlsx")
+    # staged, not yet published: the files people open are still the last run's
+    third = exports.write_exports(tmp_path, changed, "plan.xlsx", into=staged_folder(tmp_path, "run-3"))
     assert third.written == ["link_plan", "topics", "workbook"]
+    assert pl.read_csv(tmp_path / "link_plan.csv")["probability"].to_list() == [0.5, 0.25]
+    publish(tmp_path, "run-3", {})
     assert pl.read_csv(tmp_path / "link_plan.csv")["probability"].to_list() == [1.0, 0.5]
     book = openpyxl.load_workbook(tmp_path / "plan.xlsx")
     assert [book["link_plan"].cell(r, 2).value for r in (2, 3)] == [1.0, 0.5]
-    assert exports.write_exports(tmp_path, changed, "plan.xlsx").written == []
+    assert _export_and_publish(tmp_path, changed, "run-4").written == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".export_digests.json", "link_plan.csv", "plan.xlsx", "published.json", "topics.csv"
+    ]  # fmt: skip
+
+
+def test_a_url_longer_than_a_workbook_cell_is_cut_there_and_whole_in_the_csv(tmp_path):
+    url = "https://shop.example/search?q=" + "x" * 44_208  # 44,238 characters, as a crawl held one
+    tables = {"link_plan": pl.DataFrame({"source_url": [url, "/b"], "target_url": ["/c", url]})}
+    written = exports.write_exports(tmp_path, tables, "plan.xlsx", into=tmp_path / "staged")
+    assert written.cut_cells == 2 and written.sheets == {"link_plan": 2}
+    book = openpyxl.load_workbook(tmp_path / "staged" / "plan.xlsx")
+    cell = book["link_plan"].cell(2, 1).value
+    assert len(cell) == exports.XLSX_MAX_CELL_CHARS and cell == url[: len(cell) - 1] + "…"
+    assert pl.read_csv(tmp_path / "staged" / "link_plan.csv")["source_url"][0] == url
 
 
 def test_a_sheet_past_the_row_limit_continues_on_the_next(tmp_path, monkeypatch):
     monkeypatch.setattr(exports, "XLSX_MAX_ROWS", 4)
     frame = pl.DataFrame({"url": [f"/p{i}" for i in range(10)], "note": ["+1", "-x", "@a", "ok", None] * 2})
-    assert exports.write_xlsx({"pairs": frame}, tmp_path / "out.xlsx") == {
-        "pairs": 4,
-        "pairs (2)": 4,
-        "pairs (3)": 2,
-    }
+    assert exports.write_xlsx({"pairs": frame}, tmp_path / "out.xlsx") == (
+        {"pairs": 4, "pairs (2)": 4, "pairs (3)": 2},
+        0,
+    )
     book = openpyxl.load_workbook(tmp_path / "out.xlsx")
     assert [book["pairs"].cell(r, 2).value for r in range(2, 6)] == ["'+1", "'-x", "'@a", "ok"]
     assert not list(tmp_path.glob(".*partial"))

@@ -167,12 +167,12 @@ def status(args: argparse.Namespace) -> int:
         print(f"last run: {run.run_id} {run.status.value} ({began:%Y-%m-%d %H:%M} UTC{took})")
     else:
         print(f"last run: none yet (interlink materialize --site {site})")
-    for line in _site_figures(site):
-        print(line)
     warehouse = warehouse_resource()
     from interlink_pipeline.defs.reports import site_folder
 
     folder = site_folder(warehouse, site)
+    for line in _site_figures(site, folder):
+        print(line)
     print(f"{'warehouse:':<11}{describe(warehouse.path)}")
     files = {"report": folder / "report.html", "workbook": folder / "interlink_plan.xlsx"}
     if not is_lake(warehouse.path):  # analysts read a lake itself
@@ -182,50 +182,58 @@ def status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _site_figures(site: str) -> list[str]:
-    """The plan's before/after figures and the last backtest, as lines (none before the first plan)."""
+def _site_figures(site: str, folder: Path) -> list[str]:
+    """The published plan's figures (before/after, the last backtest) and which run and crawl they are
+    of, as lines; a newer plan in the warehouse that no run published, and a newer crawl registered and
+    not planned yet, are said. None before the first plan."""
     import duckdb
 
+    from interlink_pipeline.core.publish.publication import read_manifest
+    from interlink_pipeline.core.publish.warehouse_reads import published_figures
     from interlink_pipeline.core.warehouse.database import exists
-    from interlink_pipeline.core.warehouse.store import query
 
-    path = warehouse_resource().path
-    if not exists(path):
-        return []
-    try:
-        metrics = query(
-            path,
-            "SELECT scenario, crawl_id, pages, links, planned_links, orphan_pages, max_depth, "
-            "share_depth_le_3 FROM graph.site_metrics WHERE site = ? ORDER BY scenario DESC",
-            [site],
-            read_only=True,
-        )
-        backtest = query(
-            path,
-            "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1",
-            [site],
-            read_only=True,
-        )
-    except duckdb.CatalogException:
+    warehouse = warehouse_resource()
+    published, current = read_manifest(folder), None
+    if exists(warehouse.path):
+        try:
+            current = published_figures(
+                warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s, read_only=True
+            )
+        except duckdb.CatalogException:  # no plan was ever made in this warehouse
+            current = None
+    if current is not None and not current["site_metrics"]:
+        current = None
+    shown = published or current
+    if shown is None:
         return []
     lines = [
+        f"published: run {published['run_id']} at {published['published_at']}"
+        if published
+        else "published: nothing yet (its run has not finished): the warehouse's figures"
+    ]
+    lines += [
         f"{row['scenario']:<7}{row['pages']:,} pages, {row['links']:,} links "
         f"({row['planned_links']:,} planned), {row['orphan_pages']:,} orphans, max depth {row['max_depth']}, "
         f"{row['share_depth_le_3']:.1%} within 3 clicks"
-        for row in metrics.iter_rows(named=True)
+        for row in shown["site_metrics"]
     ]
-    planned = metrics["crawl_id"][0] if metrics.height else None
-    registered = _registered_crawl(site)
-    if planned is not None and registered is not None and planned != registered:
+    if published and current and current["plan_computed_at"] != published["plan_computed_at"]:
         lines.append(
-            f"note: these figures are of crawl {planned}; the crawl registered now ({registered}) has no "
-            f"plan yet: interlink materialize --site {site}"
+            f"note: the warehouse holds a newer plan (made {current['plan_computed_at']}, crawl "
+            f"{current['crawl_id']}) that no run published: its run failed after planning. The files and "
+            "figures here are the published plan's; run again to publish it."
         )
-    for row in backtest.iter_rows(named=True):
+    registered = _registered_crawl(site)
+    if registered is not None and shown["crawl_id"] != registered:
+        lines.append(
+            f"note: these figures are of crawl {shown['crawl_id']}; the crawl registered now ({registered}) "
+            f"has no plan yet: interlink materialize --site {site}"
+        )
+    if (row := shown["backtest"]) is not None:
         which = f"crawl {row['crawl_id']}"
         if row["measured_in_run"] != row["run_id"]:
             which += f", measured in run {row['measured_in_run']} and standing: the crawl changed little"
-        if row["crawl_id"] != planned:
+        if row["crawl_id"] != shown["crawl_id"]:
             which = f"an earlier crawl than the plan's: {which}"
         lines.append(
             f"backtest: plan precision {row['plan_precision']:.1%} against {row['baseline_precision']:.1%} "

@@ -35,7 +35,7 @@ from packaging.version import Version
 from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.database import WAREHOUSE_ENV, connect
 from interlink_pipeline.core.warehouse.schemas import TABLES
-from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot
+from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot, staged_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import readable, table_key, user_errors, writer_pool
@@ -162,9 +162,10 @@ def after_marts(group: str, kinds: set[str], description: str, tables: tuple[str
 @after_marts(
     "marts",
     {"duckdb"},
-    "A read-only copy of the warehouse (vectors and caches left out), published atomically after "
-    "each run: analysts query it while runs write, and never block a run. A lake needs no copy: analysts "
-    "attach it read-only, and this records the lake snapshot that holds the run's tables (time travel).",
+    "A read-only copy of the warehouse (vectors and caches left out), published with the run's files "
+    "when the run succeeds: analysts query it while runs write, and never block a run. A lake needs no "
+    "copy: analysts attach it read-only, and this records the lake snapshot that holds the run's tables "
+    "(time travel).",
     tables=tuple(table for table in TABLES if table not in SNAPSHOT_SKIPS),
 )
 def analyst_snapshot(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
@@ -185,13 +186,14 @@ def analyst_snapshot(context: AssetExecutionContext, warehouse: Warehouse) -> Ma
                 }
             )
         path = warehouse.analyst_snapshot().resolve()
-        copied = publish_snapshot(warehouse.path, path, lock_timeout_s=warehouse.lock_timeout_s)
-    context.log.info(f"published {path} ({len(copied)} tables)")
+        staged = staged_snapshot(path, context.run.run_id)
+        copied = publish_snapshot(warehouse.path, staged, lock_timeout_s=warehouse.lock_timeout_s)
+    context.log.info(f"copied {len(copied)} tables for {path} (published with the run's files)")
     return MaterializeResult(
         metadata=readable(
             {
                 "path": MetadataValue.path(str(path)),
-                "size_mb": path.stat().st_size / 2**20,
+                "size_mb": staged.stat().st_size / 2**20,
                 "tables": MetadataValue.json(copied),
                 "query_it": MetadataValue.md(f"`duckdb -readonly {path}`"),
                 "seconds": time.monotonic() - started,

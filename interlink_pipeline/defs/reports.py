@@ -2,19 +2,23 @@
 
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from interlink_pipeline.core.publish import exports, report
 from interlink_pipeline.core.publish.previews import markdown_table
-from interlink_pipeline.core.publish.warehouse_reads import report_data, spreadsheet_tables
+from interlink_pipeline.core.publish.publication import publish, staged_folder
+from interlink_pipeline.core.publish.warehouse_reads import published_figures, report_data, spreadsheet_tables
+from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.database import files_folder
-from interlink_pipeline.defs.marts import after_marts
-from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.core.warehouse.snapshot import staged_snapshot
+from interlink_pipeline.defs.marts import after_marts, analyst_snapshot
+from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import readable, user_errors
+from interlink_pipeline.defs.tables import readable, user_errors, writer_pool
 
 GROUP = "reports"
 EXPORTS_ENV = "INTERLINK_EXPORTS_DIR"
@@ -32,19 +36,33 @@ def site_folder(warehouse: Warehouse, site: str) -> Path:
     {"csv", "excel"},
     "The plan, the similar pages, the topics and the plan's changes since the last run as CSV and one XLSX "
     "workbook per site "
-    "(header row, fitted columns, formula injection neutralised); a file whose rows did not change since "
-    "the last run is left as it was.",
+    "(header row, fitted columns, formula injection neutralised; a cell past a workbook's 32,767 "
+    "characters cut there, whole in the CSV); a file whose rows did not change since the last run is left "
+    "as it was. Written for the run's last step to publish.",
 )
 def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
         tables = spreadsheet_tables(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
-    run = exports.write_exports(site_folder(warehouse, site), tables, "interlink_plan.xlsx")
+    folder = site_folder(warehouse, site)
+    staged = staged_folder(folder, context.run.run_id)
+    run = exports.write_exports(folder, tables, "interlink_plan.xlsx", into=staged)
     csvs = {name: path for name, path in run.files.items() if name != "workbook"}
+    warning = (
+        {
+            "warning": f"{run.cut_cells:,} text cells longer than a workbook cell holds (32,767 characters) "
+            "were cut in interlink_plan.xlsx; the CSV files keep them whole."
+        }
+        if run.cut_cells
+        else {}
+    )
+    if warning:
+        context.log.warning(f"{site}: {warning['warning']}")
     return MaterializeResult(
         metadata=readable(
             {
+                **warning,
                 "workbook": MetadataValue.path(str(run.files["workbook"].resolve())),
                 **{f"{name}_csv": MetadataValue.path(str(path.resolve())) for name, path in csvs.items()},
                 "rows": MetadataValue.json({name: frame.height for name, frame in tables.items()}),
@@ -71,13 +89,15 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
     with user_errors():
         site = site_key(context)
         data = report_data(warehouse.path, site, context.run.run_id, lock_timeout_s=warehouse.lock_timeout_s)
-    path = report.render(data, site_folder(warehouse, site) / "report.html")
+    folder = site_folder(warehouse, site)
+    staged = report.render(data, staged_folder(folder, context.run.run_id) / "report.html")
+    path = folder / staged.name  # where the run's last step publishes it
     return MaterializeResult(
         metadata=readable(
             {
                 # a path to copy: browsers open no file:// link from the UI's http page
                 "path": MetadataValue.path(str(path.resolve())),
-                "size_kb": round(path.stat().st_size / 1024),
+                "size_kb": round(staged.stat().st_size / 1024),
                 "charts": MetadataValue.md(
                     markdown_table(
                         pl.DataFrame(
@@ -86,6 +106,47 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
                         10,
                     )
                 ),
+                "seconds": time.monotonic() - started,
+            }
+        )
+    )
+
+
+@asset(
+    partitions_def=site_partitions,
+    group_name=GROUP,
+    kinds={"csv", "excel", "html"},
+    pool=writer_pool(),
+    deps=[analyst_snapshot, spreadsheet_exports, html_report],
+    description="The run's report, spreadsheets and analysts' snapshot, published together as the run's "
+    "last step, with published.json saying which run, crawl and plan they are of: a run that fails on "
+    "the way publishes none of them, so the files people open are always of one plan.",
+)
+def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        figures = published_figures(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
+    run_id = context.run.run_id
+    snapshot = None
+    if not lake.is_lake(warehouse.path):
+        final = warehouse.analyst_snapshot().resolve()
+        snapshot = (staged_snapshot(final, run_id), final)
+    folder = site_folder(warehouse, site)
+    manifest = {"site": site, "published_at": datetime.now(UTC).isoformat(timespec="seconds"), **figures}
+    instance = context.instance
+
+    def running(other: str) -> bool:
+        run = instance.get_run_by_id(other)
+        return run is not None and not run.is_finished
+
+    files = publish(folder, run_id, manifest, snapshot, running)
+    return MaterializeResult(
+        metadata=readable(
+            {
+                "path": MetadataValue.path(str(folder.resolve())),
+                "published": MetadataValue.json(files),
+                "crawl_id": figures["crawl_id"] or "",
                 "seconds": time.monotonic() - started,
             }
         )

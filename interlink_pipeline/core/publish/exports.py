@@ -19,6 +19,7 @@ from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
 
 FORMULA_START = r"^[=+\-@\t\r]"  # what makes a spreadsheet read text as a formula
 XLSX_MAX_ROWS = 1_048_575  # Excel's sheet limit, less the header row
+XLSX_MAX_CELL_CHARS = 32_767  # the most characters a workbook cell holds
 MAX_COLUMN_WIDTH = 60
 DIGESTS_FILE = ".export_digests.json"  # what each file was written from, beside the files
 
@@ -58,9 +59,10 @@ def write_csv(frame: pl.DataFrame, path: Path) -> Path:
     return path
 
 
-def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> dict[str, int]:
+def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> tuple[dict[str, int], int]:
     """One sheet per frame (continued on "name (2)", … past Excel's row limit) with a bold frozen header,
-    a filter and column widths fitted to the content. Returns the sheets written and their rows.
+    a filter and column widths fitted to the content. Returns the sheets written and their rows, and how
+    many text cells were cut to a cell's limit (a 44,000-character crawled URL made the workbook fail).
 
     Written by rust_xlsxwriter from the frames' Arrow columns (rustpy-xlsxwriter): 12x faster than
     xlsxwriter's cell-by-cell Python loop (1.6 s against 18 s for 200,000 rows of 8 columns). Text is
@@ -69,8 +71,10 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> dict[str, int]:
 
     header = rustpy_xlsxwriter.Format().set_bold().set_background_color("#E8EEF4").set_border("thin")
     parts: list[tuple[str, pl.DataFrame]] = []
+    cut = 0
     for name, frame in sheets.items():
-        frame = neutralise(_printable(frame))
+        frame, cut_here = _within_cell_limit(neutralise(_printable(frame)))
+        cut += cut_here
         for first in range(0, max(frame.height, 1), XLSX_MAX_ROWS):
             title = name if first == 0 else f"{name} ({first // XLSX_MAX_ROWS + 1})"
             parts.append((title[:31], frame.slice(first, XLSX_MAX_ROWS)))
@@ -83,7 +87,22 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> dict[str, int]:
             autofilter={"general": True},
             column_widths={title: _widths(chunk) for title, chunk in parts},
         )
-    return {title: chunk.height for title, chunk in parts}
+    return {title: chunk.height for title, chunk in parts}, cut
+
+
+def _within_cell_limit(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """Text longer than a workbook cell holds, cut (ending "…"), and how many cells were."""
+    text = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+    too_long = {name: frame[name].str.len_chars() > XLSX_MAX_CELL_CHARS for name in text}
+    cut = sum(int(mask.sum()) for mask in too_long.values())
+    if not cut:
+        return frame, 0
+    return frame.with_columns(
+        pl.when(too_long[name])
+        .then(pl.col(name).str.slice(0, XLSX_MAX_CELL_CHARS - 1) + "…")
+        .otherwise(pl.col(name))
+        for name in text
+    ), cut
 
 
 def _widths(frame: pl.DataFrame, sample: int = 2000) -> dict[str, float]:
@@ -104,6 +123,7 @@ class ExportRun:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     sheets: dict[str, int] = field(default_factory=dict)  # the workbook's sheets and rows, when written
+    cut_cells: int = 0  # text cells cut to a workbook cell's limit (the CSV files keep them whole)
 
 
 def frame_digest(frame: pl.DataFrame) -> str:
@@ -113,11 +133,11 @@ def frame_digest(frame: pl.DataFrame) -> str:
     return hashlib.sha256(header + rows).hexdigest()
 
 
-def write_exports(folder: Path, tables: dict[str, pl.DataFrame], workbook: str) -> ExportRun:
-    """One CSV per table and one workbook of them all in `folder`, each rewritten only when what it is
-    written from changed since the last time (or the file is gone). The digests are saved after the
-    files, so a run stopped halfway rewrites whatever it may have left behind."""
-    folder.mkdir(parents=True, exist_ok=True)
+def write_exports(folder: Path, tables: dict[str, pl.DataFrame], workbook: str, into: Path) -> ExportRun:
+    """One CSV per table and one workbook of them all, for `folder`: each written (into `into`, the run's
+    staging folder, published with the run) only when what it is written from changed since the files in
+    `folder` were (or the file is gone). `files` are the paths in `folder`."""
+    into.mkdir(parents=True, exist_ok=True)
     saved = _saved_digests(folder)
     digests = {name: frame_digest(frame) for name, frame in tables.items()}
     digests["workbook"] = hashlib.sha256("".join(digests.values()).encode()).hexdigest()
@@ -127,11 +147,11 @@ def write_exports(folder: Path, tables: dict[str, pl.DataFrame], workbook: str) 
             run.unchanged.append(name)
             continue
         if name == "workbook":
-            run.sheets = write_xlsx(tables, path)
+            run.sheets, run.cut_cells = write_xlsx(tables, into / path.name)
         else:
-            write_csv(tables[name], path)
+            write_csv(tables[name], into / path.name)
         run.written.append(name)
-    with replaced_atomically(folder / DIGESTS_FILE) as partial:
+    with replaced_atomically(into / DIGESTS_FILE) as partial:
         partial.write_text(json.dumps(digests, indent=1))
     return run
 

@@ -74,6 +74,36 @@ def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s
     )
 
 
+METRICS_SQL = """
+SELECT scenario, crawl_id, computed_at, pages, links, planned_links, orphan_pages, max_depth, share_depth_le_3
+FROM graph.site_metrics WHERE site = ? ORDER BY scenario DESC
+"""
+LAST_BACKTEST_SQL = """
+SELECT run_id, measured_in_run, crawl_id, seed, hidden_links, plan_precision, baseline_precision
+FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1
+"""
+
+
+def published_figures(
+    warehouse: str | Path, site: str, *, lock_timeout_s: float, read_only: bool = False
+) -> dict:
+    """The plan's figures as a run publishes them (and `interlink status` shows them): its crawl, when the
+    plan was made, the before/after metrics and the last backtest, as JSON values."""
+    read = partial(store.query, warehouse, params=[site], lock_timeout_s=lock_timeout_s, read_only=read_only)
+    metrics = read(sql=METRICS_SQL)
+    backtest = read(sql=LAST_BACKTEST_SQL)
+    as_json = [
+        {key: value.isoformat() if hasattr(value, "isoformat") else value for key, value in row.items()}
+        for row in metrics.iter_rows(named=True)
+    ]
+    return {
+        "crawl_id": metrics["crawl_id"][0] if metrics.height else None,
+        "plan_computed_at": as_json[0]["computed_at"] if as_json else None,
+        "site_metrics": as_json,
+        "backtest": backtest.row(0, named=True) if backtest.height else None,
+    }
+
+
 def content_links(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> pl.DataFrame:
     """The site's in-content links between its pages (source_page_id, target_page_id), read as the plan
     reads them (followed hyperlinks, by URL key; navigation links left out)."""

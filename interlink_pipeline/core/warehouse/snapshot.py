@@ -30,6 +30,11 @@ def snapshot_path(warehouse_path: str | Path, configured: str = "") -> Path:
     return warehouse_path.parent / "snapshots" / warehouse_path.name
 
 
+def staged_snapshot(snapshot: Path, run_id: str) -> Path:
+    """Where run `run_id` copies the snapshot before its last step publishes it (core/publish/publication)."""
+    return snapshot.parent / ".staged" / run_id / snapshot.name
+
+
 # Tables left out of the analyst snapshot: vectors, request caches and search state, large and of no use to
 # a query.
 SNAPSHOT_SKIPS = frozenset(
