@@ -220,8 +220,8 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     if published and current and current["plan_computed_at"] != published["plan_computed_at"]:
         lines.append(
             f"note: the warehouse holds a newer plan (made {current['plan_computed_at']}, crawl "
-            f"{current['crawl_id']}) that no run published: its run failed after planning. The files and "
-            "figures here are the published plan's; run again to publish it."
+            f"{current['crawl_id']}) that no run published: its run failed after planning, or is still "
+            "running. The files and figures here are the published plan's."
         )
     registered = _registered_crawl(site)
     if registered is not None and shown["crawl_id"] != registered:
@@ -229,7 +229,8 @@ def _site_figures(site: str, folder: Path) -> list[str]:
             f"note: these figures are of crawl {shown['crawl_id']}; the crawl registered now ({registered}) "
             f"has no plan yet: interlink materialize --site {site}"
         )
-    if (row := shown["backtest"]) is not None:
+    # the last backtest measured, whichever plan is published (`interlink backtest` publishes nothing)
+    if (row := (current or shown)["backtest"]) is not None:
         which = f"crawl {row['crawl_id']}"
         if row["measured_in_run"] != row["run_id"]:
             which += f", measured in run {row['measured_in_run']} and standing: the crawl changed little"

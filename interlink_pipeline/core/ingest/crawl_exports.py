@@ -257,25 +257,29 @@ def _extra_positions(
 def _check_destinations(links: pl.DataFrame, site: str, path: Path) -> None:
     """A links export whose links mostly leave the site is not the site's link graph: most likely an
     External links export, registered by mistake."""
-    found = hosts(links["target_url"]).drop_nulls()
-    on_site = (found == site).sum()
-    if found.len() and on_site / found.len() < MIN_SITE_SHARE:
-        top = found.value_counts(sort=True).row(0)
+    found, on_site, top = _host_counts(links["target_url"], site)
+    if found and on_site / found < MIN_SITE_SHARE:
         raise InputError(
-            f"{path}: only {on_site} of these {found.len()} links go to a page of '{site}'; most go to "
+            f"{path}: only {on_site} of these {found} links go to a page of '{site}'; most go to "
             f"'{top[0]}' ({top[1]}), as in an External links export. Register Bulk Export > Links > All "
             "Inlinks: the links between the site's own pages."
         )
 
 
 def _check_site(frame: pl.DataFrame, site: str, path: Path, column: str = "url", what: str = "crawl") -> None:
-    found = hosts(frame[column]).drop_nulls()
-    if found.is_empty():
+    found, on_site, top = _host_counts(frame[column], site)
+    if not found:
         raise InputError(f"{path}: none of the {frame.height} URLs is an http(s) URL.")
-    on_site = (found == site).sum()
-    if on_site / found.len() < MIN_SITE_SHARE:
-        top = found.value_counts(sort=True).row(0)
+    if on_site / found < MIN_SITE_SHARE:
         raise InputError(
-            f"{path}: this {what} is not for site '{site}': only {on_site} of {found.len()} URLs are on that "
+            f"{path}: this {what} is not for site '{site}': only {on_site} of {found} URLs are on that "
             f"host; most are on '{top[0]}' ({top[1]}). Register the file under the right site."
         )
+
+
+def _host_counts(urls: pl.Series, site: str) -> tuple[int, int, tuple[str, int] | None]:
+    """How many of `urls` are http(s) URLs, how many of those are on `site`, and the commonest host with
+    its count."""
+    found = hosts(urls).drop_nulls()
+    top = found.value_counts(sort=True).row(0) if found.len() else None
+    return found.len(), int((found == site).sum()), top
