@@ -108,6 +108,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
         "changes_since_last_run.csv",
         "interlink_plan.xlsx",
         "link_plan.csv",
+        "published.json",
         "report.html",
         "similar_pages.csv",
         "topics.csv",
