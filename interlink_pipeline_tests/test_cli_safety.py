@@ -472,7 +472,8 @@ def test_a_unicode_host_is_one_site_whichever_way_it_is_spelt(cli_env, tmp_path,
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("registered www.xn--bcher-kva.example (www.b\u00fccher.example): ")
-    assert call_cli(cli_env, "sites").stdout == "www.xn--bcher-kva.example: not materialised yet\n"
+    listed = call_cli(cli_env, "sites").stdout
+    assert listed == "www.xn--bcher-kva.example (www.b\u00fccher.example): not materialised yet\n"
 
 
 BAD_ARGUMENTS = {

@@ -2,7 +2,7 @@ import polars as pl
 import pytest
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.urls import hosts, normalize_host, stable_ids, url_key, url_parts
+from interlink_pipeline.core.urls import display_host, hosts, normalize_host, stable_ids, url_key, url_parts
 
 
 @pytest.mark.parametrize(
@@ -88,3 +88,18 @@ def test_hosts_cheap_path():
         None,
         None,
     ]
+
+
+def test_an_idn_host_has_one_key_whichever_way_it_is_spelt():
+    spellings = pl.Series(
+        ["https://www.Bücher.example/a/?utm_source=x", "https://www.xn--bcher-kva.example/a"]
+    )
+    parts = url_parts(spellings)
+    assert parts["url_valid"].all() and parts["url_key"].n_unique() == 1
+    assert parts["host"].to_list() == ["www.xn--bcher-kva.example"] * 2
+    assert parts["url"][0] == "https://www.bücher.example/a/"  # the live form keeps the crawl's spelling
+    assert hosts(spellings).to_list() == ["www.xn--bcher-kva.example"] * 2
+    assert normalize_host("www.bücher.example") == "www.xn--bcher-kva.example"
+    assert display_host("www.xn--bcher-kva.example") == "www.xn--bcher-kva.example (www.bücher.example)"
+    assert display_host("www.example.com") == "www.example.com"
+    assert not url_parts(pl.Series(["https://b\u00fc\u00fc..x/"]))["url_valid"][0]  # no host name at all

@@ -35,8 +35,7 @@ def _register_files(
     )
     add_site(site)
     extras = [str(f) for f in (drop.links_file, drop.queries_file, drop.text_file) if f]
-    shown = site if display_host(site) == site else f"{site} ({display_host(site)})"
-    print(f"registered {shown}: {drop.crawl_file}" + "".join(f" + {f}" for f in extras))
+    print(f"registered {display_host(site)}: {drop.crawl_file}" + "".join(f" + {f}" for f in extras))
     for warning in drop.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return site
@@ -124,6 +123,7 @@ def generate(args: argparse.Namespace) -> int:
 def sites(args: argparse.Namespace) -> int:
     import duckdb
 
+    from interlink_pipeline.core.urls import display_host
     from interlink_pipeline.core.warehouse.contract import table_columns
     from interlink_pipeline.core.warehouse.database import connect, default_warehouse, exists
     from interlink_pipeline.core.warehouse.schemas import TABLES
@@ -142,7 +142,7 @@ def sites(args: argparse.Namespace) -> int:
                 counts.update({(site, table): n for site, n in rows})
     for site in sites:
         tables = ", ".join(f"{t}={counts[(site, t)]:,}" for t in per_site if (site, t) in counts)
-        print(f"{site}: {tables or 'not materialised yet'}")
+        print(f"{display_host(site)}: {tables or 'not materialised yet'}")
     if not sites:
         print("no sites registered; try: interlink register <crawl.csv>")
     return 0

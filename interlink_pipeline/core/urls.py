@@ -201,11 +201,13 @@ def _punycode(host: str) -> str | None:
 
 
 def display_host(site: str) -> str:
-    """A site key as people read it: an IDN host in Unicode (xn--bcher-kva → bücher)."""
+    """A site key as people read it: an IDN host with its Unicode spelling beside the key
+    ("www.xn--bcher-kva.example (www.bücher.example)"); any other host as it is."""
     try:
-        return site.encode("ascii").decode("idna")
+        unicode = site.encode("ascii").decode("idna")
     except UnicodeError:
         return site
+    return site if unicode == site else f"{site} ({unicode})"
 
 
 def url_key(url: str) -> str | None:
