@@ -548,13 +548,13 @@ def test_constraints_that_cannot_be_met_give_warnings_with_the_reason(tmp_path, 
 def test_the_marts_accept_every_reason_the_plan_gives():
     import yaml
 
-    from interlink_pipeline.core.graph.planner import REASONS
+    from interlink_pipeline.core.warehouse.vocabularies import PLAN_REASONS
 
     marts = yaml.safe_load((PROJECT_ROOT / "dbt/models/marts/marts.yml").read_text())
     model = next(m for m in marts["models"] if m["name"] == "link_opportunities")
     reason = next(c for c in model["columns"] if c["name"] == "reason")
     accepted = next(t["accepted_values"] for t in reason["data_tests"] if "accepted_values" in t)
-    assert accepted["arguments"]["values"] == list(REASONS)
+    assert accepted["arguments"]["values"] == list(PLAN_REASONS)
 
 
 def test_the_depth_histogram_is_a_markdown_table_one_row_per_depth():

@@ -5,9 +5,9 @@ import pytest
 
 from interlink_pipeline.core.ingest.branding import detect_brand
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
-from interlink_pipeline.core.ingest.exclusions import EXCLUSION_REASONS
 from interlink_pipeline.core.ingest.pages import CleaningOptions, clean_pages
 from interlink_pipeline.core.warehouse.contract import validate
+from interlink_pipeline.core.warehouse.vocabularies import EXCLUSION_REASONS
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import LIGHT, NUTRI, SAMPLE_DIR, SF_HEADER, sf_row, write_export
 

@@ -15,10 +15,11 @@ import polars as pl
 import pytest
 from playwright.sync_api import expect
 
-from interlink_pipeline.core.graph.planner import REASON_WORDS, REASONS
+from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.publish import exports, report
 from interlink_pipeline.core.publish.publication import publish, read_manifest, staged_folder
+from interlink_pipeline.core.warehouse.vocabularies import PLAN_REASONS
 from interlink_pipeline.defs.tables import readable
 from interlink_pipeline_tests.helpers import LIGHT, chromium_path, register_lightchiropractic, run_site
 
@@ -260,7 +261,7 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(planne
 
 
 def test_the_plan_table_sorts_filters_by_column_searches_and_downloads(planned_site, tmp_path):
-    assert list(REASON_WORDS) == list(REASONS)  # every reason has its words
+    assert list(REASON_WORDS) == list(PLAN_REASONS)  # every reason has its words
     with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
         plan = con.execute("SELECT * FROM marts.link_opportunities").pl()
     rescued = plan.filter(pl.col("reason") == "orphan-rescue")

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 import polars as pl
 
 PAGE_FINGERPRINT = ("url", "is_home", "title", "h1", "meta_description", "text_hash")
-CHANGES = ("kept", "added", "removed")
 
 
 def page_fingerprints(pages: pl.DataFrame) -> pl.Series:

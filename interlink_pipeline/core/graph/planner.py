@@ -38,7 +38,6 @@ from interlink_pipeline.core.graph.plan_options import PlanOptions, check_option
 from interlink_pipeline.core.graph.site_sections import SiteSections
 from interlink_pipeline.core.graph.structure import bridge_components, rescue_orphans, shorten_depth
 
-REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
 # each reason as a person reads it (the report's plan table)
 REASON_WORDS = {
     "hub": "hub: linked from the home page",

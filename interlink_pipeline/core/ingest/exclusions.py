@@ -16,24 +16,6 @@ from interlink_pipeline.core.urls import PAGE_NUMBER_PATTERN
 if TYPE_CHECKING:
     from interlink_pipeline.core.ingest.pages import CleanedPages, CleaningOptions
 
-EXCLUSION_REASONS = (
-    "invalid_url",
-    "other_host",
-    "not_html",
-    "no_response",
-    "redirect",
-    "client_error",
-    "server_error",
-    "non_200",
-    "blocked_by_robots",
-    "noindex",
-    "canonicalised",
-    "non_indexable",
-    "paginated",
-    "parameter_url",
-    "duplicate_url",
-    "no_text",
-)
 # Values of the Indexability column that mean "indexable" (EN/ES/FR, DE, IT, PT).
 INDEXABLE_VALUES = ("indexable", "indexierbar", "indicizzabile", "indexável", "indexavel")
 # The columns of staging.excluded_pages, in order.

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-from interlink_pipeline.core.graph.plan_stability import CHANGES
-from interlink_pipeline.core.graph.planner import REASONS
 from interlink_pipeline.core.warehouse.schemas.bases import PageTable, PairTable, SiteTable
+from interlink_pipeline.core.warehouse.vocabularies import PLAN_CHANGES, PLAN_REASONS
 
 
 class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")):
@@ -40,7 +39,7 @@ class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")
         "no signal proposed: hubs and structural links from the nearest page by vector search).",
     )
     reason: str = pa.Field(
-        isin=list(REASONS),
+        isin=list(PLAN_REASONS),
         description="hub, section, topical, orphan-rescue, component-bridge or depth-shortcut (see the "
         "README).",
     )
@@ -95,9 +94,9 @@ class LinkPlanChange(PairTable, unique=("site", "source_page_id", "target_page_i
 
     source_url: str = pa.Field(description="URL of the page the link is placed on.")
     target_url: str = pa.Field(description="URL it links to.")
-    reason: str = pa.Field(isin=list(REASONS), description="Why the plan holding it chose it.")
+    reason: str = pa.Field(isin=list(PLAN_REASONS), description="Why the plan holding it chose it.")
     change: str = pa.Field(
-        isin=list(CHANGES),
+        isin=list(PLAN_CHANGES),
         description="kept: in both plans; added: new in this plan; removed: in the previous plan only.",
     )
     why: str = pa.Field(

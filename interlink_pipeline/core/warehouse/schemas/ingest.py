@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-from interlink_pipeline.core.ingest.exclusions import EXCLUSION_REASONS
 from interlink_pipeline.core.warehouse.schemas.bases import (
     MD5_LENGTH,
     PAGE_ID,
@@ -13,6 +12,7 @@ from interlink_pipeline.core.warehouse.schemas.bases import (
     FileRows,
     SiteTable,
 )
+from interlink_pipeline.core.warehouse.vocabularies import EXCLUSION_REASONS
 
 
 class RawCrawlPage(FileRows):

@@ -1,0 +1,26 @@
+"""The values some columns of the contract may hold: declared with the tables, so that loading the
+contract loads no step's code (the cleaning, the planner), and the steps write what the tables accept."""
+
+# staging.excluded_pages.reason: why a crawled row is not a page
+EXCLUSION_REASONS = (
+    "invalid_url",
+    "other_host",
+    "not_html",
+    "no_response",
+    "redirect",
+    "client_error",
+    "server_error",
+    "non_200",
+    "blocked_by_robots",
+    "noindex",
+    "canonicalised",
+    "non_indexable",
+    "paginated",
+    "parameter_url",
+    "duplicate_url",
+    "no_text",
+)
+# graph.link_plan.reason: which of the planner's steps chose a link
+PLAN_REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
+# graph.link_plan_changes.change: a link against the plan before
+PLAN_CHANGES = ("kept", "added", "removed")
