@@ -4,8 +4,9 @@ import polars as pl
 import pytest
 
 from interlink_pipeline.core.ingest.branding import detect_brand
+from interlink_pipeline.core.ingest.cleaning_options import CleaningOptions
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
-from interlink_pipeline.core.ingest.pages import CleaningOptions, clean_pages
+from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse.contract import validate
 from interlink_pipeline.core.warehouse.vocabularies import EXCLUSION_REASONS
 from interlink_pipeline.sample import SAMPLE_HOST

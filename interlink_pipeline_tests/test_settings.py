@@ -7,7 +7,7 @@ import pytest
 
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.site_signals import CandidateOptions
-from interlink_pipeline.core.ingest.pages import CleaningOptions
+from interlink_pipeline.core.ingest.cleaning_options import CleaningOptions
 from interlink_pipeline.core.ml.clusters import ClusterOptions
 from interlink_pipeline.core.ml.encoders import EncoderSettings
 from interlink_pipeline.core.ml.link_ranker import RankerOptions

@@ -9,6 +9,7 @@ from dagster import AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.ingest.cleaning_options import CleaningOptions
 from interlink_pipeline.core.ingest.crawl_exports import (
     LoadedExport,
     read_crawl_export,
@@ -16,7 +17,7 @@ from interlink_pipeline.core.ingest.crawl_exports import (
     read_page_text,
 )
 from interlink_pipeline.core.ingest.exclusions import rule_warnings
-from interlink_pipeline.core.ingest.pages import CleaningOptions, clean_pages
+from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.publish.previews import counts_table, markdown_table
 from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.defs.partitions import site_key

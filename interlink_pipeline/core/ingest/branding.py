@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import polars as pl
 
-if TYPE_CHECKING:
-    from interlink_pipeline.core.ingest.pages import CleaningOptions
+from interlink_pipeline.core.ingest.cleaning_options import CleaningOptions
 
 # Title separators between a page's own words and the site's branding.
 _SEPARATOR = r"[|\-–—:·•»~/]+"

@@ -7,14 +7,10 @@ blocked_by_robots, noindex, canonicalised, non_indexable, paginated, parameter_u
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import polars as pl
 
+from interlink_pipeline.core.ingest.cleaning_options import CleanedPages, CleaningOptions
 from interlink_pipeline.core.urls import PAGE_NUMBER_PATTERN
-
-if TYPE_CHECKING:
-    from interlink_pipeline.core.ingest.pages import CleanedPages, CleaningOptions
 
 # Values of the Indexability column that mean "indexable" (EN/ES/FR, DE, IT, PT).
 INDEXABLE_VALUES = ("indexable", "indexierbar", "indicizzabile", "indexável", "indexavel")

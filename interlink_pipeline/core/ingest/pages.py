@@ -6,15 +6,13 @@ exclusions.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import polars as pl
 
 from interlink_pipeline.core.ingest.branding import debranded_titles
+from interlink_pipeline.core.ingest.cleaning_options import CleanedPages, CleaningOptions
 from interlink_pipeline.core.ingest.duplicates import one_per_url_key, with_duplicate_key
 from interlink_pipeline.core.ingest.exclusions import EXCLUDED_COLUMNS, with_reasons
-from interlink_pipeline.core.ingest.page_text import TextSource, with_text
-from interlink_pipeline.core.settings import rust_regexes, setting
+from interlink_pipeline.core.ingest.page_text import with_text
 from interlink_pipeline.core.urls import stable_ids, url_parts
 
 # The raw columns cleaning reads (raw.crawl_pages also keeps h2, extra, load metadata, …).
@@ -67,42 +65,6 @@ PAGE_COLUMNS = [
     "crawl_id",
     "row_number",
 ]
-
-
-@dataclass(frozen=True)
-class CleaningOptions:
-    """How a crawl is cleaned (the `pages` step's config is derived from these settings)."""
-
-    text_source: TextSource = setting(
-        "title", "Field that represents a page (embedded, searched); falls back to the next field when empty."
-    )
-    branding_pattern: str | None = setting(
-        None,
-        "Regex removed from titles (Rust regex syntax). Unset: detect the site's branding suffix; '' "
-        "keeps titles whole.",
-        check=rust_regexes,
-    )
-    drop_parameter_urls: bool = setting(True, "Drop URLs with non-tracking query parameters.")
-    drop_paginated: bool = setting(
-        True,
-        "Drop page 2+ of paginated listings (URLs like /page/3/ or ?p=3 in a series numbered from 2, or "
-        "with rel=prev).",
-    )
-    keep_query_params: tuple[str, ...] = setting(
-        (), "Query parameters that identify distinct pages (e.g. 'id')."
-    )
-    min_brand_share: float = setting(
-        0.2, "Share of titles a detected branding suffix must end.", ge=0.0, le=1.0
-    )
-
-
-@dataclass(frozen=True)
-class CleanedPages:
-    pages: pl.DataFrame
-    excluded: pl.DataFrame
-    branding: str | None  # the brand detected, or the pattern used
-    titles_debranded: int
-    home_url: str | None
 
 
 def clean_pages(
