@@ -632,3 +632,8 @@ def test_a_run_failing_at_its_last_steps_publishes_nothing_and_status_shows_the_
     assert now["run_id"] != manifest["run_id"] and now["plan_computed_at"] != manifest["plan_computed_at"]
     assert "note:" not in call_cli(env, "status", "--site", LIGHT).stdout
     assert not list(exports.glob(".staged*")) and not list(snapshots.glob(".staged*"))
+    # the last step alone has nothing of its run's to publish: it says so and changes nothing
+    with dg.instance_for_test() as instance:
+        alone = run_site(warehouse, inbox, instance, LIGHT, steps=["published_files"])
+    assert not alone.success and "this run wrote no files to publish" in failure_message(alone)
+    assert json.loads((exports / "published.json").read_text()) == now

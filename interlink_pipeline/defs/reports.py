@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.publish import exports, report
 from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.publish.publication import publish, staged_folder
@@ -124,15 +125,20 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
 )
 def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()
-    with user_errors():
-        site = site_key(context)
-        figures = published_figures(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
     run_id = context.run.run_id
     snapshot = None
     if not lake.is_lake(warehouse.path):
         final = warehouse.analyst_snapshot().resolve()
         snapshot = (staged_snapshot(final, run_id), final)
-    folder = site_folder(warehouse, site)
+    with user_errors():
+        site = site_key(context)
+        folder = site_folder(warehouse, site)
+        if not staged_folder(folder, run_id).is_dir() and not (snapshot and snapshot[0].exists()):
+            raise InputError(
+                f"{site}: this run wrote no files to publish; materialise published_files with "
+                "html_report, spreadsheet_exports and analyst_snapshot (the published ones stay as they are)."
+            )
+        figures = published_figures(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
     manifest = {"site": site, "published_at": datetime.now(UTC).isoformat(timespec="seconds"), **figures}
     instance = context.instance
 
