@@ -29,16 +29,17 @@ HOME_DATABASES = {
     "history/runs/index.db": "the index of runs' events (asset history in the UI)",
     "schedules/schedules.db": "the schedules' and sensors' tick history",
 }
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def dagster_instance():
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home")))
     home.mkdir(parents=True, exist_ok=True)
+    from interlink_pipeline.core.files import SQLITE_HEADER
+
     for name in HOME_DATABASES:
         with contextlib.suppress(FileNotFoundError), open(home / name, "rb") as f:
-            head = f.read(len(_SQLITE_MAGIC))
-            if head and head != _SQLITE_MAGIC:
+            head = f.read(len(SQLITE_HEADER))
+            if head and head != SQLITE_HEADER:
                 raise damaged_home(home / name, "not an SQLite database")
     from dagster import DagsterInstance
 

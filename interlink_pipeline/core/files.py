@@ -8,6 +8,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
+
 
 @contextlib.contextmanager
 def replaced_atomically(path: Path, suffix: str = "") -> Iterator[Path]:

@@ -22,6 +22,7 @@ from typing import TypeVar
 import duckdb
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import SQLITE_HEADER
 from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.contract import (
     duckdb_type,
@@ -118,7 +119,7 @@ def connect(
 # the first bytes of a DuckDB file's header: a checksum, then the magic
 _DUCKDB_MAGIC, _MAGIC_AT = b"DUCK", 8
 _OTHER_FORMATS = {
-    b"SQLite format 3\x00": "a SQLite database",
+    SQLITE_HEADER: "a SQLite database",
     b"PAR1": "a Parquet file",
     b"PK\x03\x04": "a ZIP file",
 }
