@@ -81,9 +81,11 @@ test-slow: install
 dev: install
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
+## Style, formatting, and the import contracts in pyproject.toml (layers point down, no import circles).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 ## Benchmarks print tables; the README's Benchmarks section gives the sizes, what is compared and the results.
 bench: install

@@ -56,7 +56,7 @@ RESULT = {"seconds": seconds, "links": after["planned_links"], "orphans_before":
 PLAIN = """
 import time, duckdb, numpy as np, polars as pl
 from interlink_pipeline.core.graph.metrics import adjacency, summarize
-from interlink_pipeline.core.graph.site_links import existing_links
+from interlink_pipeline.core.ingest.site_links import existing_links
 started = time.monotonic()
 with duckdb.connect({warehouse!r}, read_only=True) as con:
     pages = con.execute("SELECT page_id, url_key, is_home FROM staging.pages WHERE site = ? ORDER BY page_id",

@@ -150,9 +150,9 @@ DEFAULT_WEIGHTS_CONFIG = {"ops": {"link_ranker": {"config": {"min_positives": 10
 
 def editorial_recovery(run_config: dict) -> dict:
     """lightchiropractic: the plan built without the 52 editorial links, searched for them."""
-    from interlink_pipeline.core.graph.backtest import baseline_lists, same_budget_baseline
-    from interlink_pipeline.core.graph.link_graph import page_links
+    from interlink_pipeline.core.ingest.link_graph import page_links
     from interlink_pipeline.core.ml.page_embeddings import read_vectors
+    from interlink_pipeline.core.relevance.backtest import baseline_lists, same_budget_baseline
     from interlink_pipeline.core.urls import url_parts
     from interlink_pipeline.core.warehouse.store import read_site
 

@@ -17,8 +17,8 @@ import polars as pl
 
 from benchmarks.bench_link_quality import SETS
 from benchmarks.harness import DATA
-from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
-from interlink_pipeline.core.ml.link_ranker import (
+from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
+from interlink_pipeline.core.relevance.link_ranker import (
     DEFAULT_WEIGHTS,
     RankerOptions,
     export_weights,

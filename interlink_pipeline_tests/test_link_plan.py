@@ -15,10 +15,11 @@ from interlink_pipeline.core.graph.metrics import adjacency, click_depth, gini, 
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS, check_plan
 from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.graph.planner import SiteGraph, plan_links
-from interlink_pipeline.core.graph.site_links import existing_links
-from interlink_pipeline.core.graph.site_sections import SiteSections
+from interlink_pipeline.core.graph.plan_state import SiteGraph
+from interlink_pipeline.core.graph.planner import plan_links
 from interlink_pipeline.core.ingest.inbox import register_crawl
+from interlink_pipeline.core.ingest.site_links import existing_links
+from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words
@@ -83,7 +84,7 @@ def test_an_orphan_is_rescued_by_its_most_related_page_with_budget():
     planned, planner = plan_links(site, PlanOptions(out_link_budget=2, hub_links=0, max_inlinks=1))
     assert _links(planned)[(2, 3)] == "orphan-rescue"
     assert (1, 3) not in _links(planned)
-    assert planner.budget[1] == 0 and planner.stats.unresolved_orphans == []
+    assert planner.out_budget[1] == 0 and planner.stats.unresolved_orphans == []
 
 
 def test_existing_links_are_never_suggested_and_budgets_hold():
@@ -125,7 +126,7 @@ def test_a_section_index_links_its_menu_members_and_main_sections_are_hubs_first
     # up to section_links, the most probable members first, whatever the out-link budget
     assert section["source"].unique().to_list() == [1]
     assert section["target"].to_list() == list(range(14, 4, -1))
-    assert planner.budget[1] == 0 and planner.budget[15] > options.out_link_budget - 1
+    assert planner.out_budget[1] == 0 and planner.out_budget[15] > options.out_link_budget - 1
     assert planner.hubs[:2] == [1, 2]  # the menu's top level before the most central pages
     checks = check_plan(planned, [str(i) for i in range(planned.height)], site.existing, planner, 0, options)
     assert next(c for c in checks if c.name == "link_plan_within_budget").passed
@@ -138,7 +139,7 @@ def test_depth_shortcuts_bring_a_chain_within_the_limit():
     planned, planner = plan_links(
         site, PlanOptions(max_depth=3, hub_links=0, max_inlinks=1, out_link_budget=3)
     )
-    depth = click_depth(planner.graph(), 0)
+    depth = click_depth(planner.current_graph(), 0)
     assert depth.max() <= 3 and planner.stats.too_deep_after == 0
     assert "depth-shortcut" in set(planned["reason"])
 

@@ -1,6 +1,5 @@
 """Project-level promises: a pure core, a reproducible sample, a README that lists every table."""
 
-import ast
 import fnmatch
 import re
 import tomllib
@@ -31,19 +30,6 @@ from interlink_pipeline.sample.vocabulary import TOPICS
 from interlink_pipeline_tests.helpers import PROJECT_ROOT, SAMPLE_DIR
 
 CORE = PROJECT_ROOT / "interlink_pipeline" / "core"
-
-
-def test_core_never_imports_dagster():
-    offenders = []
-    for path in CORE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            )
-            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0].startswith("dagster")]
-    assert not offenders
 
 
 def test_every_file_the_package_reads_is_shipped():

@@ -11,17 +11,15 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.graph.backtest import hide_pairs, pairs_to_hide, run_backtest
-from interlink_pipeline.core.graph.candidate_features import FEATURES
-from interlink_pipeline.core.graph.link_candidates import CandidateBuilder, build_candidates
-from interlink_pipeline.core.graph.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.graph.link_plan import planner_without
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
-from interlink_pipeline.core.graph.text_neighbours import NeighbourStore
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
-from interlink_pipeline.core.ml.link_ranker import (
+from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
+from interlink_pipeline.core.relevance.backtest import hide_pairs, pairs_to_hide, run_backtest
+from interlink_pipeline.core.relevance.candidate_features import FEATURES
+from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, build_candidates
+from interlink_pipeline.core.relevance.link_ranker import (
     RankerOptions,
     SiteState,
     drift,
@@ -30,6 +28,8 @@ from interlink_pipeline.core.ml.link_ranker import (
     still_fits,
     training_examples,
 )
+from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore
 from interlink_pipeline.defs.embeddings import default_embedder
 from interlink_pipeline.defs.link_plan import plan_inputs
 from interlink_pipeline.defs.relevance import CandidateSettings, relevance_inputs
@@ -157,7 +157,7 @@ def test_menus_and_paginated_listings_declare_the_sections(crawls):
 
 
 def test_a_nested_list_in_the_body_is_not_a_menu():
-    from interlink_pipeline.core.graph.site_sections import site_sections
+    from interlink_pipeline.core.ingest.site_sections import site_sections
 
     item = "//body/main/article/ul/li[2]"
     links = pl.DataFrame(

@@ -263,7 +263,7 @@ warehouse.insert_rows = insert_rows
 
 # killed in link_candidates once the kept text neighbours are updated, before any candidate is written
 AFTER_TEXT_NEIGHBOURS = """
-from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
+from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 CandidateBuilder.proposals = lambda self, links: die()
 """
 

@@ -6,13 +6,13 @@ import dataclasses
 import pytest
 
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.graph.site_signals import CandidateOptions
 from interlink_pipeline.core.ingest.cleaning_options import CleaningOptions
 from interlink_pipeline.core.ml.clusters import ClusterOptions
 from interlink_pipeline.core.ml.encoders import EncoderSettings
-from interlink_pipeline.core.ml.link_ranker import RankerOptions
 from interlink_pipeline.core.ml.model_identity import resolve_device
 from interlink_pipeline.core.ml.similarity import SimilarityOptions
+from interlink_pipeline.core.relevance.link_ranker import RankerOptions
+from interlink_pipeline.core.relevance.site_signals import CandidateOptions
 from interlink_pipeline.core.serp.options import SerpOptions
 from interlink_pipeline.core.warehouse.lake_maintenance import MaintenanceOptions
 from interlink_pipeline.defs.crawl import PagesConfig

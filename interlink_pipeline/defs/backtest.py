@@ -11,17 +11,17 @@ import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
 from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.graph.backtest import (
+from interlink_pipeline.core.graph.link_plan import planner_without
+from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.relevance.backtest import (
     BacktestSetup,
     backtest_row,
     measured_inputs,
     pairs_to_hide,
     run_backtest,
 )
-from interlink_pipeline.core.graph.link_plan import planner_without
-from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.ml.link_ranker import RankerOptions, SiteState, still_fits
-from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.relevance.link_ranker import RankerOptions, SiteState, still_fits
 from interlink_pipeline.core.warehouse.contract import NO_FAILURES, ValidationReport
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.link_plan import plan_inputs

@@ -15,8 +15,12 @@ from pydantic import Field
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import save_state
-from interlink_pipeline.core.graph.candidate_features import FEATURES
-from interlink_pipeline.core.graph.candidate_updates import (
+from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
+from interlink_pipeline.core.ml.page_embeddings import field_vectors
+from interlink_pipeline.core.numbers import SEED_LIMIT
+from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.relevance.candidate_features import FEATURES
+from interlink_pipeline.core.relevance.candidate_updates import (
     KEY,
     PAGE_STATE,
     STORED,
@@ -25,11 +29,8 @@ from interlink_pipeline.core.graph.candidate_updates import (
     score_candidates,
     settings_hash,
 )
-from interlink_pipeline.core.graph.link_candidates import CandidateBuilder, origin_counts
-from interlink_pipeline.core.graph.link_graph import LinkGraph, page_links
-from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
-from interlink_pipeline.core.graph.text_neighbours import NeighbourStore
-from interlink_pipeline.core.ml.link_ranker import (
+from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, origin_counts
+from interlink_pipeline.core.relevance.link_ranker import (
     Ranker,
     RankerOptions,
     SiteState,
@@ -42,9 +43,8 @@ from interlink_pipeline.core.ml.link_ranker import (
     training_fingerprint,
     validation_figures,
 )
-from interlink_pipeline.core.ml.page_embeddings import field_vectors
-from interlink_pipeline.core.numbers import SEED_LIMIT
-from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore
 from interlink_pipeline.defs.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.resources import Warehouse

@@ -1,1 +1,1 @@
-"""The link graph: candidates and their updates, site sections, the plan, graph metrics, the backtest."""
+"""The link plan: centrality, the planner and its structural links, anchors, plan and page metrics."""

@@ -13,7 +13,6 @@ import polars as pl
 
 from interlink_pipeline.core.graph.anchors import plan_anchors
 from interlink_pipeline.core.graph.centrality import KeptCentrality
-from interlink_pipeline.core.graph.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.graph.metrics import GraphSummary
 from interlink_pipeline.core.graph.plan_invariants import check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows
@@ -24,9 +23,11 @@ from interlink_pipeline.core.graph.plan_stability import (
     plan_changes,
     refused_links,
 )
-from interlink_pipeline.core.graph.planner import Planner, SiteGraph, plan_links
-from interlink_pipeline.core.graph.site_links import existing_links, taken_anchors, without_hidden
-from interlink_pipeline.core.graph.site_sections import SiteSections
+from interlink_pipeline.core.graph.plan_state import SiteGraph
+from interlink_pipeline.core.graph.planner import Planner, plan_links
+from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
+from interlink_pipeline.core.ingest.site_links import existing_links, taken_anchors, without_hidden
+from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.invariants import Invariant
 
 

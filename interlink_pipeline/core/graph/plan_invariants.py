@@ -9,7 +9,8 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.graph.plan_options import PlanOptions, out_link_budgets
-from interlink_pipeline.core.graph.planner import Planner, PlanStats
+from interlink_pipeline.core.graph.plan_state import PlanStats
+from interlink_pipeline.core.graph.planner import Planner
 from interlink_pipeline.core.invariants import Invariant
 
 PLAN_INVARIANTS = {
@@ -38,7 +39,7 @@ def check_plan(
     anchor's targets include those the site's in-content links already give it (`taken`)."""
     why = _why_unmet(planner.stats)
     return [
-        _targets_are_pages(planned, len(planner.g.page_ids)),
+        _targets_are_pages(planned, len(planner.site.page_ids)),
         _within_budget(planned, existing, planner, options),
         _anchors(planned, anchors, options, taken),
         _no_orphans(orphans_after, planner.stats, why),
@@ -54,11 +55,11 @@ def _targets_are_pages(planned: pl.DataFrame, n: int) -> Invariant:
 def _within_budget(
     planned: pl.DataFrame, existing: pl.DataFrame, planner: Planner, options: PlanOptions
 ) -> Invariant:
-    n, home = len(planner.g.page_ids), planner.g.home
+    n, home = len(planner.site.page_ids), planner.site.home
     contextual = planned.filter(pl.col("placement") == "contextual")
     content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
     planned_out = np.bincount(contextual["source"].to_numpy(), minlength=n)
-    budget = out_link_budgets(n, planner.g.sections, options)
+    budget = out_link_budgets(n, planner.site.sections, options)
     over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > budget))
     home_planned = int((planned["placement"] == "home").sum())
     home_ok = home_planned <= max(0, options.hub_links - int(content_out[home]))

@@ -49,12 +49,12 @@ def _measure(graph: sparse.csr_matrix, home: int, pages: int) -> Measured:
 def before_and_after(planner: Planner) -> tuple[Measured | None, Measured]:
     """The site's link graph measured without the plan and with it; no 'before' when the existing links
     are unknown (no All Inlinks export): the plan is then built from nothing."""
-    site = planner.g
-    after = _measure(planner.graph(), site.home, planner.n)
+    site = planner.site
+    after = _measure(planner.current_graph(), site.home, planner.page_count)
     if site.existing.is_empty():
         return None, after
     sources, targets = site.existing["source"].to_numpy(), site.existing["target"].to_numpy()
-    return _measure(adjacency(site.nodes, sources, targets), site.home, planner.n), after
+    return _measure(adjacency(site.nodes, sources, targets), site.home, planner.page_count), after
 
 
 def site_metrics_rows(
@@ -104,7 +104,7 @@ def page_metrics_rows(
 ) -> pl.DataFrame:
     """graph.page_metrics: each page's cluster, centrality, quota and hub role, its links and depth after
     the plan (and before it, null when the existing links are unknown), and its plan fingerprint."""
-    n, cluster_of = planner.n, planner.g.cluster
+    n, cluster_of = planner.page_count, planner.site.cluster
     return pl.DataFrame(
         {
             "site": [site] * n,
@@ -113,7 +113,7 @@ def page_metrics_rows(
             "cluster_id": pl.Series(np.where(cluster_of >= 0, cluster_of, 0), dtype=pl.Int32),
             "betweenness": planner.centrality,
             "inlink_quota": pl.Series(planner.quota, dtype=pl.Int32),
-            "is_hub": np.isin(np.arange(n), _hubs(planner.g.existing, planned, planner.g.home)),
+            "is_hub": np.isin(np.arange(n), _hubs(planner.site.existing, planned, planner.site.home)),
             "depth_after": _clicks(after.depth),
             "inlinks_after": pl.Series(after.inlinks, dtype=pl.Int32),
             "outlinks_after": pl.Series(after.outlinks, dtype=pl.Int32),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.graph.site_sections import SiteSections
+from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.settings import setting
 
 

@@ -5,25 +5,22 @@ similar pages and candidates first, then the nearest pages by an exact vector se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, click_depth, out_degree
+from interlink_pipeline.core.graph.plan_state import PlanState
 from interlink_pipeline.core.ml.exact_search import exact_top
-
-if TYPE_CHECKING:
-    from interlink_pipeline.core.graph.planner import Planner
 
 
 def _nearest_sources(
-    planner: Planner, targets: list[int], eligible: np.ndarray
+    planner: PlanState, targets: list[int], eligible: np.ndarray
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """The nearest eligible pages with budget for each target, by one blocked vector search."""
-    pool = np.flatnonzero(eligible[: planner.n] & (planner.budget[: planner.n] > 0))
-    vectors = planner.g.vectors
+    pool = np.flatnonzero(eligible[: planner.page_count] & (planner.out_budget[: planner.page_count] > 0))
+    vectors = planner.site.vectors
     if vectors is None or not targets or not len(pool):
         return {}
     idx, scores = exact_top(vectors[targets], vectors[pool], min(50, len(pool)))
@@ -31,17 +28,17 @@ def _nearest_sources(
 
 
 def _link_first_open(
-    planner: Planner, target: int, others: np.ndarray, scores: np.ndarray, eligible: np.ndarray, reason: str
+    planner: PlanState, target: int, others: np.ndarray, scores: np.ndarray, eligible: np.ndarray, reason: str
 ) -> bool:
     """Link target from the first of `others` (best first) that is eligible, has budget, no link yet."""
     for other, score in zip(others.tolist(), scores.tolist(), strict=True):
-        if eligible[other] and planner.budget[other] > 0 and planner.is_new(other, target):
+        if eligible[other] and planner.out_budget[other] > 0 and planner.is_new(other, target):
             return planner.add(other, target, reason, score, "semantic")
     return False
 
 
 def link_from_related(
-    planner: Planner, targets: np.ndarray, eligible: np.ndarray, reason: str | Mapping[int, str]
+    planner: PlanState, targets: np.ndarray, eligible: np.ndarray, reason: str | Mapping[int, str]
 ) -> list[int]:
     """Give each target, in order, one link from its most related eligible page with budget left: its
     similar pages and candidates first, then (for the targets still unlinked) the nearest eligible pages
@@ -63,21 +60,21 @@ def link_from_related(
     ]
 
 
-def rescue_orphans(planner: Planner) -> None:
+def rescue_orphans(planner: PlanState) -> None:
     """Every page nobody links to gets a link from its most related page anywhere, the most central first."""
     order = np.argsort(-planner.centrality, kind="stable")
-    orphans = order[(planner.inbound[: planner.n][order] == 0) & (order != planner.g.home)]
-    missed = link_from_related(planner, orphans, np.ones(planner.n, dtype=bool), "orphan-rescue")
-    planner.stats.unresolved_orphans = [str(planner.g.page_ids[p]) for p in missed]
+    orphans = order[(planner.inbound[: planner.page_count][order] == 0) & (order != planner.site.home)]
+    missed = link_from_related(planner, orphans, np.ones(planner.page_count, dtype=bool), "orphan-rescue")
+    planner.stats.unresolved_orphans = [str(planner.site.page_ids[p]) for p in missed]
 
 
-def bridge_components(planner: Planner) -> None:
+def bridge_components(planner: PlanState) -> None:
     """Each group of pages still cut off from the home page gets a link into its most central page from a
     related reachable page, until none is left or none can be linked."""
-    n = planner.n
+    n = planner.page_count
     for _ in range(50):
-        graph = planner.graph()
-        depth = click_depth(graph, planner.g.home)
+        graph = planner.current_graph()
+        depth = click_depth(graph, planner.site.home)
         unreachable = np.flatnonzero(depth[:n] == UNREACHABLE)
         if not len(unreachable):
             return
@@ -99,17 +96,17 @@ def bridge_components(planner: Planner) -> None:
             return
 
 
-def shorten_depth(planner: Planner) -> None:
+def shorten_depth(planner: PlanState) -> None:
     """Bring every page within max_depth clicks, level by level: the shallowest pages with budget left
     link the too-deep or unreachable pages with the most out-links (then the most central), which then
     sit one click below them and pass links on in turn — the budgets build a wide, shallow tree rather
     than a single layer at the limit. A link to a page nobody linked is an orphan rescue; into a group
     cut off from the home page, a component bridge."""
-    limit, n = planner.o.max_depth, planner.n
+    limit, n = planner.options.max_depth, planner.page_count
     unrelated = np.zeros(n, dtype=bool)  # givers none of the remaining too-deep pages relate to
     while True:
-        graph = planner.graph()
-        depth = click_depth(graph, planner.g.home)
+        graph = planner.current_graph()
+        depth = click_depth(graph, planner.site.home)
         too_deep = np.flatnonzero((depth[:n] > limit) | (depth[:n] == UNREACHABLE))
         if not len(too_deep):
             return
@@ -121,7 +118,7 @@ def shorten_depth(planner: Planner) -> None:
             )
             return
         # at most as many targets as the level has budget to give: the rest wait for the next level
-        capacity = int(planner.budget[:n][eligible[:n]].sum())
+        capacity = int(planner.out_budget[:n][eligible[:n]].sum())
         ordered = _next_targets(planner, graph, depth, too_deep)[: 2 * capacity]
         reasons = np.where(
             planner.inbound[ordered] == 0,
@@ -136,21 +133,23 @@ def shorten_depth(planner: Planner) -> None:
             unrelated[eligible[:n]] = True
 
 
-def _shallowest_givers(planner: Planner, depth: np.ndarray, unrelated: np.ndarray) -> np.ndarray | None:
+def _shallowest_givers(planner: PlanState, depth: np.ndarray, unrelated: np.ndarray) -> np.ndarray | None:
     """The pages that may link too-deep pages this round (a mask over the nodes): the shallowest level of
     the pages above the limit with budget left, less those no remaining page relates to; None when none."""
-    limit, n = planner.o.max_depth, planner.n
-    givers = np.flatnonzero((depth[:n] >= 0) & (depth[:n] < limit) & (planner.budget[:n] > 0) & ~unrelated)
+    limit, n = planner.options.max_depth, planner.page_count
+    givers = np.flatnonzero(
+        (depth[:n] >= 0) & (depth[:n] < limit) & (planner.out_budget[:n] > 0) & ~unrelated
+    )
     if not len(givers):
         return None
     level = depth[givers].min()
-    eligible = np.zeros(planner.nodes, dtype=bool)
+    eligible = np.zeros(planner.node_count, dtype=bool)
     eligible[givers[depth[givers] == level]] = True
     return eligible
 
 
 def _next_targets(
-    planner: Planner, graph: sparse.csr_matrix, depth: np.ndarray, too_deep: np.ndarray
+    planner: PlanState, graph: sparse.csr_matrix, depth: np.ndarray, too_deep: np.ndarray
 ) -> np.ndarray:
     """The too-deep pages in the order they are brought up, one per group of unreachable pages."""
     # pages that link to many others first: each one brought up brings its pages up a level too

@@ -1,1 +1,2 @@
-"""From crawl exports to pages: file readers, header aliases, the drop folder, cleaning."""
+"""From crawl exports to pages and links: file readers, header aliases, the drop folder, cleaning, and the
+site's existing links (their graph and the sections its menus declare)."""

@@ -1,1 +1,1 @@
-"""Models: text encoders and the embedding cache, similar pages, topic clusters, the link ranker."""
+"""Models: text encoders and the embedding cache, similar pages, topic clusters."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from interlink_pipeline.core.graph.site_links import existing_links
+from interlink_pipeline.core.ingest.site_links import existing_links
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
 from interlink_pipeline.core.publish.report import ReportData

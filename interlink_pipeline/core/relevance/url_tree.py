@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.site_signals import CandidateOptions
 from interlink_pipeline.core.ml.exact_search import exact_top
+from interlink_pipeline.core.relevance.site_signals import CandidateOptions
 
 CHUNK_ROWS = 4096  # pairs per vectorised step: small enough to stay in cache
 

@@ -9,8 +9,8 @@ from collections import Counter, defaultdict
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.link_graph import LinkGraph
-from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.ingest.link_graph import LinkGraph
+from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
 
 # Anchors that say nothing about the target: never phrases of it.
 GENERIC_ANCHORS = frozenset(

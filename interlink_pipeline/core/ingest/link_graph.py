@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from interlink_pipeline.core.graph.site_sections import SiteSections, site_sections
+from interlink_pipeline.core.ingest.site_sections import SiteSections, site_sections
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.text_neighbours import NeighbourStore
+from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore
 from interlink_pipeline.core.settings import setting
 
 TEXT_FIELDS = ("title", "h1", "meta_description", "body")

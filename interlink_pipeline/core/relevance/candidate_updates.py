@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.candidate_features import FEATURES, Proposals, serp_scores
-from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
-from interlink_pipeline.core.graph.link_graph import LinkGraph
-from interlink_pipeline.core.graph.link_signals import adamic_adar_weights
+from interlink_pipeline.core.ingest.link_graph import LinkGraph
+from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, serp_scores
+from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
+from interlink_pipeline.core.relevance.link_signals import adamic_adar_weights
 from interlink_pipeline.core.warehouse.store import RowChanges
 
 # Bumped whenever what a build computes from the same inputs changes: the next build is then full.

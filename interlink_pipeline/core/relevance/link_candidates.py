@@ -17,19 +17,19 @@ from __future__ import annotations
 import polars as pl
 from scipy import sparse
 
-from interlink_pipeline.core.graph.candidate_features import FEATURES, Proposals, own_features
-from interlink_pipeline.core.graph.link_graph import LinkGraph
-from interlink_pipeline.core.graph.link_signals import (
+from interlink_pipeline.core.ingest.link_graph import LinkGraph
+from interlink_pipeline.core.ml.page_neighbours import Increment
+from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, own_features
+from interlink_pipeline.core.relevance.link_signals import (
     adamic_adar_scores,
     listing_pairs,
     listing_similarity,
     top_pairs,
 )
-from interlink_pipeline.core.graph.phrases import PhraseIndex
-from interlink_pipeline.core.graph.site_signals import TEXT_FIELDS, CandidateOptions, SiteSignals
-from interlink_pipeline.core.graph.text_neighbours import neighbour_matrix, rows_with_text, similar_pairs
-from interlink_pipeline.core.graph.url_tree import UrlTree
-from interlink_pipeline.core.ml.page_neighbours import Increment
+from interlink_pipeline.core.relevance.phrases import PhraseIndex
+from interlink_pipeline.core.relevance.site_signals import TEXT_FIELDS, CandidateOptions, SiteSignals
+from interlink_pipeline.core.relevance.text_neighbours import neighbour_matrix, rows_with_text, similar_pairs
+from interlink_pipeline.core.relevance.url_tree import UrlTree
 
 # Parents with more pages below them than this have their pages' siblings kept in the NeighbourStore: a
 # re-crawl searches only the changed pages of a large section, the rest take a fraction of a second afresh.

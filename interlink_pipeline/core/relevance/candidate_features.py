@@ -9,9 +9,9 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from interlink_pipeline.core.graph.link_graph import LinkGraph
-from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
-from interlink_pipeline.core.graph.url_tree import CHUNK_ROWS, UrlTree
+from interlink_pipeline.core.ingest.link_graph import LinkGraph
+from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.relevance.url_tree import CHUNK_ROWS, UrlTree
 
 PAIRS_PER_SPARSE_STEP = 262_144  # pairs whose sparse rows are gathered at a time (bounded memory)
 

@@ -29,10 +29,10 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.candidate_features import FEATURES
-from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
-from interlink_pipeline.core.graph.link_graph import LinkGraph
-from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.ingest.link_graph import LinkGraph
+from interlink_pipeline.core.relevance.candidate_features import FEATURES
+from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
+from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
 from interlink_pipeline.core.settings import setting
 from interlink_pipeline.core.sorted_sets import differing_count, sorted_unique
 

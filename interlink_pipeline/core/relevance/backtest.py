@@ -15,17 +15,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.graph.link_candidates import CandidateBuilder
-from interlink_pipeline.core.graph.link_graph import LinkGraph
-from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.graph.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.exact_search import exact_top
-from interlink_pipeline.core.ml.link_ranker import (
+from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
+from interlink_pipeline.core.relevance.link_ranker import (
     Ranker,
     RankerOptions,
     SiteState,
@@ -34,6 +33,7 @@ from interlink_pipeline.core.ml.link_ranker import (
     training_examples,
     training_fingerprint,
 )
+from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
 
 PAIR = ["source", "target"]
 
@@ -206,7 +206,7 @@ class BacktestSetup:
     k: int
     candidates: CandidateOptions
     ranker: RankerOptions
-    plan: PlanOptions
+    plan: Any  # the plan's settings (a dataclass): the planning itself is handed to run_backtest
 
     def settings(self) -> dict[str, dict]:
         """The rebuilt steps' settings, as recorded with the backtest's row."""

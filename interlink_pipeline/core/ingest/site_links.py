@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.link_graph import LinkGraph, followed_hyperlinks
+from interlink_pipeline.core.ingest.link_graph import LinkGraph, followed_hyperlinks
 
 
 def existing_links(links: pl.DataFrame, url_keys: pl.Series) -> tuple[pl.DataFrame, int]:

@@ -1,0 +1,153 @@
+"""The plan as it grows: its links so far, each page's out-link budget left and in-links, and the pages most
+related to each page. The planner's steps (planner.py, structure.py) add links through it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import polars as pl
+from scipy import sparse
+
+from interlink_pipeline.core.graph.centrality import KeptCentrality
+from interlink_pipeline.core.graph.metrics import adjacency
+from interlink_pipeline.core.graph.plan_options import PlanOptions, out_link_budgets
+from interlink_pipeline.core.ingest.site_sections import SiteSections
+
+
+class PlannedLink(NamedTuple):
+    """One link of the plan: page indices, why it is planned, its score, the evidence, where it goes."""
+
+    source: int
+    target: int
+    reason: str
+    score: float
+    evidence: str
+    placement: str  # "home" (the home page's hub links) or "contextual"
+
+
+@dataclass
+class PlanStats:
+    centrality: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+    unresolved_orphans: list[str] = field(default_factory=list)  # page ids
+    unreachable_after: int = 0
+    too_deep_after: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SiteGraph:
+    """Everything the plan works on. Kept pages are nodes 0..n-1; other crawled URLs that appear in the
+    existing links (paginated listings, parameter URLs, noindex pages) are pass-through nodes n..nodes-1:
+    they carry click paths but are never linked to or from by the plan."""
+
+    page_ids: np.ndarray
+    home: int
+    cluster: np.ndarray  # cluster id per page (-1 when unknown)
+    candidates: pl.DataFrame  # source, target (page indices), score (the ranker's probability), provenance
+    similar: pl.DataFrame  # a, b (page indices), score — symmetric: both directions listed
+    existing: pl.DataFrame  # source, target (node indices), content (bool)
+    nodes: int = 0  # pages + pass-through nodes (0: pages only)
+    vectors: np.ndarray | None = None
+    sections: SiteSections = field(default_factory=SiteSections.empty)
+    # the last plan's links to keep (source, target page indices, reason, score, evidence, placement),
+    # in the order they were planned; kept first, before any new link
+    kept: pl.DataFrame | None = None
+    kept_centrality: KeptCentrality | None = None  # the last run's sampled estimate, reused while it holds
+
+    def __post_init__(self) -> None:
+        self.nodes = max(self.nodes, len(self.page_ids))
+
+
+class PlanState:
+    """The links planned so far on top of the site's own, and what each page has left to give and take."""
+
+    def __init__(self, site: SiteGraph, options: PlanOptions):
+        self.site = site
+        self.options = options
+        self.page_count = len(site.page_ids)
+        self.node_count = site.nodes
+        existing = site.existing
+        # a link in the body is what the plan adds: one that exists only in navigation may be added too
+        content = existing.filter(pl.col("content"))
+        self.exists = set(zip(content["source"].to_list(), content["target"].to_list(), strict=True))
+        content_out = np.bincount(
+            existing.filter(pl.col("content"))["source"].to_numpy(), minlength=self.node_count
+        )
+        # pass-through nodes are never linked from
+        self.out_budget = np.zeros(self.node_count, dtype=np.int64)
+        self.out_budget[: self.page_count] = np.maximum(
+            0, out_link_budgets(self.page_count, site.sections, options) - content_out[: self.page_count]
+        )
+        self.hub_budget = max(0, options.hub_links - int(content_out[site.home]))
+        self.inbound = np.bincount(existing["target"].to_numpy(), minlength=self.node_count).astype(np.int64)
+        # quotas count in-content links only: a sitewide menu link does not make a page well linked
+        self.contextual_in = np.bincount(
+            existing.filter(pl.col("content"))["target"].to_numpy(), minlength=self.node_count
+        ).astype(np.int64)
+        self.links: list[PlannedLink] = []
+        self.planned: set[tuple[int, int]] = set()
+        self.planned_sources: list[int] = []
+        self.planned_targets: list[int] = []
+        self.neighbours = self._neighbour_lists()
+        self.stats = PlanStats()
+        self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run
+        self.refused: dict[tuple[int, int], str] = {}  # links of the last plan not kept, and why
+
+    def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each page, the pages most likely to link to it: its candidate sources by the ranker's
+        probability first, then its similar pages by cosine (scored below every candidate)."""
+        candidates = self.site.candidates.select(
+            pl.col("target").alias("page"), pl.col("source").alias("other"), "score", pl.lit(0).alias("tier")
+        )
+        similar = self.site.similar.select(
+            pl.col("a").alias("page"), pl.col("b").alias("other"), "score", pl.lit(1).alias("tier")
+        )
+        related = (
+            pl.concat([candidates, similar.join(candidates, on=["page", "other"], how="anti")])
+            .sort(["page", "tier", "score", "other"], descending=[False, False, True, False])
+            .select("page", "other", "score")
+        )
+        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
+        lists = [empty] * self.page_count
+        for page, others, scores in (
+            related.group_by("page", maintain_order=True).agg("other", "score").iter_rows()
+        ):
+            lists[page] = (np.asarray(others, dtype=np.int64), np.asarray(scores, dtype=np.float32))
+        return lists
+
+    def is_new(self, source: int, target: int) -> bool:
+        """A link the page does not have yet, neither on the site (in content) nor in the plan."""
+        return (
+            source != target and (source, target) not in self.exists and (source, target) not in self.planned
+        )
+
+    def add(
+        self, source: int, target: int, reason: str, score: float, evidence: str, home: bool = False
+    ) -> bool:
+        if not self.is_new(source, target):
+            return False
+        if home:
+            if self.hub_budget <= 0:
+                return False
+            self.hub_budget -= 1
+        else:
+            if self.out_budget[source] <= 0:
+                return False
+            self.out_budget[source] -= 1
+        self.planned.add((source, target))
+        self.planned_sources.append(source)
+        self.planned_targets.append(target)
+        self.inbound[target] += 1
+        self.contextual_in[target] += 1
+        placement = "home" if home else "contextual"
+        self.links.append(PlannedLink(source, target, reason, float(score), evidence, placement))
+        return True
+
+    def current_graph(self) -> sparse.csr_matrix:
+        """The existing links plus the plan so far."""
+        sources = np.concatenate([self.site.existing["source"].to_numpy(), np.asarray(self.planned_sources)])
+        targets = np.concatenate([self.site.existing["target"].to_numpy(), np.asarray(self.planned_targets)])
+        return adjacency(self.node_count, sources.astype(np.int64), targets.astype(np.int64))
