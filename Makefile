@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SAMPLE_SITE := www.alpinegear.example
 export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 
-.PHONY: install browser postgres redis run test test-fast test-slow dev lint bench docs lock clean
+.PHONY: install browser postgres redis run test test-fast test-slow dev lint bench docs docs-build lock clean
 
 # Pinned install: requirements.lock constrains every transitive version (torch 2.13.0 resolves to the
 # CPU wheel on machines that carry it locally, the CUDA build elsewhere on Linux). uv installs what pip
@@ -64,8 +64,9 @@ TEST_TMPDIR ?= $(shell df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 && $$4 > 41943
 PYTEST := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load \
   --maxschedchunk 1
 
-## The test suite (what .ci/run calls): lint, the code location's definitions, then every test.
-test: install browser postgres redis lint
+## The test suite (what .ci/run calls): lint, the documentation site, the code location's definitions, then
+## every test.
+test: install browser postgres redis lint docs-build
 	$(BIN)/dg check defs
 	$(PYTEST) -m "not slow"
 
@@ -87,7 +88,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-## Benchmarks print tables; the README's Benchmarks section gives the sizes, what is compared and the results.
+## Benchmarks print tables; docs/benchmarks.md gives the sizes, what is compared and the results.
 bench: install
 	$(BIN)/python -m benchmarks.bench_ingest
 	$(BIN)/python -m benchmarks.bench_embeddings
@@ -98,9 +99,18 @@ bench: install
 	$(BIN)/python -m benchmarks.bench_incremental
 	$(BIN)/python -m benchmarks.bench_scale_out
 
-## Regenerate the README's table reference from the schemas.
+# The documentation site (mkdocs.yml, docs/ -> site/): --strict fails on any warning, so a broken link or
+# anchor fails the build. NO_MKDOCS_2_WARNING silences Material's banner about MkDocs 2.0.
+MKDOCS_BUILD := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+## Regenerate the table reference (docs/tables.md) and dbt's sources from the schemas, then build the site.
 docs: install
-	$(BIN)/python -m interlink_pipeline.core.warehouse.table_docs README.md
+	$(BIN)/python -m interlink_pipeline.core.warehouse.table_docs docs/tables.md
+	$(MKDOCS_BUILD)
+
+## Build the documentation site as it stands (what `make test`, and so CI, checks).
+docs-build: install
+	$(MKDOCS_BUILD)
 
 ## Refresh requirements.lock from the current environment (after changing pyproject.toml).
 lock: install
@@ -108,4 +118,4 @@ lock: install
 	  | sed -e 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/' > requirements.lock
 
 clean:
-	rm -rf $(VENV) data/interlink.duckdb data/interlink.duckdb.wal data/inbox data/exports data/snapshots dbt/target dbt/logs
+	rm -rf $(VENV) data/interlink.duckdb data/interlink.duckdb.wal data/inbox data/exports data/snapshots dbt/target dbt/logs site

@@ -25,8 +25,9 @@ from interlink_pipeline.core.relevance.link_ranker import (
     fit_ranker,
     training_examples,
 )
-from interlink_pipeline.defs.embeddings import default_embedder
-from interlink_pipeline.defs.relevance import CandidateSettings, relevance_inputs
+from interlink_pipeline.core.relevance.site_inputs import relevance_inputs
+from interlink_pipeline.defs.ml.embeddings import default_embedder
+from interlink_pipeline.defs.relevance.ranker import CandidateSettings
 from interlink_pipeline.defs.resources import Warehouse
 
 
@@ -39,7 +40,8 @@ def main() -> None:
     for name in args.sets:
         site = SETS[name][0]
         warehouse = Warehouse(path=str(DATA / "quality" / name / "warehouse.duckdb"))
-        inputs = relevance_inputs(warehouse, default_embedder(), site)
+        embedder = default_embedder()
+        inputs = relevance_inputs(warehouse, site, embedder.identity().model_id, embedder.encoder)
         builder = CandidateBuilder(inputs.signals, CandidateSettings().options())
         examples = training_examples(builder, inputs.links, options)
         # each set weighs the same, whatever its size

@@ -168,7 +168,14 @@ def materialization_metadata(result: dg.ExecuteInProcessResult, step: str) -> di
     """{name: value} of `step`'s (first) materialisation in the run: its main table's, which carries the
     step's figures."""
     metadata = result.asset_materializations_for_node(step)[0].metadata
-    return {name: entry.value for name, entry in metadata.items()}
+    return {name: _readable(entry) for name, entry in metadata.items()}
+
+
+def _readable(entry: dg.MetadataValue) -> object:
+    """A metadata entry's value; a table preview as the frame it shows."""
+    if isinstance(entry, dg.TableMetadataValue):
+        return pl.DataFrame([record.data for record in entry.records])
+    return entry.value
 
 
 def run_cli(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

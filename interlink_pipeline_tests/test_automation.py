@@ -6,8 +6,9 @@ import dagster as dg
 import duckdb
 import pytest
 
-from interlink_pipeline.defs.automation import FailureAlerts, run_failure_recorder, serp_refresh_schedule
+from interlink_pipeline.defs.publish.alerts import FailureAlerts, run_failure_recorder
 from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.serp.refresh import serp_refresh_schedule
 from interlink_pipeline_tests.helpers import LIGHT, NUTRI, run_site, write_export
 from interlink_pipeline_tests.services import Webhook
 

@@ -24,7 +24,7 @@ from interlink_pipeline.core.ingest.inbox import latest_exports
 from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse.database import connect, ensure_tables
 from interlink_pipeline.definitions import build_defs
-from interlink_pipeline.defs.sensors import crawl_inbox_sensor
+from interlink_pipeline.defs.ingest.inbox_sensor import crawl_inbox_sensor
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     LIGHT,

@@ -1,4 +1,4 @@
-"""The README's deployment beyond one machine, for real on loopback: a Dagster instance on PostgreSQL
+"""docs/deployment.md's deployment beyond one machine, for real on loopback: a Dagster instance on PostgreSQL
 (deploy/dagster.yaml), a DuckLake warehouse (its catalog in PostgreSQL, its Parquet files in a shared folder),
 Redis as Celery's broker, and five processes that could each be a machine of its own: the code server, the
 daemon, the webserver and two Celery workers (deploy/celery.yaml), each with a Dagster home of its own. Three

@@ -10,7 +10,7 @@ import pytest
 from interlink_pipeline.core.ingest.inbox import register_crawl, scan_inbox
 from interlink_pipeline.core.ingest.tabular_files import file_digest
 from interlink_pipeline.definitions import build_defs
-from interlink_pipeline.defs.sensors import crawl_inbox_sensor
+from interlink_pipeline.defs.ingest.inbox_sensor import crawl_inbox_sensor
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import LIGHT, SAMPLE_DIR
 
@@ -125,7 +125,7 @@ def test_newest_export_wins_and_inlinks_are_told_apart(inbox_root):
 def test_how_often_the_drop_folder_is_scanned_is_a_setting(monkeypatch):
     import importlib
 
-    from interlink_pipeline.defs import sensors
+    from interlink_pipeline.defs.ingest import inbox_sensor as sensors
 
     assert crawl_inbox_sensor.minimum_interval_seconds == sensors.INBOX_SCAN_DEFAULT_S
     monkeypatch.setenv(sensors.INBOX_SCAN_ENV, "half a minute")

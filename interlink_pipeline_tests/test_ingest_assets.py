@@ -4,7 +4,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from interlink_pipeline.defs.crawl import pages, raw_crawl, raw_links
+from interlink_pipeline.defs.ingest.crawl import pages, raw_crawl, raw_links
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     LIGHT,
@@ -46,10 +46,10 @@ def test_sample_site_end_to_end(warehouse_path, sample_inbox, instance):
     assert metadata["raw_links"]["dagster/row_count"] == 13792
     assert metadata["pages"]["pages_kept"] == 1700
     assert metadata["pages"]["branding_removed"] == "alpine gear"
-    assert "| redirect | 68 |" in metadata["pages"]["excluded_by_reason"]
+    assert dict(metadata["pages"]["excluded_by_reason"].iter_rows())["redirect"] == 68
     assert metadata["pages"]["home_page"] == f"https://{SAMPLE_HOST}/"
-    assert "| url | title_raw | text | text_source |" in metadata["pages"]["preview"]
-    assert "| Header |" in metadata["raw_links"]["link_positions"]
+    assert metadata["pages"]["preview"].columns == ["url", "title_raw", "text", "text_source"]
+    assert "Header" in metadata["raw_links"]["link_positions"]["link_position"].to_list()
     assert _checks(result) == {
         "raw_crawl_pages_schema": True,
         "raw_crawl_links_schema": True,

@@ -417,7 +417,7 @@ def test_plan_on_the_sample(sample_site):
     assert backtest["plan_precision"] > backtest["baseline_precision"]
     assert backtest["candidate_precision_at_k"] > backtest["baseline_precision_at_k"]
     backtest_meta = materialization_metadata(sample_site, "link_backtest")
-    assert "| plan precision |" in backtest_meta["ours_vs_baseline"]
+    assert "plan precision" in backtest_meta["ours_vs_baseline"]["figure"].to_list()
     # figures for people: 4 significant digits (the table keeps full precision)
     figures = [value for value in backtest_meta.values() if isinstance(value, float)]
     assert len(figures) >= 6 and all(value == significant(value) for value in figures)
@@ -508,7 +508,7 @@ def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, instance, samp
         "still valid",
         "planned again after a change",
     }
-    assert "| kept | still valid |" in meta["changes_since_last_plan"]
+    assert ("kept", "still valid") in meta["changes_since_last_plan"].select("change", "why").rows()
 
 
 def test_plan_on_real_crawls_with_and_without_inlinks(light_and_nutri):
@@ -559,7 +559,7 @@ def test_the_marts_accept_every_reason_the_plan_gives():
 
 
 def test_the_depth_histogram_is_a_markdown_table_one_row_per_depth():
-    from interlink_pipeline.defs.link_plan import _bars
+    from interlink_pipeline.defs.graph.link_plan import _bars
 
     lines = _bars('{"0": 1, "1": 12, "2": 0, "unreachable": 3}').splitlines()
     assert lines[:2] == ["| clicks | pages | |", "|---|---:|---|"]

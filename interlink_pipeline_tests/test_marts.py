@@ -17,7 +17,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.warehouse.snapshot import publish_snapshot, snapshot_path
 from interlink_pipeline.core.warehouse.table_docs import mart_columns
 from interlink_pipeline.definitions import build_defs
-from interlink_pipeline.defs.marts import marts
+from interlink_pipeline.defs.publish.marts import marts
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     DBT_DIR,
@@ -154,14 +154,14 @@ def test_a_snapshot_of_a_missing_warehouse_says_so_and_writes_nothing(tmp_path):
     assert not target.exists() and not target.parent.exists()  # nothing written, not even the folder
 
 
-def _readme_queries() -> list[str]:
-    """Every SQL statement of the README's Querying section."""
-    section = (PROJECT_ROOT / "README.md").read_text().split("### Querying", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```sql\n(.*?)```", section, re.S)
+def _documented_queries() -> list[str]:
+    """Every SQL statement of docs/querying.md (the README's examples are among them: test_project.py)."""
+    page = (PROJECT_ROOT / "docs" / "querying.md").read_text()
+    blocks = re.findall(r"```sql\n(.*?)```", page, re.S)
     return [statement.strip() for block in blocks for statement in block.split(";") if statement.strip()]
 
 
-def test_the_readme_queries_return_rows_and_every_column_is_documented(sample_site, instance, tmp_path):
+def test_the_documented_queries_return_rows_and_every_column_is_documented(sample_site, instance, tmp_path):
     result = sample_site
     assert result.success
     for run in result.runs:  # dbt's target folders (marts-<run>-<invocation>) are removed once read
@@ -180,7 +180,7 @@ def test_the_readme_queries_return_rows_and_every_column_is_documented(sample_si
     rerun = tests.execute_in_process(instance=instance, partition_key=SAMPLE_HOST, raise_on_error=False)
     assert rerun.success and len(_dbt_checks(rerun)) == len(marts.check_keys)
     assert {check.partition for check in _dbt_checks(rerun)} == {SAMPLE_HOST}
-    queries = _readme_queries()
+    queries = _documented_queries()
     assert len(queries) >= 12
     with duckdb.connect(str(snapshot_path(warehouse_path)), read_only=True) as analyst:
         empty = [query for query in queries if not analyst.execute(query).fetchall()]
@@ -228,7 +228,7 @@ def test_dagster_dev_parses_the_dbt_project_with_this_environments_dbt(tmp_path,
     activated (dbt not on PATH); elsewhere it is never parsed on load."""
     from dagster_shared.record import replace
 
-    from interlink_pipeline.defs.marts import EnvironmentDbtPreparer
+    from interlink_pipeline.defs.publish.marts import EnvironmentDbtPreparer
 
     project_dir = tmp_path / "dbt"
     shutil.copytree(DBT_DIR, project_dir, ignore=shutil.ignore_patterns("target", "logs"))
@@ -249,7 +249,7 @@ def test_the_dbt_version_the_marts_assume_is_the_one_dbt_reports():
     must agree, or dagster-dbt would treat dbt by the wrong version's rules."""
     from packaging.version import Version
 
-    from interlink_pipeline.defs.marts import DBT_EXECUTABLE, EnvironmentDbt, dbt_project
+    from interlink_pipeline.defs.publish.marts import DBT_EXECUTABLE, EnvironmentDbt, dbt_project
 
     reported = subprocess.run([DBT_EXECUTABLE, "--version"], capture_output=True, text=True, check=True)
     installed = re.search(r"installed: (\d+\.\d+\.\d+)", reported.stdout)

@@ -1,5 +1,7 @@
-"""Project-level promises: a pure core, a reproducible sample, a README that lists every table."""
+"""Project-level promises: a pure core, a reproducible sample, a manual (README and docs/) that lists every
+table and every core file."""
 
+import ast
 import fnmatch
 import re
 import tomllib
@@ -16,6 +18,7 @@ from interlink_pipeline.core.warehouse.table_docs import (
     COLUMN_DOCS,
     END,
     MARTS_DOCS,
+    REFERENCE,
     SOURCES,
     START,
     column_docs,
@@ -88,19 +91,21 @@ def test_dbt_sources_are_the_contract_tables_the_models_read():
     }
 
 
-def test_readme_table_reference_is_current():
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    assert f"{START}\n\n{tables_markdown()}\n\n{END}" in readme, "README tables are stale: run `make docs`"
+def test_table_reference_is_current():
+    assert REFERENCE == PROJECT_ROOT / "docs" / "tables.md"
+    reference = REFERENCE.read_text()
+    assert f"{START}\n\n{tables_markdown()}\n\n{END}" in reference, f"{REFERENCE} is stale: run `make docs`"
     for table in TABLES:
-        assert f"#### `{table}`" in readme
+        assert f"#### `{table}`" in reference
         for column in table_columns(table):
-            assert f"| `{column}` |" in readme
+            assert f"| `{column}` |" in reference
 
 
-def _readme_map() -> set[str]:
-    """The paths the README's Development map names under interlink_pipeline/ (folders nest by indent)."""
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    block = readme.split("## Development", 1)[1].split("```", 2)[1]
+def _code_map() -> set[str]:
+    """The paths the code map of docs/architecture.md (its Layout) names under interlink_pipeline/ (folders
+    nest by indent)."""
+    architecture = (PROJECT_ROOT / "docs" / "architecture.md").read_text()
+    block = architecture.split("\n## Layout\n", 1)[1].split("```", 2)[1]
     named, folders = set(), []  # folders: (indent, name)
     for line in block.splitlines():
         stripped = line.lstrip()
@@ -118,8 +123,8 @@ def _readme_map() -> set[str]:
     return named
 
 
-def test_readme_map_matches_the_code_tree():
-    named = _readme_map()
+def test_code_map_matches_the_code_tree():
+    named = _code_map()
     package = PROJECT_ROOT / "interlink_pipeline"
     assert {p for p in named if p.startswith("core")} and all((package / p).exists() for p in named), sorted(
         p for p in named if not (package / p).exists()
@@ -129,13 +134,38 @@ def test_readme_map_matches_the_code_tree():
         for p in CORE.rglob("*")
         if p.suffix in (".py", ".json") and p.name != "__init__.py"
     }
-    assert not core_files - named, f"core files the README's map leaves out: {sorted(core_files - named)}"
+    assert not core_files - named, f"core files the code map leaves out: {sorted(core_files - named)}"
 
 
 def test_readme_names_the_two_commands():
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert "make run" in readme and "make test" in readme
     assert "make test" in Path(PROJECT_ROOT / ".ci" / "run").read_text()
+
+
+def _sql_statements(markdown: str) -> list[str]:
+    """Every SQL statement of a page's ```sql blocks."""
+    blocks = re.findall(r"```sql\n(.*?)```", markdown, re.S)
+    return [statement.strip() for block in blocks for statement in block.split(";") if statement.strip()]
+
+
+def test_readme_is_short_and_its_queries_and_links_are_the_manuals():
+    """The README stays a summary (at most 300 lines): its example queries are statements of docs/querying.md
+    (which test_marts.py runs against the sample), and every page it links to exists."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300
+    documented = _sql_statements((PROJECT_ROOT / "docs" / "querying.md").read_text())
+    queries = _sql_statements(readme)
+    assert queries and set(queries) <= set(documented)
+    links = re.findall(r"\]\((docs/[^)#\s]+)(?:#[^)]*)?\)", readme)
+    assert links and not [link for link in links if not (PROJECT_ROOT / link).is_file()]
+
+
+def test_the_manual_lists_every_page():
+    """mkdocs.yml's nav names every page under docs/ (the strict build, in `make test`, checks the links)."""
+    config = (PROJECT_ROOT / "mkdocs.yml").read_text()
+    pages = {p.relative_to(PROJECT_ROOT / "docs").as_posix() for p in (PROJECT_ROOT / "docs").rglob("*.md")}
+    assert pages and not [page for page in pages if f": {page}\n" not in config]
 
 
 def test_mart_columns_refer_to_the_contract_rather_than_copy_it():
@@ -199,3 +229,42 @@ def test_a_hung_test_fails_at_its_timeout_and_names_itself(tmp_path):
     assert "FAILED test_hangs.py::test_hangs - Failed: Timeout (>2.0s)" in done.stdout
     assert "time.sleep(600)" in done.stdout  # where it hung
     assert "1 failed, 1 passed" in done.stdout
+
+
+def test_the_code_location_is_gathered_from_the_shell_folders():
+    """definitions.py lists no asset: every table of the contract, job, schedule and sensor is found in
+    the defs/<domain>/ folders, and each domain folder mirrors a core domain."""
+    from interlink_pipeline.definitions import defs
+
+    keys = {spec.key.to_user_string().replace("/", ".") for spec in defs.resolve_all_asset_specs()}
+    assert set(TABLES) - {"ml.embedding_cache", "serp.cache"} <= keys
+    assert {job.name for job in defs.jobs} == {"site_pipeline", "serp_refresh", "lake_maintenance"}
+    assert {s.name for s in defs.schedules} == {"serp_refresh_schedule", "lake_maintenance_schedule"}
+    assert {s.name for s in defs.sensors} == {"crawl_inbox_sensor", "run_failure_recorder"}
+    shell = PROJECT_ROOT / "interlink_pipeline" / "defs"
+    domains = {p.name for p in shell.iterdir() if (p / "__init__.py").exists()}
+    assert domains <= {p.name for p in CORE.iterdir() if (p / "__init__.py").exists()}, domains
+
+
+def _functions(path: Path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node.name, node.end_lineno - node.lineno + 1
+
+
+def test_the_shell_is_thin_and_every_function_short():
+    """No shell module over 250 lines (a longer one holds logic that belongs in the core) and no function
+    over 60 lines anywhere in the package."""
+    package = PROJECT_ROOT / "interlink_pipeline"
+    shell = [package / "definitions.py", *(package / "defs").rglob("*.py")]
+    long_modules = {
+        p.relative_to(package).as_posix(): n for p in shell if (n := len(p.read_text().splitlines())) > 250
+    }
+    long_functions = [
+        f"{p.relative_to(package)}:{name} ({lines})"
+        for p in package.rglob("*.py")
+        for name, lines in _functions(p)
+        if lines > 60
+    ]
+    assert not long_modules, long_modules
+    assert not long_functions, long_functions

@@ -11,7 +11,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.graph.link_plan import planner_without
+from interlink_pipeline.core.graph.link_plan import planner_without, read_plan_inputs
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
@@ -28,11 +28,11 @@ from interlink_pipeline.core.relevance.link_ranker import (
     still_fits,
     training_examples,
 )
+from interlink_pipeline.core.relevance.site_inputs import relevance_inputs
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
 from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore
-from interlink_pipeline.defs.embeddings import default_embedder
-from interlink_pipeline.defs.link_plan import plan_inputs
-from interlink_pipeline.defs.relevance import CandidateSettings, relevance_inputs
+from interlink_pipeline.defs.ml.embeddings import default_embedder
+from interlink_pipeline.defs.relevance.ranker import CandidateSettings
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline_tests.helpers import (
     LIGHT,
@@ -187,7 +187,9 @@ def light_inputs(light_and_nutri, tmp_path_factory):
     the candidates need go into the copy's embedding cache)."""
     site = light_and_nutri.phases["upstream"].copy(tmp_path_factory.mktemp("light"))
     warehouse = Warehouse(path=str(site.warehouse))
-    return warehouse, relevance_inputs(warehouse, default_embedder(), LIGHT), plan_inputs(warehouse, LIGHT)
+    embedder = default_embedder()
+    inputs = relevance_inputs(warehouse, LIGHT, embedder.identity().model_id, embedder.encoder)
+    return warehouse, inputs, read_plan_inputs(warehouse, LIGHT)
 
 
 def _planner(base, hidden):
@@ -336,7 +338,7 @@ def test_ranker_and_candidates_assets_say_what_they_did(light_and_nutri, instanc
     ranker = materialization_metadata(result, "link_ranker")
     assert ranker["model"] in {"gradient_boosting", "logistic"}
     assert "cross-validated average precision" in ranker["why"]
-    assert "| feature | weight |" in ranker["feature_weights"]
+    assert ranker["feature_weights"].columns == ["feature", "weight"]
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         runs = con.execute("SELECT model, positive_examples, model_path FROM ml.link_ranker_runs").fetchall()
         candidates = con.execute("SELECT * FROM ml.link_candidates").pl()
@@ -344,7 +346,7 @@ def test_ranker_and_candidates_assets_say_what_they_did(light_and_nutri, instanc
     assert candidates["probability"].is_between(0, 1).all()
     assert (candidates.group_by("source_page_id").agg(pl.col("rank").min())["rank"] == 1).all()
     meta = materialization_metadata(result, "link_candidates")
-    assert meta["candidates"] == candidates.height and "| hierarchy |" in meta["by_origin"]
+    assert meta["candidates"] == candidates.height and "hierarchy" in meta["by_origin"]["origins"].to_list()
     assert ranker["reused"] is False and ranker["fitted_in_run"] == result.run_id
 
     # unchanged inputs: the kept model is reused; retrain fits again; an unreadable file is replaced

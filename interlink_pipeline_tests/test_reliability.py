@@ -3,6 +3,7 @@
 Every failure must name its cause and leave the warehouse exactly as it was."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,8 +14,9 @@ import duckdb
 import polars as pl
 import pytest
 
+from interlink_pipeline.core.environment import FAULT_ENV
 from interlink_pipeline.core.ml.page_neighbours import NEIGHBOUR_MARGIN
-from interlink_pipeline.defs.serp import SerpApi
+from interlink_pipeline.defs.serp.results import SerpApi
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     AFTER_PLAN,
@@ -164,42 +166,25 @@ KILLED_RUN_CONFIG = {
     }
 }
 
-# Runs the site's pipeline up to the plan in a child process, and SIGKILLs it at the point `hook` patches.
+# Runs the site's pipeline up to the plan in a child process, which core/faults.py kills at the point
+# $INTERLINK_FAULT names (none: it runs to the end unless killed from outside).
 KILLED_RUN = """
-import os, signal, sys
-from interlink_pipeline.core.ml import page_embeddings
-from interlink_pipeline.core.warehouse import store as warehouse
-
-def die():
-    os.kill(os.getpid(), signal.SIGKILL)
-
-{hook}
+import sys
 from interlink_pipeline_tests.test_reliability import run_up_to_the_plan
 run_up_to_the_plan({warehouse!r}, {inbox!r}, {site!r})
 sys.exit("the run was not killed")
 """
-
 # killed after the second chunk of new vectors is committed to the cache, while embedding the third
-DURING_EMBEDDING = """
-made = page_embeddings.vectors_frame
-calls = []
-def vectors_frame(*args):
-    calls.append(1)
-    if len(calls) == 3:
-        die()
-    return made(*args)
-page_embeddings.vectors_frame = vectors_frame
-"""
-
+DURING_EMBEDDING = "embedding-chunk@3"
 # killed inside the plan's write transaction, after graph.link_plan's rows are inserted, before commit
-DURING_PLAN_WRITE = """
-insert = warehouse.insert_rows
-def insert_rows(con, table, frame):
-    insert(con, table, frame)
-    if table == "graph.link_plan":
-        die()
-warehouse.insert_rows = insert_rows
-"""
+DURING_PLAN_WRITE = "after-insert:graph.link_plan"
+
+
+def killed_run(warehouse, inbox, site, fault: str = "", **popen) -> subprocess.CompletedProcess:
+    """The run up to the plan in a child process that core/faults.py kills at `fault`."""
+    script = KILLED_RUN.format(warehouse=str(warehouse), inbox=str(inbox), site=site)
+    env = {**os.environ, FAULT_ENV: fault}
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, **popen)
 
 
 def run_up_to_the_plan(warehouse, inbox, site):
@@ -231,12 +216,11 @@ def test_a_run_killed_while_embedding_or_writing_the_plan_loses_nothing(tmp_path
     frame.with_columns(pl.col("Title 1") + " – 2027 range").write_csv(crawl)
 
     cached = cached_vectors(warehouse)
-    for hook in (DURING_EMBEDDING, DURING_PLAN_WRITE):
-        script = KILLED_RUN.format(hook=hook, warehouse=str(warehouse), inbox=str(inbox), site=SAMPLE_HOST)
-        killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    for fault in (DURING_EMBEDDING, DURING_PLAN_WRITE):
+        killed = killed_run(warehouse, inbox, SAMPLE_HOST, fault, timeout=600)
         assert killed.returncode == -9, killed.stderr[-3000:]
         assert plan_state(warehouse, SAMPLE_HOST) == planned  # the previous plan, whole
-        if hook is DURING_EMBEDDING:  # the two chunks committed before the kill are kept
+        if fault == DURING_EMBEDDING:  # the two chunks committed before the kill are kept
             assert cached_vectors(warehouse) == cached + 800
 
     result = run_up_to_the_plan(warehouse, inbox, SAMPLE_HOST)
@@ -252,20 +236,9 @@ def test_a_run_killed_while_embedding_or_writing_the_plan_loses_nothing(tmp_path
 
 
 # killed inside the similarity step's write transaction, after ml.page_neighbours' rows are inserted
-DURING_SIMILARITY_WRITE = """
-insert = warehouse.insert_rows
-def insert_rows(con, table, frame):
-    insert(con, table, frame)
-    if table == "ml.page_neighbours":
-        die()
-warehouse.insert_rows = insert_rows
-"""
-
+DURING_SIMILARITY_WRITE = "after-insert:ml.page_neighbours"
 # killed in link_candidates once the kept text neighbours are updated, before any candidate is written
-AFTER_TEXT_NEIGHBOURS = """
-from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
-CandidateBuilder.proposals = lambda self, links: die()
-"""
+AFTER_TEXT_NEIGHBOURS = "candidate-proposals"
 
 
 def kept_lists(warehouse, site) -> pl.DataFrame:
@@ -301,12 +274,11 @@ def test_a_run_killed_midway_leaves_the_next_incremental_run_right(tmp_path, sam
     ).write_csv(crawl)
     lists_before = kept_lists(warm, SAMPLE_HOST)
 
-    for hook in (DURING_SIMILARITY_WRITE, AFTER_TEXT_NEIGHBOURS):
-        script = KILLED_RUN.format(hook=hook, warehouse=str(warm), inbox=str(inbox), site=SAMPLE_HOST)
-        killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    for fault in (DURING_SIMILARITY_WRITE, AFTER_TEXT_NEIGHBOURS):
+        killed = killed_run(warm, inbox, SAMPLE_HOST, fault, timeout=600)
         assert killed.returncode == -9, killed.stderr[-3000:]
         assert plan_state(warm, SAMPLE_HOST) == planned  # the previous plan, whole
-        if hook is DURING_SIMILARITY_WRITE:  # the kept lists are the last complete ones
+        if fault == DURING_SIMILARITY_WRITE:  # the kept lists are the last complete ones
             assert kept_lists(warm, SAMPLE_HOST).equals(lists_before)
 
     result = run_up_to_the_plan(warm, inbox, SAMPLE_HOST)
@@ -453,7 +425,7 @@ FRESH = {"provider": "serper", "cache_ttl_days": 0}  # every query asked
 def test_the_key_is_nowhere_and_analysts_read_throughout(
     light_and_nutri, instance, light_pages, tmp_path, monkeypatch
 ):
-    from interlink_pipeline.defs.serp import default_serp_api
+    from interlink_pipeline.defs.serp.results import default_serp_api
 
     # a published site; the analyst reads its snapshot while a run with the key rewrites everything
     site = light_and_nutri.folder.copy(tmp_path / "site")
@@ -515,7 +487,7 @@ def test_kills_at_random_moments_never_leave_a_partial_plan(tmp_path, sample_sit
     previous = plan_state(warehouse, SAMPLE_HOST)
     crawl = inbox / SAMPLE_HOST / "internal_all.csv"
     pl.read_csv(crawl, infer_schema=False).with_columns(pl.col("Title 1") + " (new)").write_csv(crawl)
-    script = KILLED_RUN.format(hook="", warehouse=str(warehouse), inbox=str(inbox), site=SAMPLE_HOST)
+    script = KILLED_RUN.format(warehouse=str(warehouse), inbox=str(inbox), site=SAMPLE_HOST)
     outcomes = []
     for delay in (random.Random(7).uniform(2, 40) for _ in range(6)):
         child = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.DEVNULL)
@@ -532,16 +504,10 @@ def test_kills_at_random_moments_never_leave_a_partial_plan(tmp_path, sample_sit
     assert plan_is_whole(warehouse, SAMPLE_HOST) and plan_state(warehouse, SAMPLE_HOST) != previous
 
 
-# Runs the site's publishing steps in a child process and SIGKILLs it when the first staged file is about
-# to replace the previous one in `folder` (the run's files whole in its staging folder, none published).
+# Runs the site's publishing steps in a child process, killed (core/faults.py) when the first staged file
+# is about to replace the published one (the run's files whole in their staging folder, none published).
 KILLED_PUBLISHING = """
-import os, signal, sys
-replace = os.replace
-def dying_replace(source, target):
-    if {folder!r} in str(target) and ".staged" not in str(target):
-        os.kill(os.getpid(), signal.SIGKILL)
-    replace(source, target)
-os.replace = dying_replace
+import sys
 from interlink_pipeline_tests.helpers import run_site
 import dagster as dg
 with dg.instance_for_test() as instance:
@@ -571,10 +537,11 @@ def test_a_run_killed_while_publishing_leaves_the_previous_files_whole(
     before = _files(published)
     assert len(before) >= (4 if folder == "exports" else 1)
 
-    script = KILLED_PUBLISHING.format(
-        folder=str(published), warehouse=str(warehouse), inbox=str(inbox), site=LIGHT, assets=assets
+    script = KILLED_PUBLISHING.format(warehouse=str(warehouse), inbox=str(inbox), site=LIGHT, assets=assets)
+    env = {**os.environ, FAULT_ENV: "publish-file"}
+    killed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env
     )
-    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert killed.returncode == -9, killed.stderr[-3000:]
     after = _files(published)
     assert {name: after[name] for name in before} == before  # every previous file, byte for byte

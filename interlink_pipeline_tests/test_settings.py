@@ -15,14 +15,14 @@ from interlink_pipeline.core.relevance.link_ranker import RankerOptions
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions
 from interlink_pipeline.core.serp.options import SerpOptions
 from interlink_pipeline.core.warehouse.lake_maintenance import MaintenanceOptions
-from interlink_pipeline.defs.crawl import PagesConfig
-from interlink_pipeline.defs.embeddings import Embedder
-from interlink_pipeline.defs.link_plan import LinkPlanConfig
-from interlink_pipeline.defs.maintenance import LakeMaintenanceConfig
-from interlink_pipeline.defs.relevance import CandidateSettings, LinkRankerConfig
-from interlink_pipeline.defs.serp import SerpApi, SerpResultsConfig
+from interlink_pipeline.defs.graph.link_plan import LinkPlanConfig
+from interlink_pipeline.defs.ingest.crawl import PagesConfig
+from interlink_pipeline.defs.ml.embeddings import Embedder
+from interlink_pipeline.defs.ml.similarity import ClustersConfig, SimilarityConfig
+from interlink_pipeline.defs.relevance.ranker import CandidateSettings, LinkRankerConfig
+from interlink_pipeline.defs.serp.results import SerpApi, SerpResultsConfig
 from interlink_pipeline.defs.settings import options_from
-from interlink_pipeline.defs.similarity import ClustersConfig, SimilarityConfig
+from interlink_pipeline.defs.warehouse.maintenance import LakeMaintenanceConfig
 
 # (config, core settings, what the shell resolves itself, core fields that are not user settings, config
 # fields that steer the step rather than the core's computation)

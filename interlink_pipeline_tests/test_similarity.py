@@ -313,14 +313,13 @@ def test_sample_site_pairs_and_clusters_against_the_truth(sample_site):
     )
     # the sample's pages all have their own content hash: near-identical titles are similar, not duplicates
     assert pairs_meta["method"] == "exact" and pairs_meta["near_duplicate_pairs"] == 0
-    top_rows = [line for line in pairs_meta["top_pairs"].splitlines()[2:] if line.startswith("|")]
-    top_scores = [float(line.rstrip(" |").rsplit("|", 1)[1]) for line in top_rows]
-    assert pairs_meta["top_pairs"].startswith("| source_title | target_title | score |")
+    top_pairs = pairs_meta["top_pairs"]
+    assert top_pairs.columns == ["source_title", "target_title", "score"]
+    top_scores = top_pairs["score"].to_list()
     assert len(top_scores) == 15 and top_scores == sorted(top_scores, reverse=True)
-    near_rows = [line for line in pairs_meta["near_duplicates"].splitlines()[2:] if line.startswith("|")]
-    assert len(near_rows) == min(10, pairs_meta["near_duplicate_pairs"])
+    assert pairs_meta["near_duplicates"].height == min(10, pairs_meta["near_duplicate_pairs"])
     assert cluster_meta["k_chosen_by"] == "silhouette" and cluster_meta["language"] == "en"
-    assert "| cluster_id | label | size |" in cluster_meta["clusters"]
+    assert cluster_meta["clusters"].columns[:3] == ["cluster_id", "label", "size"]
     truth = pl.read_csv(SAMPLE_DIR / "ground_truth.csv")
     with duckdb.connect(str(warehouse_path), read_only=True) as con:
         pages = con.execute("SELECT page_id, url FROM staging.pages").pl().join(truth, on="url")

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from pathlib import Path
 
 from interlink_pipeline.cli import commands
 from interlink_pipeline.cli.run_config import SETTING_FLAGS
 from interlink_pipeline.cli.runs import PROJECT_ROOT
+from interlink_pipeline.core.environment import environment
 
 SAMPLE_DIR = PROJECT_ROOT / "data" / "sample"
 
@@ -68,7 +68,7 @@ def _damaged_home_database(exc: Exception) -> Exception | None:
 
     if not isinstance(getattr(exc, "orig", exc), sqlite3.DatabaseError):
         return None
-    home = Path(os.environ["DAGSTER_HOME"])
+    home = Path(environment().dagster_home)
     for path in (home / name for name in HOME_DATABASES if (home / name).exists()):
         try:
             with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as con:

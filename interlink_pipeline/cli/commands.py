@@ -168,7 +168,7 @@ def status(args: argparse.Namespace) -> int:
     else:
         print(f"last run: none yet (interlink materialize --site {site})")
     warehouse = warehouse_resource()
-    from interlink_pipeline.defs.reports import site_folder
+    from interlink_pipeline.defs.publish.reports import site_folder
 
     folder = site_folder(warehouse, site)
     for line in _site_figures(site, folder):

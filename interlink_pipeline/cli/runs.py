@@ -4,7 +4,6 @@ and a failed run recorded as one anywhere else."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import os
 import socket
@@ -15,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import TextIO
+
+from interlink_pipeline.core.environment import environment, use_dagster_home
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # a CLI run's process, so the next one can tell a run still working from one that was killed
@@ -32,7 +33,7 @@ HOME_DATABASES = {
 
 
 def dagster_instance():
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home")))
+    home = use_dagster_home(PROJECT_ROOT / "dagster_home")
     home.mkdir(parents=True, exist_ok=True)
     from interlink_pipeline.core.files import SQLITE_HEADER
 
@@ -50,7 +51,7 @@ def damaged_home(path: Path, why: str) -> Exception:
     """The error for a damaged database of the Dagster home: which file, and how to recover."""
     from interlink_pipeline.core.errors import InputError
 
-    relative = path.relative_to(Path(os.environ["DAGSTER_HOME"])).as_posix()
+    relative = path.relative_to(Path(environment().dagster_home)).as_posix()
     loses = HOME_DATABASES.get(relative, "what Dagster kept in it")
     return InputError(
         f"the Dagster home's {path} is damaged ({why}); nothing was changed. Move it aside (mv {path} "
@@ -97,8 +98,8 @@ def run_site(site: str, steps: list[str] | None = None, run_config: dict | None 
 def _execute(instance, site: str, steps: list[str] | None, run_config: dict | None) -> int:
     from interlink_pipeline.core.ingest.inbox import default_inbox
     from interlink_pipeline.definitions import defs
+    from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
     from interlink_pipeline.defs.jobs import step_keys
-    from interlink_pipeline.defs.sensors import RUN_KEY_TAG, inbox_run_key
 
     tags = {"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     key = inbox_run_key(default_inbox(), site) if steps is None else None
@@ -223,24 +224,21 @@ def _site_lock(instance, site: str) -> Iterator[None]:
     """Runs of one site never interleave: a second CLI run of the site (the lock file, released by the
     kernel when its holder dies) or a CLI run while the UI or the daemon runs it is refused at once."""
     from dagster import DagsterRunStatus, RunsFilter
+    from filelock import FileLock, Timeout
 
     from interlink_pipeline.core.errors import InputError
 
     busy = f"a run of {site} is already in progress"
-    lock_dir = Path(instance.root_directory) / "site_locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{site}.lock", "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            raise InputError(
-                f"{busy} (interlink, process {lock.read().strip() or '?'}); wait for it to finish, then run "
-                "again."
-            ) from None
-        lock.truncate(0)
-        lock.write(str(os.getpid()))
-        lock.flush()
+    path = Path(instance.root_directory) / "site_locks" / f"{site}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        held = FileLock(path, blocking=False, on_acquired=_write_pid).acquire()
+    except Timeout:
+        raise InputError(
+            f"{busy} (interlink, process {path.read_text().strip() or '?'}); wait for it to finish, then run "
+            "again."
+        ) from None
+    with held:
         in_progress = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
         for record in instance.get_run_records(
             RunsFilter(tags={"dagster/partition": site}, statuses=in_progress), limit=1
@@ -252,12 +250,18 @@ def _site_lock(instance, site: str) -> Iterator[None]:
         yield
 
 
+def _write_pid(fd: int) -> None:
+    """The lock holder's process id in its lock file, for the run it refuses to name."""
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+
+
 def _release_dead_runs(instance) -> None:
     """Free the writer-pool slots that no live run holds: those of finished runs, and those of a CLI run on
     this machine whose process is gone (SIGKILL, the OOM killer, a crash), which is marked failed and
     recorded. A slot a live run holds is named, so a waiting user knows what the wait is for."""
     from interlink_pipeline.core.files import process_alive
-    from interlink_pipeline.defs.automation import failure_payload
+    from interlink_pipeline.defs.publish.alerts import failure_payload
     from interlink_pipeline.defs.tables import WRITER_POOL
 
     storage = instance.event_log_storage
@@ -282,7 +286,7 @@ def _record_failure(payload: dict) -> str:
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.publish.alerts import record_failure
     from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, default_warehouse
-    from interlink_pipeline.defs.automation import FailureAlerts
+    from interlink_pipeline.defs.publish.alerts import FailureAlerts
 
     alerts = FailureAlerts()
     try:
@@ -297,7 +301,7 @@ def _record_failure(payload: dict) -> str:
 def _report_failure(instance, result, site: str, seconds: float) -> int:
     """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
     webhook; the user gets the step and its message, and the path of the full log."""
-    from interlink_pipeline.defs.automation import failure_payload
+    from interlink_pipeline.defs.publish.alerts import failure_payload
 
     events = result.all_events
     payload = failure_payload(

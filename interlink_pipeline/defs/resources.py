@@ -2,19 +2,16 @@
 
 from pathlib import Path
 
-import polars as pl
 from dagster import ConfigurableResource
 from pydantic import Field
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest import inbox
-from interlink_pipeline.core.warehouse import snapshot
-from interlink_pipeline.core.warehouse import store as warehouse
-from interlink_pipeline.core.warehouse.contract import ValidationReport
-from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, files_folder
+from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S
+from interlink_pipeline.core.warehouse.site_tables import SiteTables
 
 
-class Warehouse(ConfigurableResource):
+class Warehouse(ConfigurableResource, SiteTables):
     """The warehouse every asset writes (and dbt and analysts read): a DuckDB file or a DuckLake."""
 
     path: str = Field(
@@ -30,40 +27,6 @@ class Warehouse(ConfigurableResource):
         description="The analysts' read-only copy; default $INTERLINK_SNAPSHOT_PATH, else "
         "snapshots/<file name> beside the warehouse.",
     )
-
-    def kept_state(self, site: str) -> Path:
-        """Where a site's steps keep what their next run starts from (models, indexes, neighbour lists):
-        models/<site>/ in the warehouse's files folder (database.files_folder)."""
-        return files_folder(self.path) / "models" / site
-
-    def analyst_snapshot(self) -> Path:
-        return snapshot.snapshot_path(self.path, self.snapshot_path)
-
-    def replace_site_rows(
-        self, site: str, frames: dict[str, pl.DataFrame | warehouse.RowChanges]
-    ) -> dict[str, ValidationReport]:
-        return warehouse.replace_site_rows(self.path, site, frames, lock_timeout_s=self.lock_timeout_s)
-
-    def read_site(self, table: str, site: str, columns: list[str] | None = None) -> pl.DataFrame:
-        return warehouse.read_site(self.path, table, site, columns, lock_timeout_s=self.lock_timeout_s)
-
-    def read_site_required(
-        self, table: str, site: str, step: str, columns: list[str] | None = None
-    ) -> pl.DataFrame:
-        """A site's rows of a table the calling step cannot run without: none is an InputError that names
-        the `step` that writes them."""
-        rows = self.read_site(table, site, columns)
-        if rows.is_empty():
-            raise InputError(f"{table} has no rows for {site}: materialise {step} for it first.")
-        return rows
-
-    def tables(self) -> set[str]:
-        """The tables the file holds now (schema.table)."""
-        found = self.query("SELECT schema_name || '.' || table_name AS t FROM duckdb_tables()")
-        return set(found["t"].to_list())
-
-    def query(self, sql: str, params: list[object] | None = None) -> pl.DataFrame:
-        return warehouse.query(self.path, sql, params or [], lock_timeout_s=self.lock_timeout_s)
 
 
 class CrawlInbox(ConfigurableResource):

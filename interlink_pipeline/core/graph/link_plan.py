@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph.anchors import plan_anchors
 from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.metrics import GraphSummary
@@ -29,6 +31,16 @@ from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.ingest.site_links import existing_links, taken_anchors, without_hidden
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.invariants import Invariant
+from interlink_pipeline.core.ml.page_embeddings import read_vectors
+from interlink_pipeline.core.warehouse.site_tables import SiteTables
+
+# what the plan reads of each table
+PAGE_COLUMNS = ("page_id", "url", "url_key", "path", "title", "h1", "meta_description", "body_text",
+                "is_home", "crawl_id", "text_hash")  # fmt: skip
+CANDIDATE_COLUMNS = ["source_page_id", "target_page_id", "probability", "origins", "mention_offset",
+                     "mention_words"]  # fmt: skip
+PREVIOUS_COLUMNS = ["source_page_id", "target_page_id", "source_url", "target_url", "reason", "score",
+                    "evidence", "placement"]  # fmt: skip
 
 
 @dataclass
@@ -213,3 +225,47 @@ def plan_rows(
         "evidence",
         "placement",
     )
+
+
+def read_plan_inputs(tables: SiteTables, site: str) -> PlanInputs:
+    """A site's plan inputs, read off the warehouse."""
+    pages, vectors = read_vectors(tables.path, site, PAGE_COLUMNS)
+    return plan_inputs_from(
+        pages,
+        vectors,
+        tables.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]),
+        tables.read_site("ml.similarity_pairs", site),
+        tables.read_site("raw.crawl_links", site),
+    )
+
+
+def centrality_path(tables: SiteTables, site: str) -> Path:
+    """Where the last sampled centrality estimate is kept for the next plan of the site."""
+    return tables.kept_state(site) / "centrality.joblib"
+
+
+def plan_for_site(
+    tables: SiteTables, site: str, options: PlanOptions, now: datetime
+) -> tuple[SitePlan, PlanInputs, int]:
+    """The site's plan from the warehouse's tables and its kept centrality, with the inputs it was built on
+    and the number of links of the last plan."""
+    inputs = read_plan_inputs(tables, site)
+    previous = tables.read_site("graph.link_plan", site, PREVIOUS_COLUMNS)
+    result = build_site_plan(
+        site,
+        inputs,
+        tables.read_site("ml.link_candidates", site, CANDIDATE_COLUMNS),
+        previous,
+        tables.read_site("graph.page_metrics", site, ["page_id", "plan_fingerprint"]),
+        options,
+        load_state(centrality_path(tables, site), KeptCentrality),
+        now,
+    )
+    return result, inputs, previous.height
+
+
+def keep_centrality(tables: SiteTables, site: str, result: SitePlan) -> None:
+    """Keep the plan's sampled centrality estimate for the next run (after the write: a run that fails
+    keeps the last estimate)."""
+    if result.planner.kept_centrality is not None:
+        save_state(result.planner.kept_centrality, centrality_path(tables, site))

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import polars as pl
 
+from interlink_pipeline.core.environment import Environment, environment
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.ingest.tabular_files import as_utf8, file_digest
 from interlink_pipeline.core.urls import normalize_host, url_parts
 
-INBOX_ENV = "INTERLINK_INBOX"
 DEFAULT_INBOX = "data/inbox"
 EXPORT_SUFFIXES = {".csv", ".tsv", ".txt", ".xlsx", ".xlsm"}
 # A file modified more recently than this may still be being copied in; it waits for the next scan.
@@ -33,8 +33,8 @@ SETTLE_SECONDS = 2.0
 SUPERSEDED = "superseded"  # a site's exports that a newer crawl replaced, kept but no longer read
 
 
-def default_inbox() -> str:
-    return os.environ.get(INBOX_ENV) or DEFAULT_INBOX
+def default_inbox(env: Environment | None = None) -> str:
+    return (env or environment()).inbox or DEFAULT_INBOX
 
 
 @dataclass(frozen=True)
@@ -187,6 +187,19 @@ def text_coverage(crawl: pl.DataFrame, text: pl.DataFrame, path: Path) -> str | 
     return None
 
 
+# the name an export is stored under when its own name does not say its kind
+STORED_STEMS = {"crawl": "internal_html", "links": "all_inlinks", "queries": "queries", "text": "page_text"}
+
+
+def _placed(src: Path, readable: Path, kind: str, folder: Path) -> Path:
+    """The export copied (as read: UTF-8) into the drop folder atomically, named so its kind is recognised."""
+    name = src.name if export_kind(src) == kind else f"{STORED_STEMS[kind]}{src.suffix.lower()}"
+    target = folder / name
+    with replaced_atomically(target) as tmp:
+        shutil.copyfile(readable, tmp)
+    return target
+
+
 def register_crawl(
     root: str | Path,
     site: str,
@@ -226,21 +239,7 @@ def register_crawl(
             [text_coverage(frames["crawl"], frames["text"], Path(text_src))] if text_src is not None else []
         )
         folder.mkdir(parents=True, exist_ok=True)
-        placed: dict[str, Path] = {}
-        for src, utf8, kind in readable:
-            name = src.name
-            if export_kind(src) != kind:
-                stem = {
-                    "crawl": "internal_html",
-                    "links": "all_inlinks",
-                    "queries": "queries",
-                    "text": "page_text",
-                }[kind]
-                name = f"{stem}{src.suffix.lower()}"
-            target = folder / name
-            with replaced_atomically(target) as tmp:
-                shutil.copyfile(utf8, tmp)
-            placed[kind] = target
+        placed = {kind: _placed(src, utf8, kind, folder) for src, utf8, kind in readable}
     new_crawl = file_digest(placed["crawl"]) != earlier_crawl  # the same crawl again changes nothing
     if links_src is None and not keep_links and "links" in before and new_crawl:
         warnings.append(_set_aside(before["links"]))

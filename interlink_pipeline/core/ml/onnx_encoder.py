@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.files import replaced_atomically, shareable_mode
 from interlink_pipeline.core.ml.model_identity import ModelIdentity
 from interlink_pipeline.core.ml.torch_encoder import sentence_transformer, unit_rows
 
-MODEL_CACHE_ENV = "INTERLINK_MODEL_CACHE"
 ONNX_CHECK_MIN_COSINE = 0.9999
 ONNX_POOLING = {"mean", "cls", "max"}
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -34,8 +34,8 @@ ONNX_PROBE = ["Waterproof hiking boots for winter", "How to choose a tent", "Kon
 
 def model_cache_dir() -> Path:
     """Where exported ONNX graphs are kept: $INTERLINK_MODEL_CACHE or ~/.cache/interlink_pipeline."""
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "interlink_pipeline"
-    return Path(os.environ.get(MODEL_CACHE_ENV) or default)
+    env = environment()
+    return Path(env.model_cache or Path(env.xdg_cache_home or Path.home() / ".cache") / "interlink_pipeline")
 
 
 class OnnxUnsupported(RuntimeError):

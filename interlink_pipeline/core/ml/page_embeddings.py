@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.ml.encoders import TextEncoder
 from interlink_pipeline.core.warehouse.contract import ValidationReport
 from interlink_pipeline.core.warehouse.database import connect
@@ -69,6 +70,7 @@ class EmbeddingRun:
 
 def vectors_frame(model_id: str, hashes: pl.Series, vectors: np.ndarray) -> pl.DataFrame:
     """Rows of ml.embedding_cache for freshly embedded texts."""
+    fault_point("embedding-chunk")
     dim = vectors.shape[1]
     return pl.DataFrame(
         {

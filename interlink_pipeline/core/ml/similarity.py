@@ -34,7 +34,7 @@ from interlink_pipeline.core.ml.page_neighbours import (
 )
 from interlink_pipeline.core.settings import rust_regexes, setting
 
-# Chosen on the real crawls and the sample (see the README's similarity section and bench_similarity).
+# Chosen on the real crawls and the sample (see docs/benchmarks.md and bench_similarity).
 DEFAULT_MIN_SCORE = 0.5
 
 Method = Literal["auto", "exact", "ann"]
@@ -47,7 +47,9 @@ class SimilarityOptions:
     """The `similarity_pairs` step's settings (its Dagster config is derived from the `setting` fields)."""
 
     k: int = setting(15, "Similar pages kept per page.", ge=1, le=500)
-    min_score: float = setting(DEFAULT_MIN_SCORE, "Lowest cosine kept (0.5: see the README).", ge=-1, le=1)
+    min_score: float = setting(
+        DEFAULT_MIN_SCORE, "Lowest cosine kept (0.5: see docs/benchmarks.md).", ge=-1, le=1
+    )
     max_per_target: int | None = setting(
         50, "Most suggestions one page may receive (0: no cap); keeps templates in check.", unset=0, ge=0
     )

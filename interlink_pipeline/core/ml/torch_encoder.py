@@ -3,19 +3,19 @@ CUDA/MPS (and on the CPU where the ONNX backend cannot run a model)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from interlink_pipeline.core.environment import quiet_model_downloads
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ml.model_identity import ModelIdentity
 
 
 def sentence_transformer(identity: ModelIdentity) -> Any:
     """The model as a SentenceTransformer, from its local files only, without progress bars."""
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    quiet_model_downloads()
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 

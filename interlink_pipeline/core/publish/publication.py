@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.files import replaced_atomically
 
 STAGED = ".staged"
@@ -47,12 +48,14 @@ def publish(
     files = sorted(staged.iterdir(), key=lambda path: path.name.startswith(".")) if staged.is_dir() else []
     published = []
     for path in files:
+        fault_point("publish-file")
         os.replace(path, folder / path.name)
         published.append(path.name)
     if snapshot is not None:
         source, target = snapshot
         if source.exists() and (not target.exists() or target.stat().st_mtime <= source.stat().st_mtime):
             target.parent.mkdir(parents=True, exist_ok=True)
+            fault_point("publish-file")
             os.replace(source, target)
             published.append(str(target))
         _remove_staging(source.parent.parent, lambda other: other == run_id or not running(other))

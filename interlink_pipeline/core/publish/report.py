@@ -5,8 +5,9 @@ A header (site, crawl, when, the run, the settings); charts: the topic map (a 2-
 vectors, coloured and named by cluster), click depth and orphans before and after the plan, the home page's
 hubs and the pages they link on to; the plan as a table to sort, filter, search and download as CSV
 (ITables, i.e. DataTables); the backtest; the changes since the last run; one page's links before and
-after. Crawled text (titles, topic labels) is shown as text: escaped in the tables (ITables escapes every
-cell), and escaped for Plotly, which reads tags and entities in its labels.
+after. The page is a Jinja template (templates/), which escapes every value it is given. Crawled text
+(titles, topic labels) is shown as text: escaped by the template, by ITables in the plan table (it escapes
+every cell), and by _label for Plotly, which reads tags and entities in its labels.
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ from __future__ import annotations
 import html
 import json
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from plotly.colors import qualitative
 
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
-from interlink_pipeline.core.publish.page_drilldown import STYLE as DRILLDOWN_STYLE
-from interlink_pipeline.core.publish.page_drilldown import drilldown_data, drilldown_section
+from interlink_pipeline.core.publish.page_drilldown import drilldown_data
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
 LABELLED_TOPICS = 12  # the largest topics are named on the map itself; the legend names them all
@@ -185,21 +187,24 @@ def hub_tree(data: ReportData):
     return figure
 
 
-def _table(frame: pl.DataFrame, element_id: str) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
-        for row in frame.iter_rows()
-    )
-    return f'<table id="{element_id}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-
-
 def _cell(value) -> str:
     if value is None:
         return "–"
     return (
         f"{value:.3f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
     )
+
+
+TEMPLATES = Environment(
+    loader=PackageLoader(__package__, "templates"),
+    autoescape=select_autoescape(["html", "j2"]),
+    undefined=StrictUndefined,  # a name the template misspells fails the report, not prints nothing
+)
+TEMPLATES.filters.update(cell=_cell, percent=lambda share, digits: f"{share:.{digits}%}")
+# `tojson` as compact as json.dumps can (the drill-down's data is most of the file's text); it still escapes
+# <, >, & and ' so that no title ends its <script> element
+TEMPLATES.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
+SECTIONS = TEMPLATES.get_template("sections.html.j2").module  # its macros, each returning escaped HTML
 
 
 def reasons_table(data: ReportData) -> str:
@@ -209,13 +214,13 @@ def reasons_table(data: ReportData) -> str:
         .agg(pl.len().alias("links"), pl.col("probability").mean().alias("mean probability"))
         .sort("links", descending=True)
     )
-    return _table(by_reason, "reasons")
+    return SECTIONS.table(by_reason, "reasons")
 
 
 def backtest_section(data: ReportData) -> str:
     """How the plan did on links the pipeline was not shown, next to the plain baseline."""
     if data.backtest.is_empty():
-        return "<p>Not measured: the site has no in-content links to hide (no All Inlinks export).</p>"
+        return SECTIONS.backtest()
     row = data.backtest.row(0, named=True)
     figures = pl.DataFrame(
         {
@@ -227,19 +232,14 @@ def backtest_section(data: ReportData) -> str:
                                               row["baseline_precision_at_k"], row["baseline_recall_at_k"]],
         }
     )  # fmt: skip
-    intro = (
-        f"<p>{row['hidden_links']:,} of the site's in-content links ({row['fraction']:.0%}, seed "
-        f"{row['seed']}) were hidden, and the plan rebuilt without them ({row['plan_links']:,} links); the "
-        "baseline is as many links to each page's most similar pages by title.</p>"
-    )
-    return intro + _table(figures, "backtest")
+    return SECTIONS.backtest(row, figures)
 
 
 def changes_section(data: ReportData) -> str:
     """How this plan differs from the previous run's: links kept, added and removed, and why."""
     changes = data.changes
     if changes is None or changes.is_empty() or (changes["change"] == "added").all():
-        return "<p>The site's first plan: nothing to compare with yet.</p>"
+        return SECTIONS.changes()
     counts = (
         changes.group_by("change", "why")
         .agg(pl.len().alias("links"))
@@ -247,16 +247,13 @@ def changes_section(data: ReportData) -> str:
     )
     kept = int((changes["change"] == "kept").sum())
     previous = kept + int((changes["change"] == "removed").sum())
-    intro = (
-        f"<p>{kept:,} of the previous plan's {previous:,} links are kept ({kept / max(previous, 1):.1%}).</p>"
-    )
     moved = (
         changes.filter(pl.col("change") != "kept")
         .sort("change", "source_url", "target_url")
         .head(CHANGES_SHOWN)
         .select("change", "why", "source_url", "target_url", "reason")
     )
-    return intro + _table(counts, "change-counts") + _table(moved, "changes")
+    return SECTIONS.changes(counts, moved, kept, previous)
 
 
 def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
@@ -274,12 +271,6 @@ def plan_table(data: ReportData) -> str:
 
     most_probable = data.plan.sort(["probability", "score"], descending=True, nulls_last=True)
     rows = plan_in_words(most_probable.head(PLAN_TABLE_ROWS)).select(list(PLAN_COLUMNS)).rename(PLAN_COLUMNS)
-    note = (
-        f"<p>The {PLAN_TABLE_ROWS:,} most probable of the plan's {data.plan.height:,} links; the exports "
-        "(link_plan.csv, interlink_plan.xlsx) hold them all.</p>"
-        if data.plan.height > PLAN_TABLE_ROWS
-        else ""
-    )
     table = itables.to_html_datatable(
         rows,
         table_id="plan",
@@ -308,20 +299,7 @@ def plan_table(data: ReportData) -> str:
         classes="display compact",
         pageLength=25,
     )
-    return note + table
-
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #1f2933; }
-h1 { font-size: 1.6rem; } .kpis { display: flex; gap: 1rem; flex-wrap: wrap; }
-.kpi { background: #f0f4f8; border-radius: 8px; padding: .8rem 1.2rem; }
-.kpi b { display: block; font-size: 1.4rem; } .facts { color: #52606d; }
-table { border-collapse: collapse; width: 100%; font-size: .85rem; } th { background: #f0f4f8; }
-th, td { border-bottom: 1px solid #d9e2ec; padding: .35rem .5rem; text-align: left; }
-#plan td { overflow-wrap: anywhere; }  /* a long URL or title wraps rather than widening the table */
-#plan tfoot th { position: relative; height: 1.6rem; }  /* the filter boxes take the columns' widths: */
-#plan tfoot input { position: absolute; left: .3rem; right: .3rem; top: .25rem; }  /* none widens one */
-"""
+    return SECTIONS.plan(table, PLAN_TABLE_ROWS, data.plan.height)
 
 
 def header(data: ReportData) -> str:
@@ -333,11 +311,14 @@ def header(data: ReportData) -> str:
         "plan made": f"{made:%Y-%m-%d %H:%M} UTC" if made else "–",
         "run": data.run_id,
     }
-    line = " · ".join(f"{name} <code>{html.escape(str(value))}</code>" for name, value in facts.items())
     settings = "" if data.backtest.is_empty() else data.backtest["settings"][0]
     shown = json.dumps(json.loads(settings), indent=1) if settings else "not recorded (no backtest ran)"
-    details = f"<details><summary>settings</summary><pre>{html.escape(shown)}</pre></details>"
-    return f'<p class="facts">{line}</p>{details}'
+    return SECTIONS.header(facts, shown)
+
+
+def _static(name: str) -> str:
+    """A file from templates/, to inline: the report opens with no network."""
+    return files(__package__).joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def render(data: ReportData, path: Path) -> Path:
@@ -380,25 +361,21 @@ def render(data: ReportData, path: Path) -> Path:
             else f"{after.get('share_depth_le_3', 0):.0%}",
         ),
     ]
-    page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Internal links: {html.escape(data.site)}</title>
-<style>{STYLE}{DRILLDOWN_STYLE}</style></head><body>
-<h1>Internal-linking plan for {html.escape(data.site)}</h1>
-{header(data)}
-<div class="kpis">{"".join(f'<div class="kpi"><b>{v}</b>{k}</div>' for k, v in kpis)}</div>
-{"".join(divs)}
-<h2>Links by reason</h2>
-{reasons_table(data)}
-<h2>Measured on your own links</h2>
-{backtest_section(data)}
-<h2>Changes since the last run</h2>
-{changes_section(data)}
-<h2>The plan</h2>
-{generate_init_offline_itables_html(options.dt_bundle)}
-{plan_table(data)}
-<h2>One page, before and after</h2>
-{drilldown_section(drilldown_data(data.pages, data.content_links, plan_in_words(data.plan)))}
-</body></html>"""
+    page = TEMPLATES.get_template("report.html.j2").render(
+        site=data.site,
+        style=_static("report.css"),
+        drilldown_style=_static("drilldown.css"),
+        drilldown_script=_static("drilldown.js"),
+        header=header(data),
+        kpis=kpis,
+        charts=divs,
+        reasons=reasons_table(data),
+        backtest=backtest_section(data),
+        changes=changes_section(data),
+        itables_init=generate_init_offline_itables_html(options.dt_bundle),
+        plan=plan_table(data),
+        drilldown=drilldown_data(data.pages, data.content_links, plan_in_words(data.plan)),
+    )
     with replaced_atomically(path) as partial:
         partial.write_text(page, encoding="utf-8")
     return path

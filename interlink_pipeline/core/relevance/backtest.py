@@ -15,12 +15,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.exact_search import exact_top
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
@@ -30,10 +32,12 @@ from interlink_pipeline.core.relevance.link_ranker import (
     SiteState,
     fit_ranker,
     site_state,
+    still_fits,
     training_examples,
     training_fingerprint,
 )
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.warehouse.site_tables import SiteTables
 
 PAIR = ["source", "target"]
 
@@ -275,3 +279,39 @@ def backtest_row(
             "k": pl.Int32,
         },
     )
+
+
+@dataclass
+class BacktestInputs:
+    """What a backtest measured (inputs and settings fingerprints, the site), kept beside the ranker."""
+
+    fingerprint: str
+    settings: str
+    state: SiteState
+    run_id: str
+
+
+def measurement_path(tables: SiteTables, site: str) -> Path:
+    return tables.kept_state(site) / "backtest_inputs.joblib"
+
+
+def earlier_measurement(
+    tables: SiteTables, site: str, now: tuple[str, str, SiteState], remeasure_above: float
+) -> tuple[pl.DataFrame | None, str]:
+    """The latest backtest row when it still measures this site (see still_fits), and why it does or not."""
+    kept = load_state(measurement_path(tables, site), BacktestInputs)
+    if kept is None:
+        return None, "no earlier backtest of this site"
+    fits, why = still_fits((kept.fingerprint, kept.settings, kept.state), now, remeasure_above)
+    if not fits:
+        return None, why
+    rows = tables.query(
+        "SELECT * FROM graph.backtest_runs WHERE site = ? AND run_id = ? ORDER BY ran_at DESC LIMIT 1",
+        [site, kept.run_id],
+    )
+    return (rows, why) if rows.height else (None, "its run is no longer in graph.backtest_runs")
+
+
+def keep_measurement(tables: SiteTables, site: str, now: tuple[str, str, SiteState], run_id: str) -> None:
+    """What this run measured, so the next run can tell whether its figures still stand."""
+    save_state(BacktestInputs(*now, run_id), measurement_path(tables, site))

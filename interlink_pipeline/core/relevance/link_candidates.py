@@ -17,6 +17,7 @@ from __future__ import annotations
 import polars as pl
 from scipy import sparse
 
+from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.page_neighbours import Increment
 from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, own_features
@@ -114,6 +115,7 @@ class CandidateBuilder:
     def proposals(self, links: LinkGraph) -> Proposals:
         """The proposed pairs and their origins, before features: cheap, so a caller can choose which
         sources' pairs are worth the features (the ranker samples its training sources this way)."""
+        fault_point("candidate-proposals")
         signals, options = self.signals, self.options
         content = links.adjacency(signals.n, content=True)
         adamic_adar = adamic_adar_scores(content)

@@ -12,13 +12,15 @@ import asyncio
 import email.utils
 import hashlib
 import json
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import tenacity
+
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.retries import backoff, retrying
 from interlink_pipeline.core.serp.options import SerpOptions
 
 if TYPE_CHECKING:
@@ -73,14 +75,13 @@ class FetchReport:
     failures: dict[Request, str] = field(default_factory=dict)  # request -> why (no secrets)
 
 
-@dataclass(frozen=True)
-class _Failed:
+class _Failed(Exception):
     """Why an attempt got no answer; `retry`: whether trying again may help; `wait`: the server's
     Retry-After, in seconds."""
 
-    reason: str
-    retry: bool = True
-    wait: float | None = None
+    def __init__(self, reason: str, retry: bool = True, wait: float | None = None):
+        super().__init__(reason)
+        self.reason, self.retry, self.wait = reason, retry, wait
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -128,6 +129,7 @@ class _Session:
         self.on_answers = on_answers
         self.report = FetchReport()
         self.limit = asyncio.Semaphore(max(1, options.concurrency))
+        self.backoff = backoff(options.backoff_base_s, options.backoff_max_s)
         self.pending: list[Answer] = []
         self.stop: InputError | None = None
 
@@ -140,36 +142,38 @@ class _Session:
         """Try `request` until it is answered, fails for good or the run stops; a failure's reason goes
         to the report."""
         body = request.body(self.options)
-        reason = "not sent"
-        for attempt in range(self.options.max_retries + 1):
-            async with self.limit:
-                if self.stop is not None:
-                    return
-                if self.report.requests_sent >= self.options.budget:
-                    self.stop = BudgetExhausted(f"request budget of {self.options.budget} reached")
-                    return
-                failed = await self._attempt(request, body)
-            if failed is None:
-                return
-            reason = failed.reason
-            if not failed.retry:
-                break
-            if attempt < self.options.max_retries:
-                self.report.retries += 1
-                await asyncio.sleep(self._delay(attempt, failed.wait))
-        self.report.failures[request] = reason
+        attempts = retrying(
+            lambda exc: isinstance(exc, _Failed) and exc.retry,
+            stop=tenacity.stop_after_attempt(self.options.max_retries + 1),
+            wait=self._delay,
+            before_sleep=self._count_retry,
+            asynchronous=True,
+        )
+        try:
+            async for attempt in attempts:
+                with attempt:
+                    async with self.limit:
+                        if self.stop is not None:
+                            return
+                        if self.report.requests_sent >= self.options.budget:
+                            self.stop = BudgetExhausted(f"request budget of {self.options.budget} reached")
+                            return
+                        await self._attempt(request, body)
+        except _Failed as failed:
+            self.report.failures[request] = failed.reason
 
-    async def _attempt(self, request: Request, body: dict) -> _Failed | None:
-        """Post `request` once: None when it was answered or the key was rejected, else why not."""
+    async def _attempt(self, request: Request, body: dict) -> None:
+        """Post `request` once; raises _Failed when it got no answer (a rejected key stops the run
+        instead)."""
         import httpx
 
         self.report.requests_sent += 1
         try:
             response = await self.client.post(self.options.endpoint, json=body)
         except httpx.TimeoutException:
-            return _Failed(f"timed out after {self.options.timeout_s:g}s")
+            raise _Failed(f"timed out after {self.options.timeout_s:g}s") from None
         except httpx.TransportError as exc:
-            return _Failed(f"network error: {type(exc).__name__}")
+            raise _Failed(f"network error: {type(exc).__name__}") from None
         status = response.status_code
         if status in (401, 403):
             if self.stop is None:
@@ -177,27 +181,27 @@ class _Session:
                     f"the search API rejected the API key (HTTP {status}); check "
                     "SERPER_API_KEY. Nothing more was sent; answers already fetched are cached."
                 )
-            return None
+            return
         if status == 429 or status >= 500:
-            return _Failed(f"HTTP {status}", wait=_retry_after(response.headers.get("retry-after")))
+            raise _Failed(f"HTTP {status}", wait=_retry_after(response.headers.get("retry-after")))
         if status != 200:  # a client error that retrying will not fix
-            return _Failed(f"HTTP {status}: {_redact(response.text[:200], self.api_key)}", retry=False)
+            raise _Failed(f"HTTP {status}: {_redact(response.text[:200], self.api_key)}", retry=False)
         try:
             results = _organic(response.json())
         except (ValueError, KeyError, TypeError, AttributeError):
-            return _Failed("malformed JSON in the answer")
+            raise _Failed("malformed JSON in the answer") from None
         self.report.billed += 1
         self.pending.append(Answer(request, results, datetime.now(UTC).replace(tzinfo=None)))
         if len(self.pending) >= ANSWER_BATCH:
             self.flush()
-        return None
 
-    def _delay(self, attempt: int, wait: float | None) -> float:
-        if wait is not None:  # the server said when: honour it (within reason)
-            return min(RETRY_AFTER_MAX_S, wait)
-        # exponential backoff with jitter
-        base = min(self.options.backoff_max_s, self.options.backoff_base_s * 2**attempt)
-        return base * random.uniform(0.5, 1.5)
+    def _delay(self, state: tenacity.RetryCallState) -> float:
+        """The server's Retry-After when it said when (within reason), else the backoff."""
+        wait = state.outcome.exception().wait
+        return self.backoff(state) if wait is None else min(RETRY_AFTER_MAX_S, wait)
+
+    def _count_retry(self, _state: tenacity.RetryCallState) -> None:
+        self.report.retries += 1
 
 
 async def _fetch(

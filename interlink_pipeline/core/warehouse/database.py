@@ -13,16 +13,18 @@ import os
 import re
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import duckdb
+import tenacity
 
+from interlink_pipeline.core.environment import WAREHOUSE_ENV, Environment, environment
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import SQLITE_HEADER
+from interlink_pipeline.core.retries import retrying
 from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.contract import (
     duckdb_type,
@@ -34,11 +36,9 @@ from interlink_pipeline.core.warehouse.schemas import TABLES
 
 T = TypeVar("T")
 
-WAREHOUSE_ENV = "INTERLINK_WAREHOUSE"
 DEFAULT_WAREHOUSE = "data/interlink.duckdb"
 # DuckDB may otherwise take 80% of RAM beside the model and polars; past the limit it spills to disk
 # (measured on 1M page vectors: 5.5 GB peak without a limit, 1.9 GB with 1GB, and faster).
-MEMORY_LIMIT_ENV = "INTERLINK_DUCKDB_MEMORY_LIMIT"
 DEFAULT_MEMORY_LIMIT = "1GB"
 LOCK_RETRY_S = 0.2
 # Runs take turns on the file (the writer pool) and hold it for seconds at most between them; a lock held
@@ -46,10 +46,10 @@ LOCK_RETRY_S = 0.2
 LOCK_TIMEOUT_S = 10.0
 
 
-def default_warehouse() -> str:
+def default_warehouse(env: Environment | None = None) -> str:
     """The warehouse: $INTERLINK_WAREHOUSE (a DuckDB file, or `ducklake:postgres:...`), else
     data/interlink.duckdb (relative to the cwd)."""
-    return os.environ.get(WAREHOUSE_ENV) or DEFAULT_WAREHOUSE
+    return (env or environment()).warehouse or DEFAULT_WAREHOUSE
 
 
 def files_folder(path: str | Path) -> Path:
@@ -78,7 +78,7 @@ def connect(
     # variable of the same name (DuckDB's replacement scans).
     config = {
         "python_enable_replacements": False,
-        "memory_limit": os.environ.get(MEMORY_LIMIT_ENV) or DEFAULT_MEMORY_LIMIT,
+        "memory_limit": environment().memory_limit or DEFAULT_MEMORY_LIMIT,
         # nothing is ever downloaded at run time: a file DuckDB takes for another format (a SQLite
         # database) made it fetch `sqlite_scanner` over HTTP; the lake's extensions are bundled (lake.py)
         "autoinstall_known_extensions": False,
@@ -170,34 +170,30 @@ def lock_conflict(exc: duckdb.Error) -> bool:
 
 def waiting_for_lock(open_file: Callable[[], T], path: Path, lock_timeout_s: float) -> T:
     """open_file(), retried while another process holds the file's lock, for up to lock_timeout_s."""
-    deadline = time.monotonic() + lock_timeout_s
-    while True:
-        try:
-            return open_file()
-        except duckdb.IOException as exc:
-            message = str(exc)
-            if lock_conflict(exc) and time.monotonic() < deadline:
-                time.sleep(LOCK_RETRY_S)
-                continue
-            first = message.splitlines()[0]
-            if _DAMAGED.search(message):
-                raise InputError(
-                    f"cannot open the warehouse {path}: the file is damaged ({first}). Nothing was changed. "
-                    f"Move it aside (mv {path} {path}.damaged) and run again: every site is rebuilt from its "
-                    "drop folder; or copy the analysts' snapshot over it to keep the last published tables."
-                ) from None
-            if lock_conflict(exc):
-                holder = _LOCK_HOLDER.search(message)
-                who = f"process {holder['pid']} ({holder['program']})" if holder else "another process"
-                raise InputError(
-                    f"cannot open the warehouse {path}: {who} has held it for {lock_timeout_s:g}s and still "
-                    "does (an analyst's write session, another program). Nothing was written. Close that "
-                    "session and run again; analysts query the read-only snapshot instead (it never blocks "
-                    "a run). To wait longer, raise the warehouse resource's lock_timeout_s."
-                ) from None
-            problem = storage_problem(message)
-            reason = f"{problem} ({first})" if problem else first
-            raise InputError(f"cannot open the warehouse {path}: {reason}") from None
+    stop = tenacity.stop_after_delay(lock_timeout_s)
+    try:
+        return retrying(lock_conflict, stop=stop, wait=tenacity.wait_fixed(LOCK_RETRY_S))(open_file)
+    except duckdb.IOException as exc:
+        message = str(exc)
+        first = message.splitlines()[0]
+        if _DAMAGED.search(message):
+            raise InputError(
+                f"cannot open the warehouse {path}: the file is damaged ({first}). Nothing was changed. "
+                f"Move it aside (mv {path} {path}.damaged) and run again: every site is rebuilt from its "
+                "drop folder; or copy the analysts' snapshot over it to keep the last published tables."
+            ) from None
+        if lock_conflict(exc):
+            holder = _LOCK_HOLDER.search(message)
+            who = f"process {holder['pid']} ({holder['program']})" if holder else "another process"
+            raise InputError(
+                f"cannot open the warehouse {path}: {who} has held it for {lock_timeout_s:g}s and still "
+                "does (an analyst's write session, another program). Nothing was written. Close that "
+                "session and run again; analysts query the read-only snapshot instead (it never blocks "
+                "a run). To wait longer, raise the warehouse resource's lock_timeout_s."
+            ) from None
+        problem = storage_problem(message)
+        reason = f"{problem} ({first})" if problem else first
+        raise InputError(f"cannot open the warehouse {path}: {reason}") from None
 
 
 @contextmanager

@@ -8,10 +8,7 @@ $INTERLINK_LAKE_DATA_PATH (a folder every worker sees, or s3://bucket/prefix/).
 
 from __future__ import annotations
 
-import os
-import random
 import re
-import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -20,16 +17,17 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 import duckdb
+import tenacity
 
+from interlink_pipeline.core.environment import LAKE_DATA_PATH_ENV, environment
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.retries import backoff, retrying
 
 T = TypeVar("T")
 
 LAKE_PREFIX = "ducklake:postgres:"
-LAKE_DATA_PATH_ENV = "INTERLINK_LAKE_DATA_PATH"
 # What a lake warehouse keeps beside its tables (each site's models and indexes, exports, run logs): a folder
 # every worker sees. A file warehouse keeps them beside its file.
-LAKE_FILES_ENV = "INTERLINK_LAKE_FILES"
 DEFAULT_LAKE_FILES = "data"
 # The name the lake is attached under: queries name tables schema.table, as in the file.
 ALIAS = "lake"
@@ -43,12 +41,7 @@ MARTS_LOCK = "marts"
 COMMIT_ATTEMPTS = 8
 RETRY_WAIT_S = 0.2
 # S3 access (a bucket or an S3-compatible store such as MinIO) from the usual AWS variables.
-S3_ENV = {
-    "s3_access_key_id": "AWS_ACCESS_KEY_ID",
-    "s3_secret_access_key": "AWS_SECRET_ACCESS_KEY",
-    "s3_region": "AWS_REGION",
-}
-S3_ENDPOINT_ENV = "AWS_ENDPOINT_URL"
+S3_KEYS = ("s3_access_key_id", "s3_secret_access_key", "s3_region")
 
 
 def is_lake(location: str | Path) -> bool:
@@ -68,7 +61,7 @@ def catalog_dsn(location: str | Path) -> str:
 
 def data_path() -> str:
     """Where the lake's Parquet files go: $INTERLINK_LAKE_DATA_PATH, a folder (made absolute) or s3://..."""
-    chosen = os.environ.get(LAKE_DATA_PATH_ENV, "").strip()
+    chosen = (environment().lake_data_path or "").strip()
     if not chosen:
         raise InputError(
             f"{LAKE_DATA_PATH_ENV} is not set: a lake warehouse needs a folder every worker sees, or "
@@ -80,16 +73,15 @@ def data_path() -> str:
 
 
 def files_folder() -> Path:
-    return Path(os.environ.get(LAKE_FILES_ENV) or DEFAULT_LAKE_FILES).resolve()
+    return Path(environment().lake_files or DEFAULT_LAKE_FILES).resolve()
 
 
 def s3_settings() -> dict[str, str | bool]:
     """DuckDB's S3 settings from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION and AWS_ENDPOINT_URL
     (an S3-compatible store: path-style URLs, TLS as its scheme says)."""
-    settings: dict[str, str | bool] = {
-        name: os.environ[variable] for name, variable in S3_ENV.items() if os.environ.get(variable)
-    }
-    endpoint = os.environ.get(S3_ENDPOINT_ENV, "")
+    env = environment()
+    settings: dict[str, str | bool] = {name: getattr(env, name) for name in S3_KEYS if getattr(env, name)}
+    endpoint = env.s3_endpoint or ""
     if endpoint:
         parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
         settings |= {
@@ -142,14 +134,8 @@ def conflict(exc: BaseException) -> bool:
 def committed(write: Callable[[], T], attempts: int = COMMIT_ATTEMPTS, wait_s: float = RETRY_WAIT_S) -> T:
     """write() (a whole transaction), run again from the start after a commit conflict, with jittered
     exponential backoff; the last conflict is raised."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return write()
-        except duckdb.TransactionException as exc:
-            if not conflict(exc) or attempt == attempts:
-                raise
-            time.sleep(wait_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.0))
-    raise AssertionError("unreachable")
+    stop = tenacity.stop_after_attempt(attempts)
+    return retrying(conflict, stop=stop, wait=backoff(wait_s, jitter=(0.5, 1.0)))(write)
 
 
 @contextmanager

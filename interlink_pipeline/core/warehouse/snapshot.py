@@ -3,11 +3,11 @@ blocking a run."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import duckdb
 
+from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.warehouse.database import (
@@ -17,13 +17,11 @@ from interlink_pipeline.core.warehouse.database import (
     waiting_for_lock,
 )
 
-SNAPSHOT_PATH_ENV = "INTERLINK_SNAPSHOT_PATH"
-
 
 def snapshot_path(warehouse_path: str | Path, configured: str = "") -> Path:
     """Where analysts read: as configured, else $INTERLINK_SNAPSHOT_PATH, else snapshots/<file> beside the
     warehouse (data/snapshots/interlink.duckdb by default)."""
-    chosen = configured or os.environ.get(SNAPSHOT_PATH_ENV)
+    chosen = configured or environment().snapshot_path
     if chosen:
         return Path(chosen)
     warehouse_path = Path(warehouse_path)

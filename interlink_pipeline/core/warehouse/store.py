@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.warehouse.contract import (
     NO_FAILURES,
     ContractError,
@@ -207,12 +208,12 @@ def _arrow(table: str, frame: pl.DataFrame):
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
-    """Append `frame` to `table` inside the caller's transaction: every replace writes its rows here, so
-    this is the seam where a fault (a killed process mid-write) is injected in the reliability tests."""
+    """Append `frame` to `table` inside the caller's transaction: every replace writes its rows here."""
     if frame.height:
         con.register("incoming_rows", _arrow(table, frame))
         con.execute(f"INSERT INTO {quoted_table(table)} BY NAME SELECT * FROM incoming_rows")
         con.unregister("incoming_rows")
+    fault_point(f"after-insert:{table}")
 
 
 def _validate_stored(

@@ -1,6 +1,6 @@
-"""The README's table reference and the dbt sources, generated from the schemas and the marts' dbt docs (`make
-docs` rewrites both). The same texts are the tables' column comments in the warehouse, the marts and the
-snapshot."""
+"""The documentation's table reference (docs/tables.md) and the dbt sources, generated from the schemas and
+the marts' dbt docs (`make docs` rewrites both). The same texts are the tables' column comments in the
+warehouse, the marts and the snapshot."""
 
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ START = (
     "dbt/models/marts/marts.yml) -->"
 )
 END = "<!-- tables:end -->"
-DBT_MODELS = Path(__file__).resolve().parents[3] / "dbt" / "models"
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+# The page of the documentation site that holds the reference, between START and END.
+REFERENCE = PROJECT_ROOT / "docs" / "tables.md"
+DBT_MODELS = PROJECT_ROOT / "dbt" / "models"
 MARTS_DOCS = DBT_MODELS / "marts" / "marts.yml"
 SOURCES = DBT_MODELS / "staging" / "sources.yml"
 COLUMN_DOCS = DBT_MODELS / "staging" / "contract_columns.md"
@@ -124,8 +127,8 @@ def tables_markdown() -> str:
     return "\n\n".join(parts)
 
 
-def update_readme(path: Path) -> bool:
-    """Replace the generated section; True when the file changed."""
+def update_reference(path: Path = REFERENCE) -> bool:
+    """Replace the generated section between START and END; True when the file changed."""
     text = path.read_text()
     pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
     if not pattern.search(text):
@@ -145,6 +148,6 @@ def update_dbt_docs() -> bool:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    print(f"{target}: {'updated' if update_readme(target) else 'already up to date'}")
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else REFERENCE
+    print(f"{target}: {'updated' if update_reference(target) else 'already up to date'}")
     print(f"dbt sources and column docs: {'updated' if update_dbt_docs() else 'already up to date'}")

@@ -1,8 +1,8 @@
 """The table contract: one pandera model per warehouse table, by the step family that computes it.
 
 These models are the single source of truth: the DuckDB DDL and column comments, the asset checks, the
-Dagster column schemas and the README's table reference are all derived from them. TABLES is the one list
-of every table.
+Dagster column schemas and the table reference (docs/tables.md) are all derived from them. TABLES is the
+one list of every table.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from interlink_pipeline.core.warehouse.schemas.ml import (
 from interlink_pipeline.core.warehouse.schemas.ops import RunFailure
 from interlink_pipeline.core.warehouse.schemas.serp import SerpCacheRow, SerpResult
 
-# Warehouse table name -> model. Order is creation order and README order.
+# Warehouse table name -> model. Order is creation order and the order of docs/tables.md.
 TABLES: dict[str, type[pa.DataFrameModel]] = {
     "raw.crawl_pages": RawCrawlPage,
     "raw.crawl_links": RawCrawlLink,

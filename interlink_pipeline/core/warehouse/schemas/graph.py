@@ -40,8 +40,8 @@ class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")
     )
     reason: str = pa.Field(
         isin=list(PLAN_REASONS),
-        description="hub, section, topical, orphan-rescue, component-bridge or depth-shortcut (see the "
-        "README).",
+        description="hub, section, topical, orphan-rescue, component-bridge or depth-shortcut (see "
+        "docs/how-it-works/link-plan.md).",
     )
     evidence: str = pa.Field(
         description="What proposed it: the candidate's origins ('+'-joined: similar, hierarchy, graph, "

@@ -1,6 +1,5 @@
 """reports: what people outside the warehouse open — spreadsheets of the plan, and the HTML report."""
 
-import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -8,27 +7,28 @@ from pathlib import Path
 import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.publish import exports, report
-from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.publish.publication import publish, staged_folder
 from interlink_pipeline.core.publish.warehouse_reads import published_figures, report_data, spreadsheet_tables
 from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.database import files_folder
 from interlink_pipeline.core.warehouse.snapshot import staged_snapshot
-from interlink_pipeline.defs.marts import after_marts, analyst_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
+from interlink_pipeline.defs.previews import table_preview
+from interlink_pipeline.defs.publish.marts import after_marts, analyst_snapshot
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import readable, user_errors, writer_pool
+from interlink_pipeline.defs.tables import writer_pool
+from interlink_pipeline.defs.writes import readable, user_errors
 
 GROUP = "reports"
-EXPORTS_ENV = "INTERLINK_EXPORTS_DIR"
 
 
 def site_folder(warehouse: Warehouse, site: str) -> Path:
     """$INTERLINK_EXPORTS_DIR/<site>, else exports/<site> in the warehouse's files folder
     (data/exports/<site>)."""
-    root = os.environ.get(EXPORTS_ENV) or files_folder(warehouse.path) / "exports"
+    root = environment().exports_dir or files_folder(warehouse.path) / "exports"
     return Path(root) / site
 
 
@@ -70,7 +70,7 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
                 "written": MetadataValue.json(run.written),
                 "unchanged": MetadataValue.json(run.unchanged),
                 "sheets": MetadataValue.json(run.sheets) if run.sheets else "the workbook was unchanged",
-                "preview": MetadataValue.md(markdown_table(tables["link_plan"], 10)),
+                "preview": table_preview(tables["link_plan"], 10),
                 "seconds": time.monotonic() - started,
             }
         )
@@ -99,13 +99,9 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
                 # a path to copy: browsers open no file:// link from the UI's http page
                 "path": MetadataValue.path(str(path.resolve())),
                 "size_kb": round(staged.stat().st_size / 1024),
-                "charts": MetadataValue.md(
-                    markdown_table(
-                        pl.DataFrame(
-                            {"chart": ["topic map", "depth", "orphans", "hubs → pages", "top links"]}
-                        ),
-                        10,
-                    )
+                "charts": table_preview(
+                    pl.DataFrame({"chart": ["topic map", "depth", "orphans", "hubs → pages", "top links"]}),
+                    10,
                 ),
                 "seconds": time.monotonic() - started,
             }

@@ -3,39 +3,52 @@ against them next to a same-budget baseline — every run shows how good its lin
 
 import json
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import polars as pl
-from dagster import AssetExecutionContext, MetadataValue
+from dagster import AssetExecutionContext, Config, MetadataValue
+from pydantic import Field
 
-from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.graph.link_plan import planner_without
+from interlink_pipeline.core.graph.link_plan import planner_without, read_plan_inputs
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.publish.previews import markdown_table
+from interlink_pipeline.core.numbers import SEED_LIMIT
 from interlink_pipeline.core.relevance.backtest import (
     BacktestSetup,
     backtest_row,
+    earlier_measurement,
+    keep_measurement,
     measured_inputs,
     pairs_to_hide,
     run_backtest,
 )
-from interlink_pipeline.core.relevance.link_ranker import RankerOptions, SiteState, still_fits
+from interlink_pipeline.core.relevance.link_ranker import RankerOptions
+from interlink_pipeline.core.relevance.site_inputs import RELEVANCE_TABLES, relevance_inputs, with_vectors
 from interlink_pipeline.core.warehouse.contract import NO_FAILURES, ValidationReport
-from interlink_pipeline.defs.embeddings import Embedder
-from interlink_pipeline.defs.link_plan import plan_inputs
+from interlink_pipeline.defs.ml.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
-from interlink_pipeline.defs.relevance import (
-    GROUP,
-    RELEVANCE_TABLES,
-    CandidateSettings,
-    LinkBacktestConfig,
-    relevance_inputs,
-    with_vectors,
-)
+from interlink_pipeline.defs.previews import table_preview
+from interlink_pipeline.defs.relevance.ranker import GROUP, CandidateSettings
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import materialized, record_run, site_asset, user_errors
+from interlink_pipeline.defs.tables import site_asset
+from interlink_pipeline.defs.writes import materialized, record_run, user_errors
+
+
+class LinkBacktestConfig(Config):
+    fraction: float = Field(default=0.2, gt=0, lt=1, description="Share of in-content link pairs hidden.")
+    seed: int = Field(
+        default=0,
+        ge=0,
+        lt=SEED_LIMIT,
+        description="Which links are hidden (the same seed hides the same ones).",
+    )
+    k: int = Field(default=10, ge=1, description="Candidate precision@k and recall@k.")
+    remeasure_above: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="The last backtest stands while at most this share of pages and of in-content links "
+        "changed since it measured (a re-crawl); 0 measures again on any change.",
+    )
 
 
 def _bar(value: float, top: float, width: int = 30) -> str:
@@ -60,7 +73,8 @@ def link_backtest(
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        inputs = relevance_inputs(warehouse, embedder, site, vectors=False)
+        model_id = embedder.identity().model_id
+        inputs = relevance_inputs(warehouse, site, model_id)
         crawl_id = warehouse.read_site("staging.pages", site, ["crawl_id"])["crawl_id"][0]
     if not inputs.links.content.any():
         context.log.warning(
@@ -79,16 +93,14 @@ def link_backtest(
     )
     with user_errors():
         hidden = pairs_to_hide(inputs.links, setup.fraction, setup.seed)
-    model_id = embedder.identity().model_id
     now = measured_inputs(setup, inputs.signals, inputs.links, inputs.pages["page_id"], model_id)
-    state_path = warehouse.kept_state(site) / "backtest_inputs.joblib"
-    earlier, why = _earlier_measurement(warehouse, site, state_path, now, config.remeasure_above)
+    earlier, why = earlier_measurement(warehouse, site, now, config.remeasure_above)
     if earlier is not None:
         yield from _standing(context, warehouse, site, crawl_id, earlier, why, started)
         return
     with user_errors():
-        inputs = with_vectors(inputs, warehouse, embedder)
-        base = plan_inputs(warehouse, site)
+        inputs = with_vectors(inputs, warehouse, model_id, embedder.encoder)
+        base = read_plan_inputs(warehouse, site)
     plan = planner_without(base, hidden, setup.plan)
     result = run_backtest(inputs.signals, inputs.links, hidden, plan, setup.candidates, setup.ranker, setup.k)
     ran_at = datetime.now(UTC).replace(tzinfo=None)
@@ -105,7 +117,7 @@ def link_backtest(
         "seconds_by_step": MetadataValue.json(result.seconds),
     }
     yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
-    save_state(BacktestInputs(*now, run_id), state_path)
+    keep_measurement(warehouse, site, now, run_id)
 
 
 def _standing(context, warehouse, site, crawl_id, earlier, why, started):
@@ -123,33 +135,6 @@ def _standing(context, warehouse, site, crawl_id, earlier, why, started):
         "why": why,
     }
     yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
-
-
-@dataclass
-class BacktestInputs:
-    """What a backtest measured (inputs and settings fingerprints, the site), kept beside the ranker."""
-
-    fingerprint: str
-    settings: str
-    state: SiteState
-    run_id: str
-
-
-def _earlier_measurement(
-    warehouse: Warehouse, site: str, path: Path, now: tuple, remeasure_above: float
-) -> tuple[pl.DataFrame | None, str]:
-    """The latest backtest row when it still measures this site (see still_fits), and why it does or not."""
-    kept = load_state(path, BacktestInputs)
-    if kept is None:
-        return None, "no earlier backtest of this site"
-    fits, why = still_fits((kept.fingerprint, kept.settings, kept.state), now, remeasure_above)
-    if not fits:
-        return None, why
-    rows = warehouse.query(
-        "SELECT * FROM graph.backtest_runs WHERE site = ? AND run_id = ? ORDER BY ran_at DESC LIMIT 1",
-        [site, kept.run_id],
-    )
-    return (rows, why) if rows.height else (None, "its run is no longer in graph.backtest_runs")
 
 
 def _figures(row: dict) -> dict:
@@ -181,15 +166,13 @@ def _figures(row: dict) -> dict:
         "candidate_precision_at_k": MetadataValue.float(row["candidate_precision_at_k"]),
         "baseline_precision_at_k": MetadataValue.float(row["baseline_precision_at_k"]),
         "candidate_coverage": MetadataValue.float(row["candidate_coverage"]),
-        "ours_vs_baseline": MetadataValue.md(markdown_table(comparison, 10)),
+        "ours_vs_baseline": table_preview(comparison, 10),
         "chart": MetadataValue.md(chart),
-        "precision_by_reason": MetadataValue.md(
-            markdown_table(
-                by_reason.with_columns(
-                    pl.col(c).round(3) for c in ("precision", "mean_probability") if c in by_reason.columns
-                ),
-                10,
-            )
+        "precision_by_reason": table_preview(
+            by_reason.with_columns(
+                pl.col(c).round(3) for c in ("precision", "mean_probability") if c in by_reason.columns
+            ),
+            10,
         ),
         "ranker": row["ranker"],
     }

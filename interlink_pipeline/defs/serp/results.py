@@ -1,6 +1,5 @@
 """serp_results: search-engine evidence: the pages a search engine ranks for each page's main query."""
 
-import os
 import time
 from pathlib import Path
 
@@ -8,20 +7,20 @@ import polars as pl
 from dagster import AssetExecutionContext, ConfigurableResource, EnvVar, MetadataValue
 from pydantic import Field
 
+from interlink_pipeline.core.environment import SERPER_KEY_ENV, Environment, environment
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.crawl_exports import read_queries_export
-from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.serp.evidence import SerpRun, serp_evidence
 from interlink_pipeline.core.serp.local_index import KeptIndex
 from interlink_pipeline.core.serp.options import SERPER_ENDPOINT, SerpOptions
 from interlink_pipeline.core.serp.queries import top_queries
 from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
-from interlink_pipeline.defs.tables import persist, site_asset, user_errors
+from interlink_pipeline.defs.tables import site_asset
+from interlink_pipeline.defs.writes import persist, user_errors
 
-KEY_ENV = "SERPER_API_KEY"
-ENDPOINT_ENV = "INTERLINK_SERPER_ENDPOINT"
 GROUP = "serp"
 
 
@@ -34,11 +33,12 @@ class SerpApi(ConfigurableResource):
     endpoint: str = Field(default=SERPER_ENDPOINT, description="Search endpoint (default: Serper's).")
 
 
-def default_serp_api() -> SerpApi:
+def default_serp_api(env: Environment | None = None) -> SerpApi:
     """The key as an EnvVar reference (so the UI shows the variable's name, never its value)."""
+    env = env or environment()
     return SerpApi(
-        api_key=EnvVar(KEY_ENV) if os.environ.get(KEY_ENV) else None,
-        endpoint=os.environ.get(ENDPOINT_ENV) or SERPER_ENDPOINT,
+        api_key=EnvVar(SERPER_KEY_ENV) if env.serper_api_key else None,
+        endpoint=env.serper_endpoint or SERPER_ENDPOINT,
     )
 
 
@@ -104,10 +104,8 @@ def _metadata(run: SerpRun, results: pl.DataFrame, options: SerpOptions, queries
         "provider": run.provider,
         "pages": run.pages,
         "queries": run.queries,
-        "query_sources": MetadataValue.md(
-            markdown_table(
-                pl.DataFrame({"source": list(run.query_sources), "pages": list(run.query_sources.values())})
-            )
+        "query_sources": table_preview(
+            pl.DataFrame({"source": list(run.query_sources), "pages": list(run.query_sources.values())})
         ),
         "queries_file": MetadataValue.path(str(queries_path)) if queries_path else "none",
         "cache_hits": run.cache_hits,
@@ -120,9 +118,7 @@ def _metadata(run: SerpRun, results: pl.DataFrame, options: SerpOptions, queries
         "matched_results": matched,
         "unmatched_results": results.height - matched,
         "excluded_results": run.excluded_results,
-        "preview": MetadataValue.md(
-            markdown_table(results.select("query", "rank", "result_url", "matched_page_id"))
-        ),
+        "preview": table_preview(results.select("query", "rank", "result_url", "matched_page_id")),
     }
     if run.search is not None:
         metadata |= {

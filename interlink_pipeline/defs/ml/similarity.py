@@ -20,12 +20,13 @@ from interlink_pipeline.core.ml.similarity import (
     SimilarityOptions,
     similar_pairs,
 )
-from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
-from interlink_pipeline.defs.tables import check_results, persist, site_asset, user_errors
+from interlink_pipeline.defs.tables import site_asset
+from interlink_pipeline.defs.writes import check_results, persist, user_errors
 
 GROUP = "ml"
 SCORE_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -115,20 +116,16 @@ def _pairs_metadata(pairs: pl.DataFrame, pages: pl.DataFrame) -> dict:
         "pages_with_candidates": covered,
         "pages_without_candidates": len(pages) - covered,
         "reciprocal_share": MetadataValue.float(float(similar["reciprocal"].mean() or 0)),
-        "score_quantiles": MetadataValue.md(markdown_table(similar.select(*quantiles))),
-        "top_pairs": MetadataValue.md(
-            markdown_table(
-                _strongest(pairs, titles, "similar", 15).select(
-                    "source_title", "target_title", pl.col("score").round(3)
-                ),
-                15,
-            )
+        "score_quantiles": table_preview(similar.select(*quantiles)),
+        "top_pairs": table_preview(
+            _strongest(pairs, titles, "similar", 15).select(
+                "source_title", "target_title", pl.col("score").round(3)
+            ),
+            15,
         ),
-        "near_duplicates": MetadataValue.md(
-            markdown_table(
-                _strongest(pairs, titles, "near_duplicate", 10).select(
-                    "source", "target", pl.col("score").round(3)
-                )
+        "near_duplicates": table_preview(
+            _strongest(pairs, titles, "near_duplicate", 10).select(
+                "source", "target", pl.col("score").round(3)
             )
         ),
     }
@@ -218,7 +215,7 @@ def _clusters_metadata(stats: ClusterStats, cluster_rows: pl.DataFrame, pages: p
             "k": list(stats.silhouette_by_k),
             "silhouette": [round(v, 4) for v in stats.silhouette_by_k.values()],
         }
-        silhouettes = MetadataValue.md(markdown_table(pl.DataFrame(by_k), 20))
+        silhouettes = table_preview(pl.DataFrame(by_k), 20)
     return {
         "clustering": stats.mode,
         "clustering_why": stats.why,
@@ -228,6 +225,6 @@ def _clusters_metadata(stats: ClusterStats, cluster_rows: pl.DataFrame, pages: p
         "language": stats.language,
         "clustering_seconds": MetadataValue.float(stats.seconds),
         "silhouette_by_k": silhouettes,
-        "clusters": MetadataValue.md(markdown_table(preview, 60)),
+        "clusters": table_preview(preview, 60),
         "largest_cluster_share": MetadataValue.float(int(cluster_rows["size"].max()) / len(pages)),
     }

@@ -1,7 +1,6 @@
 """marts: the dbt project's models, downstream of the pipeline's tables, and the analysts' snapshot."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -32,15 +31,17 @@ from dagster_dbt import (
 from dagster_shared.record import replace
 from packaging.version import Version
 
+from interlink_pipeline.core.environment import WAREHOUSE_ENV, environment
 from interlink_pipeline.core.warehouse import lake
-from interlink_pipeline.core.warehouse.database import WAREHOUSE_ENV, connect
+from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.core.warehouse.schemas import TABLES
 from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot, staged_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import readable, table_key, user_errors, writer_pool
+from interlink_pipeline.defs.tables import table_key, writer_pool
+from interlink_pipeline.defs.writes import readable, user_errors
 
-DBT_DIR = Path(__file__).resolve().parents[2] / "dbt"
+DBT_DIR = Path(__file__).resolve().parents[3] / "dbt"
 # dbt from this interpreter's environment (the venv need not be activated), else from PATH
 _venv_dbt = Path(sys.executable).with_name("dbt")
 DBT_EXECUTABLE = str(_venv_dbt) if _venv_dbt.exists() else (shutil.which("dbt") or "dbt")
@@ -128,7 +129,7 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
         # the profile's lake target attaches $INTERLINK_WAREHOUSE (from the environment: its password, if
         # any, stays out of dbt's logged arguments); the marts' delete+insert of one site's rows would
         # conflict with another site's at commit, so sites take turns (a build takes seconds)
-        if os.environ.get(WAREHOUSE_ENV) != warehouse.path:
+        if environment().warehouse != warehouse.path:
             raise Failure(
                 f"dbt builds the marts in the lake named by ${WAREHOUSE_ENV}, which is not the warehouse "
                 f"resource's lake ({lake.describe(warehouse.path)}): set {WAREHOUSE_ENV} to it.",

@@ -1,8 +1,6 @@
 """The lake's upkeep: a daily job that compacts a DuckLake warehouse's files and deletes what time travel no
 longer reaches (core/warehouse/lake_maintenance.py). A DuckDB file needs none: its schedule skips."""
 
-import os
-
 from dagster import (
     DefaultScheduleStatus,
     OpExecutionContext,
@@ -16,14 +14,13 @@ from dagster import (
     schedule,
 )
 
+from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.lake_maintenance import MaintenanceOptions, maintain
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
-from interlink_pipeline.defs.tables import readable, user_errors
-
-LAKE_MAINTENANCE_CRON_ENV = "INTERLINK_LAKE_MAINTENANCE_CRON"
+from interlink_pipeline.defs.writes import readable, user_errors
 
 
 class LakeMaintenanceConfig(settings_config(MaintenanceOptions)):
@@ -61,7 +58,7 @@ def lake_maintenance():
 
 @schedule(
     job=lake_maintenance,
-    cron_schedule=os.environ.get(LAKE_MAINTENANCE_CRON_ENV) or "0 3 * * *",
+    cron_schedule=environment().lake_maintenance_cron or "0 3 * * *",
     execution_timezone="UTC",
     default_status=DefaultScheduleStatus.RUNNING,
     description="Daily (03:00 UTC; $INTERLINK_LAKE_MAINTENANCE_CRON) when the warehouse is a DuckLake.",

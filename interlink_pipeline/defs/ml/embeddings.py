@@ -1,24 +1,22 @@
 """page_embeddings: one vector per page, through the global embedding cache."""
 
-import os
 import time
 
 import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
 from pydantic import Field
 
+from interlink_pipeline.core.environment import Environment, environment
 from interlink_pipeline.core.ml.encoders import EncoderSettings, TextEncoder, identify_model, load_encoder
 from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL, ModelIdentity
 from interlink_pipeline.core.ml.page_embeddings import DEFAULT_CHUNK, embed_site
-from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.core.warehouse.contract import ContractError
 from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
-from interlink_pipeline.defs.tables import failed_checks, materialized, site_asset, user_errors
-
-MODEL_ENV = "INTERLINK_EMBEDDING_MODEL"
-DEVICE_ENV = "INTERLINK_EMBEDDING_DEVICE"
+from interlink_pipeline.defs.tables import site_asset
+from interlink_pipeline.defs.writes import failed_checks, materialized, user_errors
 
 
 class Embedder(settings_config(EncoderSettings, ConfigurableResource)):
@@ -35,10 +33,9 @@ class Embedder(settings_config(EncoderSettings, ConfigurableResource)):
         return load_encoder(self.settings())
 
 
-def default_embedder() -> Embedder:
-    return Embedder(
-        model=os.environ.get(MODEL_ENV) or DEFAULT_MODEL, device=os.environ.get(DEVICE_ENV) or "auto"
-    )
+def default_embedder(env: Environment | None = None) -> Embedder:
+    env = env or environment()
+    return Embedder(model=env.embedding_model or DEFAULT_MODEL, device=env.embedding_device or "auto")
 
 
 class PageEmbeddingsConfig(Config):
@@ -91,6 +88,6 @@ def page_embeddings(
         "embed_seconds": MetadataValue.float(run.embed_seconds),
         "model_load_seconds": MetadataValue.float(run.load_seconds),
         "chunks_committed": run.chunks,
-        "preview": MetadataValue.md(markdown_table(preview)),
+        "preview": table_preview(preview),
     }
     yield from materialized(context, site, {"ml.page_embeddings": run.report}, metadata, started)

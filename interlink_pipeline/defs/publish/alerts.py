@@ -1,62 +1,20 @@
-"""Automation beyond the inbox sensor: a schedule that refreshes SERP evidence and everything after it, and a
-sensor that records every failed run (and posts it to a webhook when one is configured)."""
-
-import os
+"""A sensor that records every failed run in ops.run_failures (and posts it to a webhook when one is
+configured)."""
 
 from dagster import (
-    AssetSelection,
     ConfigurableResource,
     DagsterEvent,
     DagsterRun,
-    DefaultScheduleStatus,
     DefaultSensorStatus,
     RunFailureSensorContext,
-    RunRequest,
-    ScheduleEvaluationContext,
-    SkipReason,
-    define_asset_job,
-    in_process_executor,
     run_failure_sensor,
-    schedule,
 )
 from pydantic import Field
 
+from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.publish.alerts import record_failure
-from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import table_key, table_spec
-
-SERP_REFRESH_CRON_ENV = "INTERLINK_SERP_REFRESH_CRON"
-WEBHOOK_ENV = "INTERLINK_FAILURE_WEBHOOK"
-
-serp_refresh_job = define_asset_job(
-    "serp_refresh",
-    selection=AssetSelection.assets(table_key("serp.results")).downstream(),
-    executor_def=in_process_executor,
-    description="SERP evidence again (the cache answers what is younger than its TTL), then candidates, the "
-    "plan, the marts and the reports.",
-)
-
-
-@schedule(
-    job=serp_refresh_job,
-    cron_schedule=os.environ.get(SERP_REFRESH_CRON_ENV) or "0 6 * * 1",
-    execution_timezone="UTC",
-    default_status=DefaultScheduleStatus.RUNNING,
-    description="Weekly (Monday 06:00 UTC; $INTERLINK_SERP_REFRESH_CRON) per site: SERP evidence and all "
-    "that depends on it.",
-)
-def serp_refresh_schedule(context: ScheduleEvaluationContext):
-    sites = context.instance.get_dynamic_partitions(site_partitions.name)
-    if not sites:
-        return SkipReason("no site registered yet")
-    stamp = context.scheduled_execution_time.strftime("%Y-%m-%dT%H:%M")
-    return [
-        RunRequest(
-            run_key=f"serp-refresh:{site}:{stamp}", partition_key=site, tags={"interlink/trigger": "schedule"}
-        )
-        for site in sorted(sites)
-    ]
+from interlink_pipeline.defs.tables import table_spec
 
 
 def failure_payload(run: DagsterRun, step_failures: list[DagsterEvent], run_message: str | None) -> dict:
@@ -93,7 +51,7 @@ class FailureAlerts(ConfigurableResource):
     """Where failed runs are announced."""
 
     webhook_url: str = Field(
-        default_factory=lambda: os.environ.get(WEBHOOK_ENV, ""),
+        default_factory=lambda: environment().failure_webhook or "",
         description="POST a JSON alert here on every failed run; default $INTERLINK_FAILURE_WEBHOOK (empty: "
         "record only).",
     )

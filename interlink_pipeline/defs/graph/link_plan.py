@@ -8,26 +8,18 @@ import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
-from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.graph.centrality import KeptCentrality
-from interlink_pipeline.core.graph.link_plan import PlanInputs, SitePlan, build_site_plan, plan_inputs_from
+from interlink_pipeline.core.graph.link_plan import SitePlan, keep_centrality, plan_for_site
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
 from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.ml.page_embeddings import read_vectors
-from interlink_pipeline.core.publish.previews import markdown_table
 from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
-from interlink_pipeline.defs.tables import check_results, persist, site_asset, user_errors
+from interlink_pipeline.defs.tables import site_asset
+from interlink_pipeline.defs.writes import check_results, persist, user_errors
 
 GROUP = "graph"
-PAGE_COLUMNS = ("page_id", "url", "url_key", "path", "title", "h1", "meta_description", "body_text",
-                "is_home", "crawl_id", "text_hash")  # fmt: skip
-CANDIDATE_COLUMNS = ["source_page_id", "target_page_id", "probability", "origins", "mention_offset",
-                     "mention_words"]  # fmt: skip
-PREVIOUS_COLUMNS = ["source_page_id", "target_page_id", "source_url", "target_url", "reason", "score",
-                    "evidence", "placement"]  # fmt: skip
 
 
 class LinkPlanConfig(settings_config(PlanOptions)):
@@ -41,18 +33,6 @@ def _bars(histogram: str, width: int = 24) -> str:
     bars = {k: "█" * max(1, round(width * v / top)) if v else "" for k, v in counts.items()}
     rows = [f"| {k} | {v:,} | {bars[k]} |" for k, v in counts.items()]
     return "\n".join(["| clicks | pages | |", "|---|---:|---|", *rows])
-
-
-def plan_inputs(warehouse: Warehouse, site: str) -> PlanInputs:
-    """A site's plan inputs, read off the warehouse."""
-    pages, vectors = read_vectors(warehouse.path, site, PAGE_COLUMNS)
-    return plan_inputs_from(
-        pages,
-        vectors,
-        warehouse.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]),
-        warehouse.read_site("ml.similarity_pairs", site),
-        warehouse.read_site("raw.crawl_links", site),
-    )
 
 
 @site_asset(
@@ -78,18 +58,9 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        inputs = plan_inputs(warehouse, site)
-        previous = warehouse.read_site("graph.link_plan", site, PREVIOUS_COLUMNS)
-        centrality_path = warehouse.kept_state(site) / "centrality.joblib"
-        result = build_site_plan(
-            site,
-            inputs,
-            warehouse.read_site("ml.link_candidates", site, CANDIDATE_COLUMNS),
-            previous,
-            warehouse.read_site("graph.page_metrics", site, ["page_id", "plan_fingerprint"]),
-            options_from(config, PlanOptions),
-            load_state(centrality_path, KeptCentrality),
-            datetime.now(UTC).replace(tzinfo=None),
+        now = datetime.now(UTC).replace(tzinfo=None)
+        result, inputs, previous_links = plan_for_site(
+            warehouse, site, options_from(config, PlanOptions), now
         )
     frames = {
         "graph.link_plan": result.plan,
@@ -97,11 +68,9 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
         "graph.site_metrics": result.site_rows,
         "graph.link_plan_changes": result.changes,
     }
-    metadata = _metadata(result, inputs.pages, previous.height)
+    metadata = _metadata(result, inputs.pages, previous_links)
     yield from persist(context, warehouse, site, frames, metadata, started, check_results(result.checks))
-    kept_centrality = result.planner.kept_centrality
-    if kept_centrality is not None:  # after the write: a run that fails keeps the last estimate
-        save_state(kept_centrality, centrality_path)
+    keep_centrality(warehouse, site, result)
 
 
 def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int) -> dict:
@@ -111,8 +80,8 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int) -> dic
     counts = dict(changes.group_by("change").len().iter_rows())
     known = result.before is not None
     unknown_note = (
-        "\n\n_No All Inlinks export: the existing links are unknown, so 'after' is the plan alone and there "
-        "is no 'before'._"
+        "No All Inlinks export: the existing links are unknown, so 'after' is the plan alone and there is no "
+        "'before'."
     )
     change_counts = (
         changes.group_by("change", "why").len("links").sort("change", "links", descending=[False, True])
@@ -123,18 +92,17 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int) -> dic
         "plan_stability": MetadataValue.float(counts.get("kept", 0) / previous_links)
         if previous_links
         else "no previous plan",
-        "changes_since_last_plan": MetadataValue.md(markdown_table(change_counts, 20)),
-        "links_by_reason": MetadataValue.md(markdown_table(_links_by_reason(plan), 10)),
-        "before_after": MetadataValue.md(
-            markdown_table(comparison(result.before, result.after), 20) + ("" if known else unknown_note)
-        ),
+        "changes_since_last_plan": table_preview(change_counts, 20),
+        "links_by_reason": table_preview(_links_by_reason(plan), 10),
+        "before_after": table_preview(comparison(result.before, result.after), 20),
+        **({} if known else {"before_after_note": unknown_note}),
         "depth_before": MetadataValue.md(_bars(result.before.depth_histogram)) if known else "unknown",
         "depth_after": MetadataValue.md(_bars(result.after.depth_histogram)),
-        "hubs": MetadataValue.md(markdown_table(hubs, 30)),
+        "hubs": table_preview(hubs, 30),
         **_figures(result),
         "centrality": stats.centrality,
         "seconds_by_step": MetadataValue.json(stats.seconds),
-        "preview": MetadataValue.md(markdown_table(_preview(plan, names), 20)),
+        "preview": table_preview(_preview(plan, names), 20),
     }
 
 

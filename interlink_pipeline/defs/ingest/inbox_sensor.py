@@ -1,7 +1,6 @@
 """The crawl inbox sensor: a new or changed export in <inbox>/<site>/ starts that site's pipeline."""
 
 import json
-import os
 from pathlib import Path
 
 from dagster import (
@@ -15,6 +14,7 @@ from dagster import (
     sensor,
 )
 
+from interlink_pipeline.core.environment import INBOX_SCAN_ENV, environment
 from interlink_pipeline.core.ingest.inbox import scan_inbox
 from interlink_pipeline.core.ingest.tabular_files import file_digest
 from interlink_pipeline.defs.jobs import site_pipeline_job
@@ -22,13 +22,12 @@ from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.resources import CrawlInbox
 
 RUN_KEY_TAG = "interlink/run_key"  # the exports a run read (see run_key), on sensor and CLI runs alike
-INBOX_SCAN_ENV = "INTERLINK_INBOX_SCAN_SECONDS"
 INBOX_SCAN_DEFAULT_S = 30
 
 
 def inbox_scan_seconds() -> int:
     """How often the sensor scans the drop folder: $INTERLINK_INBOX_SCAN_SECONDS, whole seconds."""
-    value = os.environ.get(INBOX_SCAN_ENV) or str(INBOX_SCAN_DEFAULT_S)
+    value = environment().inbox_scan_seconds or str(INBOX_SCAN_DEFAULT_S)
     if not value.isdigit() or int(value) < 1:
         raise ValueError(f"${INBOX_SCAN_ENV} must be a whole number of seconds (1 or more), not {value!r}")
     return int(value)

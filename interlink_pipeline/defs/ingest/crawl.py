@@ -18,12 +18,13 @@ from interlink_pipeline.core.ingest.crawl_exports import (
 )
 from interlink_pipeline.core.ingest.exclusions import rule_warnings
 from interlink_pipeline.core.ingest.pages import clean_pages
-from interlink_pipeline.core.publish.previews import counts_table, markdown_table
 from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.previews import counts_preview, table_preview
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
-from interlink_pipeline.defs.tables import persist, site_asset, user_errors
+from interlink_pipeline.defs.tables import site_asset
+from interlink_pipeline.defs.writes import persist, user_errors
 
 GROUP = "ingest"
 
@@ -96,17 +97,13 @@ def raw_crawl(
     metadata = {
         "crawl_id": loaded.crawl_id,
         "source_file": MetadataValue.path(str(path)),
-        "columns_mapped": MetadataValue.md(
-            markdown_table(
-                pl.DataFrame({"field": list(loaded.mapped), "header": list(loaded.mapped.values())}), 40
-            )
+        "columns_mapped": table_preview(
+            pl.DataFrame({"field": list(loaded.mapped), "header": list(loaded.mapped.values())}), 40
         ),
         "columns_ignored": len(loaded.ignored_columns),
         "rows_without_url_skipped": loaded.rows_without_url,
-        "status_codes": MetadataValue.md(counts_table(frame, "status_code")),
-        "preview": MetadataValue.md(
-            markdown_table(frame.select("url", "status_code", "indexability", "title"))
-        ),
+        "status_codes": counts_preview(frame, "status_code"),
+        "preview": table_preview(frame.select("url", "status_code", "indexability", "title")),
     }
     yield from persist(context, warehouse, site, {"raw.crawl_pages": frame}, metadata, started)
 
@@ -157,12 +154,10 @@ def raw_links(
             path, site, column_map=config.column_map, encoding=config.encoding
         ),
         lambda frame: {
-            "link_positions": MetadataValue.md(counts_table(frame, "link_position", "links")),
-            "link_types": MetadataValue.md(counts_table(frame, "link_type", "links")),
+            "link_positions": counts_preview(frame, "link_position", "links"),
+            "link_types": counts_preview(frame, "link_type", "links"),
             "nofollow_links": int((~frame["follow"]).sum()),
-            "preview": MetadataValue.md(
-                markdown_table(frame.select("source_url", "target_url", "anchor", "link_position"))
-            ),
+            "preview": table_preview(frame.select("source_url", "target_url", "anchor", "link_position")),
         },
         "no All Inlinks export in the drop folder; existing links are unknown.",
     )
@@ -179,9 +174,7 @@ def raw_page_text(
         return {
             "pages_with_text": int((lengths > 0).sum()),
             "median_characters": int(lengths.median() or 0),
-            "preview": MetadataValue.md(
-                markdown_table(frame.select("url", pl.col("text").str.slice(0, 120).alias("text")))
-            ),
+            "preview": table_preview(frame.select("url", pl.col("text").str.slice(0, 120).alias("text"))),
         }
 
     yield from persist_optional_export(
@@ -220,16 +213,16 @@ def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Wareho
         "pages_kept": kept.height,
         "rows_excluded": excluded.height,
         "kept_share": MetadataValue.float(kept.height / max(1, raw.height)),
-        "excluded_by_reason": MetadataValue.md(counts_table(excluded, "reason")),
+        "excluded_by_reason": counts_preview(excluded, "reason"),
         "branding_removed": cleaned.branding or "none detected",
         "titles_debranded": cleaned.titles_debranded,
-        "text_sources": MetadataValue.md(counts_table(kept, "text_source", "pages")),
+        "text_sources": counts_preview(kept, "text_source", "pages"),
         "pages_with_body_text": int(kept["body_text"].is_not_null().sum()),
         "home_page": MetadataValue.url(cleaned.home_url) if cleaned.home_url else "none",
-        "sections": MetadataValue.md(counts_table(kept, "section", "pages")),
-        "preview": MetadataValue.md(markdown_table(kept.select("url", "title_raw", "text", "text_source"))),
-        "excluded_preview": MetadataValue.md(
-            markdown_table(excluded.group_by("reason").head(2).select("crawled_url", "reason", "detail"), 30)
+        "sections": counts_preview(kept, "section", "pages"),
+        "preview": table_preview(kept.select("url", "title_raw", "text", "text_source")),
+        "excluded_preview": table_preview(
+            excluded.group_by("reason").head(2).select("crawled_url", "reason", "detail"), 30
         ),
     }
     frames = {"staging.pages": kept, "staging.excluded_pages": excluded}

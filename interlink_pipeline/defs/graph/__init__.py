@@ -1,0 +1,1 @@
+"""The shell of core/graph: the link plan and its metrics."""

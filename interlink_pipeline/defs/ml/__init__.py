@@ -1,0 +1,1 @@
+"""The shell of core/ml: page embeddings, similar pages and topic clusters."""

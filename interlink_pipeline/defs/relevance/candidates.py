@@ -1,0 +1,96 @@
+"""link_candidates: every pair some signal proposes, scored by the site's ranker; after a re-crawl only what
+the changes touch is built and written again."""
+
+import time
+
+from dagster import AssetExecutionContext, Config
+from pydantic import Field
+
+from interlink_pipeline.core.relevance.candidate_updates import (
+    KEY,
+    PAGE_STATE,
+    STORED,
+    KeptCandidates,
+    most_probable,
+    score_candidates,
+    settings_hash,
+)
+from interlink_pipeline.core.relevance.kept_ranker import load_ranker, ranker_path
+from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, origin_counts
+from interlink_pipeline.core.relevance.site_inputs import RELEVANCE_TABLES, relevance_inputs
+from interlink_pipeline.defs.ml.embeddings import Embedder
+from interlink_pipeline.defs.partitions import site_key
+from interlink_pipeline.defs.previews import table_preview
+from interlink_pipeline.defs.relevance.ranker import GROUP, CandidateSettings
+from interlink_pipeline.defs.resources import Warehouse
+from interlink_pipeline.defs.tables import site_asset
+from interlink_pipeline.defs.writes import persist, user_errors, with_site
+
+
+def _kept_candidates(warehouse: Warehouse, site: str) -> KeptCandidates:
+    """The site's last candidate build, as stored: an incremental build starts from it."""
+    return KeptCandidates(
+        warehouse.read_site("ml.link_candidates", site, [*KEY, *STORED]),
+        warehouse.read_site("ml.candidate_pages", site, list(PAGE_STATE)),
+    )
+
+
+class LinkCandidatesConfig(Config):
+    rebuild: bool = Field(
+        default=False,
+        description="Build every pair anew; by default a re-crawl recomputes only what its changes touch.",
+    )
+
+
+@site_asset(
+    "ml.link_candidates",
+    "ml.candidate_pages",
+    group=GROUP,
+    deps=["ml.link_ranker_runs", *RELEVANCE_TABLES],
+)
+def link_candidates(
+    context: AssetExecutionContext,
+    config: LinkCandidatesConfig,
+    warehouse: Warehouse,
+    embedder: Embedder,
+    candidate_settings: CandidateSettings,
+):
+    """Every pair some signal proposes (text fields, URL hierarchy, link graph, phrases, SERP), each
+    signal's score kept, and the ranker's probability that the site's editors would link it. After a
+    re-crawl only the pairs of changed pages get their features again, and only changed rows are scored
+    and written (the same rows as a full build)."""
+    started = time.monotonic()
+    with user_errors():
+        site = site_key(context)
+        kept_ranker = load_ranker(ranker_path(warehouse, site), site)
+        model_id = embedder.identity().model_id
+        inputs = relevance_inputs(warehouse, site, model_id, embedder.encoder)
+        builder = CandidateBuilder(inputs.signals, candidate_settings.options())
+        kept = None if config.rebuild else _kept_candidates(warehouse, site)
+        scored = score_candidates(
+            builder,
+            inputs.links,
+            inputs.pages["page_id"],
+            kept_ranker.ranker.probability,
+            kept_ranker.run_id,
+            settings_hash(builder, model_id),
+            kept,
+        )
+    candidates = scored.rows
+    metadata = {
+        "candidates": candidates.height,
+        "ranker": kept_ranker.ranker.reason,
+        **scored.build_summary(),
+        "by_origin": table_preview(origin_counts(candidates), 10),
+        "pages_with_candidates": candidates["source_page_id"].n_unique(),
+        "pages_with_body_text": int(inputs.pages["body_text"].is_not_null().sum()),
+        "texts_embedded": inputs.embedded,
+        "text_neighbours": builder.searches_done(),
+        "likely_links": int((candidates["probability"] >= 0.5).sum()),
+        "preview": table_preview(most_probable(candidates, inputs.pages, 15), 15),
+    }
+    frames = {
+        "ml.link_candidates": with_site(scored.write, site),
+        "ml.candidate_pages": with_site(scored.pages, site),
+    }
+    yield from persist(context, warehouse, site, frames, metadata, started)

@@ -1,0 +1,1 @@
+"""The shell of core/warehouse: the lake's maintenance job and schedule."""
