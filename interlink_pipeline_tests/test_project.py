@@ -268,3 +268,46 @@ def test_the_shell_is_thin_and_every_function_short():
     ]
     assert not long_modules, long_modules
     assert not long_functions, long_functions
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "broken"),
+    [
+        (  # a lower domain reaching up: the model layer importing the ranker
+            "core/ml/similarity.py",
+            "from interlink_pipeline.core.relevance.link_ranker import Ranker",
+            "interlink_pipeline.core.ml is not allowed to import interlink_pipeline.core.relevance",
+        ),
+        (  # a circle of type-only imports inside a domain
+            "core/graph/plan_state.py",
+            "if TYPE_CHECKING:\n    from interlink_pipeline.core.graph.structure import shorten_depth",
+            "No cycles are allowed in interlink_pipeline.core.graph",
+        ),
+        (  # the core importing Dagster
+            "core/urls.py",
+            "import dagster",
+            "interlink_pipeline.core is not allowed to import dagster",
+        ),
+    ],
+    ids=["upward import", "type-only circle", "Dagster in the core"],
+)
+def test_the_import_contracts_catch_a_planted_import(module, planted, broken, tmp_path):
+    """make lint's import contracts (pyproject.toml) fail on each kind of import they forbid."""
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "interlink_pipeline"
+    shutil.copytree(PROJECT_ROOT / "interlink_pipeline", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    path = copy / module
+    path.write_text(path.read_text() + f"\nfrom typing import TYPE_CHECKING\n\n{planted}\n")
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path)
+    linted = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": str(Path(sys.executable).parent)},
+        capture_output=True,
+        text=True,
+    )
+    assert linted.returncode == 1, linted.stdout[-2000:]
+    assert broken in " ".join(linted.stdout.split()), linted.stdout[-2000:]
