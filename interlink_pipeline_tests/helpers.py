@@ -173,8 +173,9 @@ def materialization_metadata(result: dg.ExecuteInProcessResult, step: str) -> di
 
 def _readable(entry: dg.MetadataValue) -> object:
     """A metadata entry's value; a table preview as the frame it shows."""
-    if isinstance(entry, dg.TableMetadataValue):
-        return pl.DataFrame([record.data for record in entry.records])
+    if isinstance(entry, dg.TableMetadataValue):  # records keep their values; the schema, the columns' order
+        columns = [column.name for column in entry.schema.columns]
+        return pl.DataFrame([record.data for record in entry.records], schema=columns, orient="row")
     return entry.value
 
 

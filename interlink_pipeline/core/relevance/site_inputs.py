@@ -28,6 +28,7 @@ PAGE_COLUMNS = [
     "body_text",
     "duplicate_key",
     "is_home",
+    "crawl_id",
 ]
 # the stored text column each text field reads
 FIELD_COLUMNS = {"title": "title", "h1": "h1", "meta_description": "meta_description", "body": "body_text"}

@@ -75,7 +75,7 @@ def link_backtest(
         site = site_key(context)
         model_id = embedder.identity().model_id
         inputs = relevance_inputs(warehouse, site, model_id)
-        crawl_id = warehouse.read_site("staging.pages", site, ["crawl_id"])["crawl_id"][0]
+        crawl_id = inputs.pages["crawl_id"][0]  # every page of a site is of its one registered crawl
     if not inputs.links.content.any():
         context.log.warning(
             f"{site}: backtest skipped: no in-content links to hide (register an All Inlinks export with "
