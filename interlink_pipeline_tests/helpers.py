@@ -168,10 +168,10 @@ def materialization_metadata(result: dg.ExecuteInProcessResult, step: str) -> di
     """{name: value} of `step`'s (first) materialisation in the run: its main table's, which carries the
     step's figures."""
     metadata = result.asset_materializations_for_node(step)[0].metadata
-    return {name: _readable(entry) for name, entry in metadata.items()}
+    return {name: _metadata_value(entry) for name, entry in metadata.items()}
 
 
-def _readable(entry: dg.MetadataValue) -> object:
+def _metadata_value(entry: dg.MetadataValue) -> object:
     """A metadata entry's value; a table preview as the frame it shows."""
     if isinstance(entry, dg.TableMetadataValue):  # records keep their values; the schema, the columns' order
         columns = [column.name for column in entry.schema.columns]
