@@ -130,6 +130,8 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.set_default_timeout(60_000)
+        # assertions wait as long as actions: on a loaded CI machine the run list takes over 5 s to load
+        expect.set_options(timeout=60_000)
         # Dagster's "join the community" dialog appears once, at some point: skip it whenever it does
         page.add_locator_handler(
             page.get_by_role("button", name="Skip", exact=True), lambda skip: skip.click()
