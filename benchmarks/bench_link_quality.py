@@ -43,24 +43,85 @@ SETS = {
     "hugodocs": ("gohugo.io", "internal_html.csv", "page_text.csv"),
     "cppdocs": ("learn.microsoft.com", "internal_html.csv", "page_text.csv.gz"),
     "sample": ("www.alpinegear.example", "internal_all.csv", None),
+    "location-tree": ("www.loneoakhomes.example", "internal_all.csv", None),
+    "location-tree-fit": ("www.loneoakhomes.example", "internal_all.csv", None),
 }
+# the generated template sites: one the default weights are fitted on (fit_default_ranker), another shape
+# and seed they are checked on
+GENERATED = {
+    "location-tree": {},
+    "location-tree-fit": {"seed": 5, "states": 3, "areas_per_state": 3, "cities_per_area": 2,
+                          "communities_per_city": 4, "plans_per_community": 6},
+}  # fmt: skip
 THROUGH_PLAN = [
     "raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "serp_results", "similarity_pairs",
     "topic_clusters", "link_ranker", "link_candidates", "link_plan",
 ]  # fmt: skip
 
 
+ORPHAN_FRACTION = 0.05  # link_backtest's default: the no-links rows are scored on the same hidden links
+# how a set is registered: as exported, without its page text, or without its All Inlinks export (the
+# settings most users have); "hugodocs:no-text" names a set in a variant
+VARIANTS = ("no-text", "no-links")
+CHOICES = [
+    *SETS,
+    *(f"{name}:{v}" for name in ("hugodocs", "cppdocs") for v in VARIANTS),
+    "location-tree:no-links",
+]
+
+
 def _folder(name: str) -> Path:
+    """Where a set's exports are: the shared crawls, the bundled sample, or generated (GENERATED)."""
+    if name in GENERATED:
+        from interlink_pipeline.sample import write_site
+        from interlink_pipeline.sample.location_tree import generate_location_site
+
+        folder = DATA / "quality" / f"{name}-exports"
+        if not (folder / "ground_truth.csv").is_file():
+            write_site(generate_location_site(**GENERATED[name]), folder)
+        return folder
     return SHARED_CRAWLS / name if name != "sample" else SAMPLE_DIR
 
 
-def _prepare(name: str) -> tuple[str, Path, Path]:
+def within_city(warehouse: Path, site: str) -> dict:
+    """location-tree: the share of the plan's topical links that stay in the source's city branch (the
+    target below the source's city, or one of the source's own ancestors), and the most pages one anchor
+    text points at."""
+    from interlink_pipeline.core.warehouse.store import read_site
+
+    truth = pl.read_csv(_folder("location-tree") / "ground_truth.csv")
+    plan = read_site(warehouse, "graph.link_plan", site)
+    branch = truth.select("url", pl.coalesce("city", "area", "state").alias("branch"))
+    topical = (
+        plan.filter(pl.col("reason") == "topical")
+        .join(branch.rename({"url": "source_url", "branch": "source_branch"}), on="source_url", how="left")
+        .with_columns(
+            pl.col("source_url").str.extract(r"^https?://[^/]+(/.*)$").alias("source_path"),
+            pl.col("target_url").str.extract(r"^https?://[^/]+(/.*)$").alias("target_path"),
+        )
+    )
+    inside = topical.filter(
+        pl.col("target_path").str.starts_with(pl.col("source_branch").fill_null("/\0"))
+        | pl.col("source_path").str.starts_with(pl.col("target_path"))
+    )
+    return {
+        "topical_links": topical.height,
+        "within_city": inside.height / topical.height if topical.height else None,
+        "most_targets_per_anchor": plan.group_by("anchor_text")
+        .agg(pl.col("target_url").n_unique())["target_url"]
+        .max(),
+    }
+
+
+def _prepare(name: str, variant: str | None = None) -> tuple[str, Path, Path]:
     """A fresh warehouse and inbox for the set, its exports registered (lightchiropractic without its
-    editorial links)."""
+    editorial links; a variant without its page text or its links export)."""
     from interlink_pipeline.core.ingest.inbox import register_crawl
 
     site, crawl, text = SETS[name]
-    work = DATA / "quality" / name
+    if variant == "no-text":
+        text = None
+    work = DATA / "quality" / (name if variant is None else f"{name}-{variant}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     source = _folder(name)
@@ -80,7 +141,9 @@ def _prepare(name: str) -> tuple[str, Path, Path]:
         opener = gzip.open if text.endswith(".gz") else open
         with opener(source / text, "rb") as src, open(text_file, "wb") as dst:
             shutil.copyfileobj(src, dst)
-    register_crawl(work / "inbox", site, source / crawl, links, text_src=text_file)
+    register_crawl(
+        work / "inbox", site, source / crawl, links if variant != "no-links" else None, text_src=text_file
+    )
     return site, work / "warehouse.duckdb", work / "inbox"
 
 
@@ -112,8 +175,9 @@ def _materialize(warehouse: Path, inbox: Path, site: str, assets: list[str], run
     return time.monotonic() - started
 
 
-def backtests(name: str, seeds: list[int], fraction: float) -> list[dict]:
-    site, warehouse, inbox = _prepare(name)
+def backtests(name: str, seeds: list[int], fraction: float, variant: str | None = None) -> list[dict]:
+    """One backtest per seed (the link_backtest asset), with the plan's checks after it."""
+    site, warehouse, inbox = _prepare(name, variant)
     rows = []
     for i, seed in enumerate(seeds):
         assets = [*THROUGH_PLAN, "link_backtest"] if i == 0 else ["link_backtest"]
@@ -131,15 +195,87 @@ def backtests(name: str, seeds: list[int], fraction: float) -> list[dict]:
         record = row.row(0, named=True)
         record.update(
             set=name, run_seconds=seconds, orphans_after=checks[0], unreachable_after=checks[1],
-            max_depth_after=checks[2],
+            max_depth_after=checks[2], by_reason=json.loads(record["precision_by_reason"]),
         )  # fmt: skip
+        if name == "location-tree":
+            record["branches"] = within_city(warehouse, site)
         rows.append(record)
         print(
             f"  {name} seed {seed}: plan precision {record['plan_precision']:.3f} vs "
             f"{record['baseline_precision']:.3f}; P@10 {record['candidate_precision_at_k']:.3f} vs "
-            f"{record['baseline_precision_at_k']:.3f} ({seconds:.0f}s)",
+            f"{record['baseline_precision_at_k']:.3f}; orphan rescues {record['orphan_rescue_precision']} vs "
+            f"{record['orphan_baseline_precision']} ({seconds:.0f}s)",
             flush=True,
         )
+    return rows
+
+
+def without_links_export(name: str, seeds: list[int], fraction: float) -> list[dict]:
+    """The set registered without its All Inlinks export, planned with defaults, and the plan scored on the
+    links each seed's backtest hides (and on every in-content link, none of which the pipeline saw), next
+    to as many top-title-cosine links; with the plan's checks: the "before" from the crawl's counts,
+    rescues only for pages with no in-links in the crawl, every page within its budget."""
+    from interlink_pipeline.core.graph.plan_options import PlanOptions
+    from interlink_pipeline.core.ingest.crawl_exports import read_links_export
+    from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
+    from interlink_pipeline.core.ml.page_embeddings import read_vectors
+    from interlink_pipeline.core.relevance.backtest import (
+        baseline_lists,
+        links_to_hide,
+        precision_recall,
+        same_budget_baseline,
+    )
+    from interlink_pipeline.core.warehouse.store import read_site
+
+    site, warehouse, inbox = _prepare(name, "no-links")
+    seconds = _materialize(warehouse, inbox, site, THROUGH_PLAN, {})
+    pages, vectors = read_vectors(warehouse, site, ("page_id", "url", "url_key", "is_home", "crawl_inlinks"))
+    index = pages.select("url", pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
+    plan = (
+        read_site(warehouse, "graph.link_plan", site)
+        .join(index.rename({"url": "source_url", "row": "source"}), on="source_url")
+        .join(index.rename({"url": "target_url", "row": "target"}), on="target_url")
+    )
+    links = page_links(read_links_export(_folder(name) / "all_inlinks.csv", site).frame, pages["url_key"])
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        known, orphans_before, orphans_after, max_depth = con.execute(
+            "SELECT any_value(links_known), max(orphan_pages) FILTER (scenario = 'before'), "
+            "max(orphan_pages) FILTER (scenario = 'after'), max(max_depth) FILTER (scenario = 'after') "
+            "FROM graph.site_metrics WHERE site = ?",
+            [site],
+        ).fetchone()
+        over_budget = con.execute(
+            "SELECT count(*) FROM graph.page_metrics m JOIN staging.pages p USING (site, page_id) "
+            "WHERE site = ? AND NOT p.is_home AND m.planned_outlinks > ?",
+            [site, PlanOptions().out_link_budget],
+        ).fetchone()[0]
+    rescued = plan.filter(pl.col("reason") == "orphan-rescue")["target"]
+    zero_inlinks = set(np.flatnonzero(pages["crawl_inlinks"].fill_null(0).to_numpy() == 0).tolist())
+    every = links.content_pairs()
+    home = int(pages["is_home"].arg_max())
+    baseline = same_budget_baseline(baseline_lists(vectors, LinkGraph.empty(), 50), plan.height)
+    rows = []
+    for seed in seeds:
+        hidden = links_to_hide(links, fraction, seed, ORPHAN_FRACTION, home).scored(links)
+        _, precision, recall = precision_recall(plan, hidden)
+        _, base_precision, base_recall = precision_recall(baseline, hidden)
+        rows.append(
+            {
+                "set": f"{name}:no-links", "seed": seed, "hidden_links": hidden.height,
+                "plan_links": plan.height, "plan_precision": precision, "plan_recall": recall,
+                "baseline_precision": base_precision, "baseline_recall": base_recall,
+                "plan_precision_all_links": precision_recall(plan, every)[1],
+                "baseline_precision_all_links": precision_recall(baseline, every)[1],
+                "links_known": known, "orphans_before": orphans_before, "orphans_after": orphans_after,
+                "max_depth_after": max_depth, "pages_over_budget": over_budget,
+                "rescues": rescued.len(), "rescues_of_pages_with_inlinks":
+                    int(sum(t not in zero_inlinks for t in rescued.to_list())),
+                "by_reason": dict(plan.group_by("reason").len().sort("reason").iter_rows()),
+                "seconds": seconds,
+                **({"branches": within_city(warehouse, site)} if name == "location-tree" else {}),
+            }
+        )  # fmt: skip
+        print(f"  {name}:no-links seed {seed}: plan precision {precision:.3f} vs {base_precision:.3f}")
     return rows
 
 
@@ -249,7 +385,7 @@ def ranker_validation(name: str, repeats: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--sets", nargs="+", default=CHOICES, choices=CHOICES)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--fraction", type=float, default=0.2)
     parser.add_argument(
@@ -289,14 +425,22 @@ def main() -> None:
         )  # fmt: skip
         print(f"results: {save('link_ranker_reuse', reuse)}")
         return
-    results: dict = {"backtests": {}, "editorial": []}
-    rows = []
+    results: dict = {"backtests": {}, "editorial": [], "no_links": {}}
+    rows, reason_rows, orphan_rows, no_links_rows = [], [], [], []
     for name in args.sets:
         if name == "lightchiropractic":
             results["editorial"] = [editorial_recovery({}), editorial_recovery(DEFAULT_WEIGHTS_CONFIG)]
             continue
-        runs = backtests(name, args.seeds, args.fraction)
+        base, _, variant = name.partition(":")
+        if variant == "no-links":
+            runs = without_links_export(base, args.seeds, args.fraction)
+            results["no_links"][name] = runs
+            no_links_rows.append(_no_links_row(name, runs))
+            continue
+        runs = backtests(base, args.seeds, args.fraction, variant or None)
         results["backtests"][name] = runs
+        reason_rows += _reason_rows(name, runs)
+        orphan_rows.append(_orphan_row(name, runs))
 
         def median(key: str, runs: list[dict] = runs) -> float:
             return statistics.median(r[key] for r in runs)
@@ -323,6 +467,48 @@ def main() -> None:
             ["set", "hidden", "plan links", "plan precision", "ratio", "plan recall", "P@10", "ratio",
              "R@10", "coverage", "orphans / max depth after", "backtest s"],
         )  # fmt: skip
+    if reason_rows:
+        print_table(
+            "The plan per reason (median of the seeds): links, precision, recall; its links into pages "
+            "that lost an in-link to the hiding and their precision, which for a structural reason is "
+            "held against one third of the set's topical precision (fewer than 20 links: exempt)",
+            reason_rows,
+            ["set", "reason", "links", "precision", "recall", "into pages that lost a link",
+             "their precision", "≥ ⅓ topical"],
+        )  # fmt: skip
+        print_table(
+            f"Orphan backtest: every link into {ORPHAN_FRACTION:.0%} of the pages linked in content hidden "
+            "(navigation too); each rescue's source against the pages that linked to it, next to the "
+            "orphan's most similar page by title (median of the seeds)",
+            orphan_rows,
+            ["set", "orphans", "rescues", "rescue precision", "most-similar-page precision", "ratio",
+             "≥ ⅓ topical"],
+        )  # fmt: skip
+    if no_links_rows:
+        print_table(
+            "Without the All Inlinks export: the plan scored on the links each seed's backtest hides and on "
+            "every in-content link (ours / as many top-title-cosine links; median of the seeds)",
+            no_links_rows,
+            ["set", "plan links", "precision (hidden)", "ratio", "precision (every link)", "ratio",
+             "links known", "orphans before / after", "rescues of pages with in-links", "pages over budget",
+             "by reason"],
+        )  # fmt: skip
+    branches = [
+        [name, f"{run['branches']['topical_links']:,}",
+         "–" if run["branches"]["within_city"] is None else f"{run['branches']['within_city']:.1%}",
+         str(run["branches"]["most_targets_per_anchor"])]
+        for group in (results["backtests"], results["no_links"])
+        for name, runs in group.items()
+        for run in runs[:1]
+        if "branches" in run
+    ]  # fmt: skip
+    if branches:
+        print_table(
+            "The generated location-tree site (a template site): the plan's topical links within the "
+            "source's city branch (its ancestors included), and the most pages one anchor points at",
+            branches,
+            ["set", "topical links", "within the city", "most targets per anchor"],
+        )
     if results["editorial"]:
         print_table(
             "lightchiropractic: the plan built without its 52 editorial links (its own ranker, then the "
@@ -335,6 +521,75 @@ def main() -> None:
              "orphans / max depth after", "found by reason", "ranker"],
         )  # fmt: skip
     print(f"results: {save('link_quality', results)}")
+
+
+def _ratio(ours: float | None, baseline: float | None) -> str:
+    if ours is None or baseline is None:
+        return "–"
+    return f"{ours / baseline:.1f}×" if baseline else "∞"
+
+
+def _reason_rows(name: str, runs: list[dict]) -> list[list[str]]:
+    """Per reason: links, precision and recall, medians over the seeds, against a third of topical's."""
+    from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
+
+    keys = ("links", "precision", "recall", "known", "known_precision")
+    figures: dict[str, dict[str, list[float]]] = {}
+    for run in runs:
+        for row in run["by_reason"]:
+            reason = figures.setdefault(row["reason"], {key: [] for key in keys})
+            for key in keys:
+                if row.get(key) is not None:
+                    reason[key].append(row[key])
+    medians = {r: {k: statistics.median(v) if v else None for k, v in f.items()} for r, f in figures.items()}
+    topical = medians.get("topical", {}).get("precision") or 0.0
+
+    def bar(reason: str, m: dict) -> str:
+        if reason not in STRUCTURAL_REASONS:
+            return "–"
+        if m["links"] < 20:
+            return "exempt (< 20 links)"
+        return "yes" if (m["known_precision"] or 0.0) >= topical / 3 else "no"
+
+    return [
+        [name, reason, f"{m['links']:,.0f}", f"{m['precision']:.3f}", f"{m['recall']:.3f}",
+         f"{m['known'] or 0:,.0f}", "–" if m["known_precision"] is None else f"{m['known_precision']:.3f}",
+         bar(reason, m)]
+        for reason, m in sorted(medians.items(), key=lambda item: -item[1]["links"])
+    ]  # fmt: skip
+
+
+def _orphan_row(name: str, runs: list[dict]) -> list[str]:
+    def median(key: str) -> float | None:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    rescue, baseline = median("orphan_rescue_precision"), median("orphan_baseline_precision")
+    topical = statistics.median(
+        next((row["precision"] for row in r["by_reason"] if row["reason"] == "topical"), 0.0) for r in runs
+    )
+    return [
+        name, f"{median('orphaned_pages') or 0:,.0f}", f"{median('orphan_rescues') or 0:,.0f}",
+        f"{rescue:.3f}" if rescue is not None else "–", f"{baseline:.3f}" if baseline is not None else "–",
+        _ratio(rescue, baseline), "yes" if rescue is not None and rescue >= topical / 3 else "no",
+    ]  # fmt: skip
+
+
+def _no_links_row(name: str, runs: list[dict]) -> list[str]:
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    first = runs[0]
+    return [
+        name, f"{first['plan_links']:,}",
+        f"{median('plan_precision'):.3f} / {median('baseline_precision'):.3f}",
+        _ratio(median("plan_precision"), median("baseline_precision")),
+        f"{first['plan_precision_all_links']:.3f} / {first['baseline_precision_all_links']:.3f}",
+        _ratio(first["plan_precision_all_links"], first["baseline_precision_all_links"]),
+        first["links_known"], f"{first['orphans_before'] or 0} / {first['orphans_after'] or 0}",
+        str(first["rescues_of_pages_with_inlinks"]), str(first["pages_over_budget"]),
+        ", ".join(f"{r} {n}" for r, n in first["by_reason"].items()),
+    ]  # fmt: skip
 
 
 if __name__ == "__main__":

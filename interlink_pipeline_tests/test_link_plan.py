@@ -1,5 +1,6 @@
 """The link plan: its rules on small controlled graphs, its metrics, the asset on real and generated data."""
 
+import dataclasses
 import json
 
 import dagster as dg
@@ -11,16 +12,24 @@ from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.graph.anchors import anchor_phrases, choose_anchors, mention_span
 from interlink_pipeline.core.graph.centrality import betweenness, centrality
-from interlink_pipeline.core.graph.metrics import adjacency, click_depth, gini, pagerank, summarize
+from interlink_pipeline.core.graph.metrics import (
+    UNREACHABLE,
+    adjacency,
+    click_depth,
+    gini,
+    pagerank,
+    summarize,
+)
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS, check_plan
-from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, comparison
+from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, before_and_after, comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import plan_links
 from interlink_pipeline.core.ingest.inbox import register_crawl
-from interlink_pipeline.core.ingest.site_links import existing_links
+from interlink_pipeline.core.ingest.site_links import existing_links, links_from_crawl_counts
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.numbers import significant
+from interlink_pipeline.core.publish.report import plan_in_words
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words
 from interlink_pipeline.sample import SAMPLE_HOST
@@ -85,6 +94,62 @@ def test_an_orphan_is_rescued_by_its_most_related_page_with_budget():
     assert _links(planned)[(2, 3)] == "orphan-rescue"
     assert (1, 3) not in _links(planned)
     assert planner.out_budget[1] == 0 and planner.stats.unresolved_orphans == []
+
+
+def test_without_a_links_export_the_crawl_counts_make_the_before_and_only_true_orphans_are_rescued():
+    # home; pages at crawl depths 1, 2 and 5; page 4 has no in-links in the crawl (a sitemap found it);
+    # page 5 has in-links but no depth (placed at the deepest known level)
+    depth = pl.Series([0, 1, 2, 5, None, None], dtype=pl.Int32)
+    inlinks = pl.Series([3, 2, 1, 1, 0, 4], dtype=pl.Int32)
+    edges, nodes, counted = links_from_crawl_counts(depth, inlinks, home=0)
+    assert not edges["content"].any() and nodes == 6 + 4  # pass-through levels 1..4
+    assert click_depth(adjacency(nodes, edges["source"], edges["target"]), 0)[:6].tolist() == [
+        0, 1, 2, 5, UNREACHABLE, 5
+    ]  # fmt: skip
+    assert counted.tolist() == [3, 2, 1, 1, 0, 4]
+    everything_related = [(a, b, 0.5) for a in range(6) for b in range(a + 1, 6)]
+    site = _site(6, similar=everything_related)
+    site = dataclasses.replace(site, existing=edges, nodes=nodes, counted_inlinks=counted)
+    planned, planner = plan_links(site, PlanOptions(max_depth=3, hub_links=0))
+    structural = planned.filter(pl.col("reason") != "topical")
+    assert dict(zip(structural["target"], structural["reason"], strict=True)) == {
+        4: "orphan-rescue", 3: "depth-shortcut", 5: "depth-shortcut"
+    }  # fmt: skip
+    before, after = before_and_after(planner)
+    assert (before.summary.orphan_pages, before.summary.max_depth, before.summary.links) == (1, 5, 11)
+    assert after.summary.orphan_pages == 0 and after.summary.max_depth <= 3
+    assert after.summary.links == 11 + planned.height
+    assert (before.inlinks[[3, 4]] == [1, 0]).all() and (after.inlinks >= before.inlinks).all()
+    # nothing known of where the existing links sit: no page's out-link budget is spent on them
+    assert (planned.group_by("source").len()["len"] <= PlanOptions().out_link_budget).all()
+    # neither column: the links are unknown, as before
+    assert links_from_crawl_counts(pl.Series([None] * 3), pl.Series([None] * 3), 0)[2] is None
+
+
+def test_an_orphan_joins_the_list_of_the_index_likely_to_list_it_whatever_its_budget():
+    # page 1 lists 2..4 (a paginated listing's first page) and has no budget left; page 5 is an orphan it
+    # is the most likely to list; page 6 an orphan only page 2 (with budget) is somewhat like
+    existing = [(0, 1, False), (1, 2, True), (1, 3, True), (1, 4, True), (0, 2, False), (0, 3, False),
+                (0, 4, False)]  # fmt: skip
+    sections = SiteSections(
+        parent=np.empty(0, dtype=np.int64), child=np.empty(0, dtype=np.int64),
+        main_sections=np.empty(0, dtype=np.int64), listings=np.array([1]),
+    )  # fmt: skip
+    candidates = [(1, 5, 0.6, "listing"), (2, 5, 0.2, "similar"), (1, 6, 0.05, "similar"),
+                  (2, 6, 0.04, "similar")]  # fmt: skip
+    site = _site(7, existing=existing, candidates=candidates, sections=sections)
+    options = PlanOptions(out_link_budget=3, section_links=3, hub_links=0, max_inlinks=1)
+    planned, planner = plan_links(site, options)
+    rescues = {
+        r["target"]: r for r in planned.filter(pl.col("reason") == "orphan-rescue").iter_rows(named=True)
+    }
+    assert (rescues[5]["source"], rescues[5]["placement"]) == (1, "listing")
+    assert rescues[5]["alternatives"] == [2]
+    # an unlikely index never takes a link beyond its budget: page 6 goes on page 2, in its content
+    assert (rescues[6]["source"], rescues[6]["placement"]) == (2, "contextual")
+    anchors = [f"anchor {i}" for i in range(planned.height)]
+    checks = {c.name: c for c in check_plan(planned, anchors, site.existing, planner, 0, options)}
+    assert checks["link_plan_within_budget"].passed
 
 
 def test_existing_links_are_never_suggested_and_budgets_hold():
@@ -178,7 +243,7 @@ def test_plan_invariants_catch_a_broken_plan():
     # the same link twice under two anchors; one anchor text on two pages; page 0 over its budget (2 + 2 > 3)
     rows = [(2, 4, "anchor 0"), (2, 4, "another anchor"), (3, 1, "anchor 0"), (0, 3, None), (0, 4, None)]
     broken = pl.DataFrame(
-        [(s, t, "topical", 0.5, "semantic", "contextual") for s, t, _ in rows],
+        [(s, t, "topical", 0.5, "semantic", "contextual", []) for s, t, _ in rows],
         schema=planned.schema,
         orient="row",
     )
@@ -412,10 +477,27 @@ def test_plan_on_the_sample(sample_site):
     assert (topical["probability"] >= PlanOptions().min_probability).all()
     # most orphans are rescued by a candidate source the ranker scored (the rest by their nearest page)
     assert plan.filter(pl.col("reason") == "orphan-rescue")["probability"].is_not_null().mean() > 0.6
+    # a structural link whose source scores under min_probability is weak and names its alternatives; no
+    # link the report calls the editors' choice scores under it
+    structural = pl.col("reason").is_in(["orphan-rescue", "component-bridge", "depth-shortcut"])
+    unlikely = pl.col("probability").fill_null(0.0) < PlanOptions().min_probability
+    assert plan.select((pl.col("weak") == (structural & unlikely)).all()).item()
+    weak = plan.filter("weak")
+    assert weak.height and (weak["alternative_source_urls"].list.len() > 0).mean() > 0.9
+    assert (plan.filter(~structural)["alternative_source_urls"].list.len() == 0).all()
+    words = plan_in_words(plan)
+    editors = words.filter(pl.col("why").str.contains("editors would link"))
+    assert editors.height and (editors["probability"] >= PlanOptions().min_probability).all()
+    assert words.filter("weak")["why"].str.contains("weak: no page is a likely place for it").all()
     # the run measured itself: the backtest beats the same-budget title-cosine list
     assert backtest["hidden_links"] > 200 and backtest["plan_links"] > 0
     assert backtest["plan_precision"] > backtest["baseline_precision"]
     assert backtest["candidate_precision_at_k"] > backtest["baseline_precision_at_k"]
+    # the orphan backtest: pages made orphans, each rescue's source against the pages that linked to it
+    assert backtest["orphaned_pages"] > 20 and backtest["orphan_rescues"] > 0
+    assert backtest["orphan_rescue_precision"] > backtest["orphan_baseline_precision"]
+    by_reason = {row["reason"]: row for row in json.loads(backtest["precision_by_reason"])}
+    assert {"links", "hits", "precision", "recall", "known", "known_precision"} <= set(by_reason["topical"])
     backtest_meta = materialization_metadata(sample_site, "link_backtest")
     assert "plan precision" in backtest_meta["ours_vs_baseline"]["figure"].to_list()
     # figures for people: 4 significant digits (the table keeps full precision)
@@ -516,14 +598,31 @@ def test_plan_on_real_crawls_with_and_without_inlinks(light_and_nutri):
     assert light.success and nutri.success
     with duckdb.connect(str(light_and_nutri.warehouse), read_only=True) as con:
         metrics = con.execute(
-            "SELECT site, scenario, orphan_pages FROM graph.site_metrics ORDER BY ALL"
+            "SELECT site, scenario, orphan_pages, links_known FROM graph.site_metrics ORDER BY ALL"
         ).fetchall()
-        nutri_hubs = con.execute(
-            "SELECT count(*) FROM graph.link_plan WHERE site = ? AND reason = 'hub'", [NUTRI]
-        ).fetchone()[0]
+        nutri_reasons = dict(
+            con.execute(
+                "SELECT reason, count(*) FROM graph.link_plan WHERE site = ? GROUP BY reason", [NUTRI]
+            ).fetchall()
+        )
+        nutri_pages = con.execute(
+            "SELECT p.crawl_depth, p.crawl_inlinks, m.depth_before, m.inlinks_before, m.planned_outlinks "
+            "FROM staging.pages p JOIN graph.page_metrics m USING (site, page_id) WHERE site = ? "
+            "AND NOT p.is_home",
+            [NUTRI],
+        ).pl()
         backtested = con.execute("SELECT DISTINCT site FROM graph.backtest_runs").fetchall()
-    assert metrics == [(NUTRI, "after", 0), (LIGHT, "after", 0), (LIGHT, "before", 14)]
-    assert nutri_hubs == 20  # no existing links known: the home page gets its hubs
+    assert metrics == [
+        (NUTRI, "after", 0, "counts"), (NUTRI, "before", 0, "counts"),
+        (LIGHT, "after", 0, "links"), (LIGHT, "before", 14, "links"),
+    ]  # fmt: skip
+    # no links export: the crawl's counts and depths are the "before"; every page has in-links in the crawl,
+    # so nothing is an orphan to rescue, and nothing is deeper than max_depth (4 clicks); the home page's
+    # hub links aside, every page keeps to its budget
+    assert (nutri_pages["depth_before"] == nutri_pages["crawl_depth"].clip(1)).all()
+    assert (nutri_pages["inlinks_before"] == nutri_pages["crawl_inlinks"]).all()
+    assert nutri_reasons.keys() <= {"hub", "section", "topical"} and nutri_reasons["hub"] == 20
+    assert nutri_pages["planned_outlinks"].max() <= PlanOptions().out_link_budget
     # without a links export there is nothing to hide: the backtest says so, and the plan stands
     assert backtested == [(LIGHT,)]
     skipped = materialization_metadata(nutri, "link_backtest")["skipped"]

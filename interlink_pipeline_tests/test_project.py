@@ -29,6 +29,7 @@ from interlink_pipeline.core.warehouse.table_docs import (
     tables_markdown,
 )
 from interlink_pipeline.sample import generate_site, write_site
+from interlink_pipeline.sample.location_tree import generate_location_site
 from interlink_pipeline.sample.vocabulary import TOPICS
 from interlink_pipeline_tests.helpers import PROJECT_ROOT, SAMPLE_DIR
 
@@ -74,6 +75,36 @@ def test_generator_is_deterministic_and_covers_every_topic():
         "utility",
     }
     assert truth["url"].is_unique().all()
+
+
+def test_the_location_tree_site_reuses_plan_names_across_branches_and_its_editors_link_within_them():
+    site = generate_location_site(states=2, areas_per_state=1, cities_per_area=2, communities_per_city=2)
+    assert site.crawl.equals(generate_location_site(states=2, areas_per_state=1, cities_per_area=2,
+                                                    communities_per_city=2).crawl)  # fmt: skip
+    truth = site.truth
+    plans = truth.filter(pl.col("page_type") == "floor_plan").with_columns(
+        pl.col("url").str.extract(r"/floor-plans/([^/]+)/$").alias("plan")
+    )
+    assert plans["url"].str.contains(r"/states/[^/]+/[^/]+-area/[^/]+/[^/]+/floor-plans/[^/]+/$").all()
+    assert plans.height == 2 * 2 * 2 * 8 and truth["url"].is_unique().all()
+    # the same plan in several communities: the template's entity repeated across branches
+    assert plans.group_by("plan").len()["len"].max() > 1
+    # every in-content link stays in its city (a floor plan's breadcrumb to its community included)
+    content = site.links.filter(pl.col("Link Position") == "Content")
+    city = truth.select("url", "city")
+    joined = content.join(city.rename({"url": "Source", "city": "s"}), on="Source").join(
+        city.rename({"url": "Destination", "city": "t"}), on="Destination"
+    )
+    assert (
+        joined.filter(pl.col("s").is_not_null() & pl.col("t").is_not_null())
+        .select((pl.col("s") == pl.col("t")).all())
+        .item()
+    )
+    # the crawl counts each page's in-links whether or not the All Inlinks export is written
+    unlinked = generate_location_site(states=2, areas_per_state=1, cities_per_area=2, communities_per_city=2,
+                                      with_links=False)  # fmt: skip
+    assert unlinked.links is None and unlinked.crawl.equals(site.crawl)
+    assert (site.crawl["Unique Inlinks"].cast(pl.Int64) > 0).all()
 
 
 def test_dbt_sources_are_the_contract_tables_the_models_read():

@@ -16,7 +16,7 @@ from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
-from interlink_pipeline.core.relevance.backtest import hide_pairs, pairs_to_hide, run_backtest
+from interlink_pipeline.core.relevance.backtest import HiddenLinks, links_to_hide, run_backtest
 from interlink_pipeline.core.relevance.candidate_features import FEATURES
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, build_candidates
 from interlink_pipeline.core.relevance.link_ranker import (
@@ -31,6 +31,7 @@ from interlink_pipeline.core.relevance.link_ranker import (
 from interlink_pipeline.core.relevance.site_inputs import relevance_inputs
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
 from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore
+from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.defs.ml.embeddings import default_embedder
 from interlink_pipeline.defs.relevance.ranker import CandidateSettings
 from interlink_pipeline.defs.resources import Warehouse
@@ -83,6 +84,19 @@ def _toy_site():
         anchor=np.array(["Boots", "Guides", "Alpine Boot", "Trail Runner", "trail shoes"], dtype=object),
     )
     return signals, links
+
+
+def test_the_same_slug_under_another_parent_is_a_template_twin():
+    tree = UrlTree([
+        "/", "/tx/austin/plans/aspen/", "/tx/austin/plans/birch/", "/al/huntsville/plans/aspen/",
+        "/tx/austin/plans/", "/al/huntsville/plans/", "/aspen/",
+    ])  # fmt: skip
+    pairs = np.array([[1, 3], [1, 2], [4, 5], [1, 6], [0, 4]])
+    relations = tree.relations(pairs[:, 0], pairs[:, 1])
+    # the Aspen in Huntsville; the plans pages of two cities: twins. The Birch next door, an Aspen at
+    # another depth, the home page: not
+    assert relations["template_twin"].tolist() == [1, 0, 1, 0, 0]
+    assert relations["is_sibling"][1] == 1 and relations["tree_distance"][0] == 8
 
 
 def test_candidates_come_from_every_signal_with_every_score():
@@ -192,15 +206,25 @@ def light_inputs(light_and_nutri, tmp_path_factory):
     return warehouse, inputs, read_plan_inputs(warehouse, LIGHT)
 
 
-def _planner(base, hidden):
+def _planner(base, hiding, links):
     """The site's planning, asserting on the way that the hidden links were never shown to it."""
-    plan = planner_without(base, hidden, PlanOptions())
+    hidden = hiding.scored(links)
+    plan = planner_without(base, hidden, hiding.orphaned, PlanOptions())
 
     def checked(visible, candidates):
         assert not visible.content_pairs().join(hidden, on=["source", "target"]).height
+        assert not np.isin(visible.target, hiding.orphaned).any()
         return plan(visible, candidates)
 
     return checked
+
+
+def _backtest(inputs, links, hiding, base, ranker_options):
+    """A backtest of the site (its links as `links`) hiding what `hiding` hides."""
+    return run_backtest(
+        inputs.signals, hiding.visible(links), hiding.scored(inputs.links), hiding.orphaned,
+        _planner(base, hiding, inputs.links), CandidateSettings().options(), ranker_options,
+    )  # fmt: skip
 
 
 def test_sampled_training_sources_keep_the_features_they_would_have_had(light_inputs):
@@ -221,8 +245,16 @@ def test_hidden_links_reach_no_feature(light_inputs):
     """What a backtest builds from a site with hidden links equals what it builds from an export that never
     had them: the hidden links enter the scoring and nothing else."""
     warehouse, inputs, base = light_inputs
-    hidden = pairs_to_hide(inputs.links, 0.3, seed=3)
-    assert hidden.height > 20
+    home = int(inputs.pages["is_home"].arg_max())
+    hiding = links_to_hide(inputs.links, 0.3, seed=3, orphan_fraction=0.1, home=home)
+    hidden = hiding.scored(inputs.links)
+    assert hidden.height > 20 and len(hiding.orphaned) >= 3
+    # the orphans lose every in-link, navigation included; nothing else loses one outside the sample
+    orphaned = pl.Series(hiding.orphaned).implode()
+    assert (
+        hidden.filter(pl.col("target").is_in(orphaned)).height
+        > hiding.pairs.filter(pl.col("target").is_in(orphaned)).height
+    )
     # the same site exported without the hidden in-content links, read through the same reader
     from interlink_pipeline.core.urls import url_parts
 
@@ -231,6 +263,7 @@ def test_hidden_links_reach_no_feature(light_inputs):
         pl.Series("source_key", keys.gather(hidden["source"])),
         pl.Series("target_key", keys.gather(hidden["target"])),
     ).with_columns(pl.lit(True).alias("hidden"))
+    orphan_keys = keys.gather(hiding.orphaned).implode()
     raw = warehouse.read_site("raw.crawl_links", LIGHT)
     source = url_parts(raw["source_url"])
     flagged = raw.with_columns(
@@ -243,34 +276,35 @@ def test_hidden_links_reach_no_feature(light_inputs):
     in_content = ~pl.col("link_position").str.to_lowercase().is_in(
         ["header", "footer", "navigation", "sidebar"]
     )
-    export_without = flagged.filter(~(pl.col("hidden").fill_null(False) & in_content)).drop(
+    hidden_sampled = pl.col("hidden").fill_null(False) & in_content
+    export_without = flagged.filter(~hidden_sampled & ~pl.col("target_key").is_in(orphan_keys)).drop(
         "source_key", "target_key", "hidden"
     )
     assert export_without.height < raw.height
     never_had = page_links(export_without, keys)
     options = CandidateSettings().options()
-    assert build_candidates(inputs.signals, hide_pairs(inputs.links, hidden), options).equals(
+    assert build_candidates(inputs.signals, hiding.visible(inputs.links), options).equals(
         build_candidates(inputs.signals, never_had, options)
     )
     ranker_options = RankerOptions(min_positives=10)
-    shown = run_backtest(
-        inputs.signals, inputs.links, hidden, _planner(base, hidden), options, ranker_options
-    )
-    unshown = run_backtest(inputs.signals, never_had, hidden, _planner(base, hidden), options, ranker_options)
+    nothing_more = HiddenLinks(hiding.pairs.clear(), np.empty(0, dtype=np.int64))
+    shown = _backtest(inputs, inputs.links, hiding, base, ranker_options)
+    unshown = _backtest(inputs, never_had, nothing_more, base, ranker_options)
+    # the orphans' rescues are scored the same either way (the never-had run passes no orphans of its own)
+    unshown.figures |= {k: v for k, v in shown.figures.items() if k.startswith("orphan")}
     assert shown.figures == unshown.figures
-    assert shown.figures["plan_links"] > 0
+    assert shown.figures["plan_links"] > 0 and shown.figures["orphan_rescues"] > 0
 
 
 def test_the_backtest_repeats_under_a_seed(light_inputs):
     _, inputs, base = light_inputs
-    options = CandidateSettings().options()
-    first = pairs_to_hide(inputs.links, 0.2, seed=7)
-    assert first.equals(pairs_to_hide(inputs.links, 0.2, seed=7))
-    assert not first.equals(pairs_to_hide(inputs.links, 0.2, seed=8))
-    runs = [
-        run_backtest(inputs.signals, inputs.links, first, _planner(base, first), options, RankerOptions())
-        for _ in range(2)
-    ]
+    home = int(inputs.pages["is_home"].arg_max())
+    first = links_to_hide(inputs.links, 0.2, seed=7, orphan_fraction=0.1, home=home)
+    again = links_to_hide(inputs.links, 0.2, seed=7, orphan_fraction=0.1, home=home)
+    other = links_to_hide(inputs.links, 0.2, seed=8, orphan_fraction=0.1, home=home)
+    assert first.pairs.equals(again.pairs) and (first.orphaned == again.orphaned).all()
+    assert not first.pairs.equals(other.pairs)
+    runs = [_backtest(inputs, inputs.links, first, base, RankerOptions()) for _ in range(2)]
     assert runs[0].figures == runs[1].figures
     assert runs[0].by_reason.equals(runs[1].by_reason)
 

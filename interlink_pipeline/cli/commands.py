@@ -188,6 +188,7 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     not planned yet, are said. None before the first plan."""
     import duckdb
 
+    from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
     from interlink_pipeline.core.publish.publication import read_manifest
     from interlink_pipeline.core.publish.warehouse_reads import published_figures
     from interlink_pipeline.core.warehouse.database import exists
@@ -217,6 +218,9 @@ def _site_figures(site: str, folder: Path) -> list[str]:
         f"{row['share_depth_le_3']:.1%} within 3 clicks"
         for row in shown["site_metrics"]
     ]
+    known = shown["site_metrics"][0].get("links_known")
+    if known in LINKS_NOTES:
+        lines.append(f"note: {LINKS_NOTES[known]}")
     if published and current and current["plan_computed_at"] != published["plan_computed_at"]:
         lines.append(
             f"note: the warehouse holds a newer plan (made {current['plan_computed_at']}, crawl "
@@ -231,17 +235,22 @@ def _site_figures(site: str, folder: Path) -> list[str]:
         )
     # the last backtest measured, whichever plan is published (`interlink backtest` publishes nothing)
     if (row := (current or shown)["backtest"]) is not None:
-        which = f"crawl {row['crawl_id']}"
-        if row["measured_in_run"] != row["run_id"]:
-            which += f", measured in run {row['measured_in_run']} and standing: the crawl changed little"
-        if row["crawl_id"] != shown["crawl_id"]:
-            which = f"an earlier crawl than the plan's: {which}"
-        lines.append(
-            f"backtest: plan precision {row['plan_precision']:.1%} against {row['baseline_precision']:.1%} "
-            f"for as many top-title-cosine links ({row['hidden_links']:,} links hidden, seed {row['seed']}; "
-            f"{which})"
-        )
+        lines.append(_backtest_line(row, shown["crawl_id"]))
     return lines
+
+
+def _backtest_line(row: dict, plan_crawl: str) -> str:
+    """The last backtest's figures, and which crawl and run they are of."""
+    which = f"crawl {row['crawl_id']}"
+    if row["measured_in_run"] != row["run_id"]:
+        which += f", measured in run {row['measured_in_run']} and standing: the crawl changed little"
+    if row["crawl_id"] != plan_crawl:
+        which = f"an earlier crawl than the plan's: {which}"
+    return (
+        f"backtest: plan precision {row['plan_precision']:.1%} against {row['baseline_precision']:.1%} "
+        f"for as many top-title-cosine links ({row['hidden_links']:,} links hidden, seed {row['seed']}; "
+        f"{which})"
+    )
 
 
 def _registered_crawl(site: str) -> str | None:

@@ -74,10 +74,10 @@ def crawl_export(
     content: pl.DataFrame,
     listings: pl.DataFrame,
     junk: pl.DataFrame,
-    links: pl.DataFrame | None,
+    links: pl.DataFrame,
     rng: np.random.Generator,
 ) -> pl.DataFrame:
-    """The export's rows, each with its in-links counted from `links` (None: unknown)."""
+    """The export's rows, each with its in-links counted from `links` (the All Inlinks export)."""
     pages = _page_rows(content, rng)
     listing_rows = listings.select(
         "url",
@@ -100,17 +100,11 @@ def crawl_export(
         .sort(["depth", "order"])
         .drop("order")
     )
-    if links is not None:
-        inlinks = links.group_by("Destination").agg(
-            pl.len().alias("inlinks"), pl.col("Source").n_unique().alias("unique_inlinks")
-        )
-        rows = rows.join(inlinks, left_on="url", right_on="Destination", how="left")
-    else:
-        rows = rows.with_columns(
-            pl.lit(None, dtype=pl.UInt32).alias("inlinks"),
-            pl.lit(None, dtype=pl.UInt32).alias("unique_inlinks"),
-        )
-    return _screaming_frog_columns(rows, rng)
+    inlinks = links.group_by("Destination").agg(
+        pl.len().alias("inlinks"), pl.col("Source").n_unique().alias("unique_inlinks")
+    )
+    rows = rows.join(inlinks, left_on="url", right_on="Destination", how="left")
+    return screaming_frog_columns(rows, rng)
 
 
 def _page_rows(content: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame:
@@ -191,7 +185,7 @@ def _junk_page_rows(content: pl.DataFrame, junk: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _screaming_frog_columns(rows: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame:
+def screaming_frog_columns(rows: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame:
     """The rows under Screaming Frog's headers, with what a crawler adds (sizes, word counts, times)."""
     status = pl.col("status_code")
     non_indexable = (

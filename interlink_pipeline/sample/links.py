@@ -26,6 +26,11 @@ def inlinks_export(content: pl.DataFrame, listings: pl.DataFrame, base: str) -> 
             ),
         ]
     ).filter(pl.col("source") != pl.col("target"))
+    return as_inlinks_export(links)
+
+
+def as_inlinks_export(links: pl.DataFrame) -> pl.DataFrame:
+    """Links (source, target, anchor, position, link_path, alt) under Screaming Frog's All Inlinks headers."""
     return links.select(
         pl.lit("Hyperlink").alias("Type"),
         pl.col("source").alias("Source"),

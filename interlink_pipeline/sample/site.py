@@ -40,10 +40,11 @@ def generate_site(
     content = content.with_columns((pl.lit(base) + pl.col("path")).alias("url"))
     listings = paginated_listings(content, base)
     junk = junk_rows(content, rng, base)
-    links = inlinks_export(content, listings, base) if with_links else None
+    # the crawler counts every page's in-links whether or not the user exports them
+    links = inlinks_export(content, listings, base)
     crawl = crawl_export(content, listings, junk, links, rng)
     truth = content.select("url", "page_type", "topic")
-    return GeneratedSite(host, crawl, links, truth)
+    return GeneratedSite(host, crawl, links if with_links else None, truth)
 
 
 def write_site(site: GeneratedSite, folder: Path) -> dict[str, Path]:

@@ -45,3 +45,6 @@ PLACES: tuple[str, ...] = tuple(_WORDS["places"])
 GUIDE_THEMES: tuple[str, ...] = tuple(_WORDS["guide_themes"])
 BLOG_TEMPLATES: tuple[str, ...] = tuple(_WORDS["blog_templates"])  # {placeholders} name frame columns
 UTILITY_PAGES = tuple(UtilityPage(**page) for page in _WORDS["utility_pages"])
+LOCATION_TREE: dict = _WORDS[
+    "location_tree"
+]  # the homebuilder's states, areas, cities, community words, plans

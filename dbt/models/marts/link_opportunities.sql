@@ -14,6 +14,8 @@ select
     l.reason,
     l.evidence,
     l.placement,
+    l.weak,
+    l.alternative_source_urls,
     l.score,
     l.probability,
     sim.score as similarity,

@@ -28,15 +28,28 @@ from interlink_pipeline.core.graph.plan_stability import (
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import Planner, plan_links
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
-from interlink_pipeline.core.ingest.site_links import existing_links, taken_anchors, without_hidden
+from interlink_pipeline.core.ingest.site_links import (
+    existing_links,
+    links_from_crawl_counts,
+    taken_anchors,
+    without_hidden,
+)
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
+from interlink_pipeline.core.relevance.backtest import (
+    BacktestResult,
+    BacktestSetup,
+    HiddenLinks,
+    run_backtest,
+)
+from interlink_pipeline.core.relevance.site_signals import SiteSignals
 from interlink_pipeline.core.warehouse.site_tables import SiteTables
+from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 
 # what the plan reads of each table
 PAGE_COLUMNS = ("page_id", "url", "url_key", "path", "title", "h1", "meta_description", "body_text",
-                "is_home", "crawl_id", "text_hash")  # fmt: skip
+                "is_home", "crawl_id", "text_hash", "crawl_depth", "crawl_inlinks")  # fmt: skip
 CANDIDATE_COLUMNS = ["source_page_id", "target_page_id", "probability", "origins", "mention_offset",
                      "mention_words"]  # fmt: skip
 PREVIOUS_COLUMNS = ["source_page_id", "target_page_id", "source_url", "target_url", "reason", "score",
@@ -57,6 +70,17 @@ class PlanInputs:
     nodes: int
     taken: dict[str, set[int]]  # existing in-content anchor (lower case) -> the pages it points at
     sections: SiteSections = field(default_factory=SiteSections.empty)
+    # each page's in-links as the crawl counted them, when the links are known by these counts only (no
+    # All Inlinks export: `existing` then holds the crawl's click depths, see links_from_crawl_counts)
+    counted_inlinks: np.ndarray | None = None
+
+    @property
+    def links_known(self) -> str:
+        """How the site's existing links are known: 'links' (All Inlinks), 'counts' (the crawl's in-link
+        counts and depths) or 'none'."""
+        if self.counted_inlinks is not None:
+            return "counts"
+        return "links" if not self.existing.is_empty() else "none"
 
 
 def indexed(frame: pl.DataFrame, index: pl.DataFrame, columns: dict[str, str]) -> pl.DataFrame:
@@ -89,9 +113,22 @@ def plan_inputs_from(
     )
     similar = pl.concat([similar, similar.select(pl.col("b").alias("a"), pl.col("a").alias("b"), "score")])
     existing, nodes = existing_links(links, pages["url_key"])
+    counted = None
+    if links.is_empty():
+        home = int(np.flatnonzero(pages["is_home"].to_numpy())[0])
+        existing, nodes, counted = links_from_crawl_counts(pages["crawl_depth"], pages["crawl_inlinks"], home)
     anchors = page_links(links, pages["url_key"])
     return PlanInputs(
-        pages, vectors, index, cluster_of, similar, existing, nodes, taken_anchors(anchors), anchors.sections
+        pages,
+        vectors,
+        index,
+        cluster_of,
+        similar,
+        existing,
+        nodes,
+        taken_anchors(anchors),
+        anchors.sections,
+        counted,
     )
 
 
@@ -121,6 +158,7 @@ def plan_site(
         sections=inputs.sections,
         kept=kept,
         kept_centrality=kept_centrality,
+        counted_inlinks=inputs.counted_inlinks,
     )
     planned, planner = plan_links(graph, options)
     planned = planned.join(
@@ -133,18 +171,39 @@ def plan_site(
 
 
 def planner_without(
-    inputs: PlanInputs, hidden: pl.DataFrame, options: PlanOptions
+    inputs: PlanInputs, hidden: pl.DataFrame, orphaned: np.ndarray, options: PlanOptions
 ) -> Callable[[LinkGraph, pl.DataFrame], pl.DataFrame]:
     """The site's planning for a backtest: (visible links, scored candidates) -> planned links, with the
-    `hidden` in-content pairs taken out of the existing links (kept where navigation also joins them)."""
+    `hidden` in-content pairs taken out of the existing links (kept where navigation also joins them) and
+    every link into the `orphaned` pages taken out."""
 
     def plan(visible: LinkGraph, candidates: pl.DataFrame) -> pl.DataFrame:
         navigation = visible.subset(~visible.content)
         nav_pairs = pl.DataFrame({"source": navigation.source, "target": navigation.target})
-        existing = without_hidden(inputs.existing, hidden, nav_pairs)
+        existing = without_hidden(inputs.existing, hidden, nav_pairs).filter(
+            ~pl.col("target").is_in(pl.Series(orphaned, dtype=pl.Int64).implode())
+        )
         return plan_site(inputs, candidates, existing, options)[0]
 
     return plan
+
+
+def backtest_plan(
+    signals: SiteSignals, links: LinkGraph, base: PlanInputs, hiding: HiddenLinks, setup: BacktestSetup
+) -> BacktestResult:
+    """The site's backtest: candidates, ranker and plan rebuilt without what `hiding` hides, scored
+    against it (see relevance/backtest.py)."""
+    hidden = hiding.scored(links)
+    return run_backtest(
+        signals,
+        hiding.visible(links),
+        hidden,
+        hiding.orphaned,
+        planner_without(base, hidden, hiding.orphaned, setup.plan),
+        setup.candidates,
+        setup.ranker,
+        setup.k,
+    )
 
 
 @dataclass
@@ -182,7 +241,7 @@ def build_site_plan(
         inputs, candidates, inputs.existing, options, kept if options.keep_previous else None, kept_centrality
     )
     anchors, offsets = plan_anchors(pages, planned, candidates, options, inputs.taken)
-    plan = plan_rows(site, pages, planned, anchors, offsets)
+    plan = plan_rows(site, pages, planned, anchors, offsets, options.min_probability)
     refused = refused_links(pages["page_id"], planner.refused)
     changes = plan_changes(previous, plan, pl.concat([dropped, refused])).with_columns(
         pl.lit(site).alias("site"), pl.lit(computed_at).dt.cast_time_unit("us").alias("computed_at")
@@ -193,7 +252,9 @@ def build_site_plan(
         plan,
         changes,
         page_metrics_rows(site, pages, planner, planned, fingerprint_rows, before, after),
-        site_metrics_rows(site, pages["crawl_id"][0], computed_at, before, after, planned.height),
+        site_metrics_rows(
+            site, pages["crawl_id"][0], computed_at, before, after, planned.height, inputs.links_known
+        ),
         check_plan(
             planned, anchors, inputs.existing, planner, after.summary.orphan_pages, options, inputs.taken
         ),
@@ -204,13 +265,26 @@ def build_site_plan(
 
 
 def plan_rows(
-    site: str, pages: pl.DataFrame, planned: pl.DataFrame, anchors: list[str], offsets: list[int | None]
+    site: str,
+    pages: pl.DataFrame,
+    planned: pl.DataFrame,
+    anchors: list[str],
+    offsets: list[int | None],
+    min_probability: float,
 ) -> pl.DataFrame:
-    """graph.link_plan: the planned links (page indices) by page id and URL, with their anchors."""
+    """graph.link_plan: the planned links (page indices) by page id and URL, with their anchors; a
+    structural link whose source scores under `min_probability` is weak."""
     ids, urls = pages["page_id"], pages["url"]
+    structural = pl.col("reason").is_in(STRUCTURAL_REASONS)
     return planned.with_columns(
         pl.Series("anchor_text", anchors, dtype=pl.String),
         pl.Series("anchor_offset", offsets, dtype=pl.Int32),
+        pl.col("alternatives")
+        .list.eval(
+            pl.element().replace_strict(pl.int_range(urls.len(), eager=True), urls, return_dtype=pl.String)
+        )
+        .alias("alternative_source_urls"),
+        (structural & (pl.col("probability").fill_null(0.0) < min_probability)).alias("weak"),
     ).select(
         pl.lit(site).alias("site"),
         pl.Series("source_page_id", ids.gather(planned["source"]), dtype=pl.String),
@@ -224,6 +298,8 @@ def plan_rows(
         "reason",
         "evidence",
         "placement",
+        "weak",
+        "alternative_source_urls",
     )
 
 

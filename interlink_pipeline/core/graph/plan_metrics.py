@@ -12,7 +12,14 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from interlink_pipeline.core.graph.metrics import UNREACHABLE, GraphSummary, adjacency, out_degree, summarize
+from interlink_pipeline.core.graph.metrics import (
+    UNREACHABLE,
+    GraphSummary,
+    adjacency,
+    gini,
+    out_degree,
+    summarize,
+)
 from interlink_pipeline.core.graph.planner import Planner
 from interlink_pipeline.core.numbers import significant
 
@@ -27,6 +34,15 @@ SUMMARY_ROWS = [
     ("mean_outlinks", "links per page"),
     ("links", "links"),
 ]
+
+# what a user is told when the existing links are not read from an All Inlinks export
+LINKS_NOTES = {
+    "counts": "No All Inlinks export: the existing links are known by count only (the crawl's Unique Inlinks "
+    "and Crawl Depth). Orphans are the pages with no in-links in the crawl; the plan rescues those, brings "
+    "pages deeper than max_depth up and adds topical links within each page's budget.",
+    "none": "No All Inlinks export, and the crawl has no Inlinks or Crawl Depth column: the existing links "
+    "are unknown, so 'after' is the plan alone and there is no 'before'.",
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +70,23 @@ def before_and_after(planner: Planner) -> tuple[Measured | None, Measured]:
     if site.existing.is_empty():
         return None, after
     sources, targets = site.existing["source"].to_numpy(), site.existing["target"].to_numpy()
-    return _measure(adjacency(site.nodes, sources, targets), site.home, planner.page_count), after
+    before = _measure(adjacency(site.nodes, sources, targets), site.home, planner.page_count)
+    if site.counted_inlinks is None:
+        return before, after
+    planned = np.bincount(np.asarray(planner.planned_targets, dtype=np.int64), minlength=planner.page_count)
+    return _counted(before, site.counted_inlinks), _counted(after, site.counted_inlinks + planned)
+
+
+def _counted(measured: Measured, inlinks: np.ndarray) -> Measured:
+    """A graph whose links are known by the crawl's counts only: its in-links (and so its link count and
+    their inequality) are those counts; depth and orphans come from the graph of the crawl's depths."""
+    summary = dataclasses.replace(
+        measured.summary,
+        links=int(inlinks.sum()),
+        inlink_gini=gini(inlinks),
+        mean_outlinks=float(inlinks.sum() / len(inlinks)) if len(inlinks) else 0.0,
+    )
+    return dataclasses.replace(measured, summary=summary, inlinks=inlinks)
 
 
 def site_metrics_rows(
@@ -64,8 +96,10 @@ def site_metrics_rows(
     before: Measured | None,
     after: Measured,
     planned_links: int,
+    links_known: str,
 ) -> pl.DataFrame:
-    """graph.site_metrics: one row per scenario ('before' when the existing links are known, 'after')."""
+    """graph.site_metrics: one row per scenario ('before' when the existing links are known, 'after');
+    `links_known` says how (see vocabularies.LINKS_KNOWN)."""
 
     def row(scenario: str, summary: GraphSummary, planned: int) -> dict:
         return {
@@ -75,6 +109,7 @@ def site_metrics_rows(
             "computed_at": computed_at,
             **dataclasses.asdict(summary),
             "planned_links": planned,
+            "links_known": links_known,
         }
 
     rows = ([row("before", before.summary, 0)] if before is not None else []) + [

@@ -24,7 +24,8 @@ class PlannedLink(NamedTuple):
     reason: str
     score: float
     evidence: str
-    placement: str  # "home" (the home page's hub links) or "contextual"
+    placement: str  # "home" (the home page's hub links), "listing" (an index's list) or "contextual"
+    alternatives: tuple[int, ...] = ()  # a structural link's next best sources, best first (up to three)
 
 
 @dataclass
@@ -56,6 +57,9 @@ class SiteGraph:
     # in the order they were planned; kept first, before any new link
     kept: pl.DataFrame | None = None
     kept_centrality: KeptCentrality | None = None  # the last run's sampled estimate, reused while it holds
+    # each page's in-links as the crawl counted them, when that is all that is known of the existing links
+    # (`existing` then only carries the crawl's click depths)
+    counted_inlinks: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.nodes = max(self.nodes, len(self.page_ids))
@@ -91,14 +95,21 @@ class PlanState:
         self.planned: set[tuple[int, int]] = set()
         self.planned_sources: list[int] = []
         self.planned_targets: list[int] = []
+        # index pages list their members: menu parents, first pages of paginated listings, and pages whose
+        # content already links more pages than a page's budget (a category's product list). A structural
+        # link may join an index's list beyond its budget when the index is a likely place for it.
+        self.is_index = np.zeros(self.node_count, dtype=bool)
+        self.is_index[site.sections.indexes] = True
+        self.is_index[: self.page_count] |= content_out[: self.page_count] > options.out_link_budget
         self.neighbours = self._neighbour_lists()
         self.stats = PlanStats()
         self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run
         self.refused: dict[tuple[int, int], str] = {}  # links of the last plan not kept, and why
 
-    def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """For each page, the pages most likely to link to it: its candidate sources by the ranker's
-        probability first, then its similar pages by cosine (scored below every candidate)."""
+        probability first, then its similar pages by cosine (scored below every candidate); and which of
+        them are likely places for the link (candidates at min_probability or above)."""
         candidates = self.site.candidates.select(
             pl.col("target").alias("page"), pl.col("source").alias("other"), "score", pl.lit(0).alias("tier")
         )
@@ -108,14 +119,21 @@ class PlanState:
         related = (
             pl.concat([candidates, similar.join(candidates, on=["page", "other"], how="anti")])
             .sort(["page", "tier", "score", "other"], descending=[False, False, True, False])
-            .select("page", "other", "score")
+            .with_columns(
+                ((pl.col("tier") == 0) & (pl.col("score") >= self.options.min_probability)).alias("likely")
+            )
+            .select("page", "other", "score", "likely")
         )
-        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
+        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), np.empty(0, dtype=bool))
         lists = [empty] * self.page_count
-        for page, others, scores in (
-            related.group_by("page", maintain_order=True).agg("other", "score").iter_rows()
+        for page, others, scores, likely in (
+            related.group_by("page", maintain_order=True).agg("other", "score", "likely").iter_rows()
         ):
-            lists[page] = (np.asarray(others, dtype=np.int64), np.asarray(scores, dtype=np.float32))
+            lists[page] = (
+                np.asarray(others, dtype=np.int64),
+                np.asarray(scores, dtype=np.float32),
+                np.asarray(likely, dtype=bool),
+            )
         return lists
 
     def is_new(self, source: int, target: int) -> bool:
@@ -125,14 +143,27 @@ class PlanState:
         )
 
     def add(
-        self, source: int, target: int, reason: str, score: float, evidence: str, home: bool = False
+        self,
+        source: int,
+        target: int,
+        reason: str,
+        score: float,
+        evidence: str,
+        home: bool = False,
+        alternatives: tuple[int, ...] = (),
+        listing: bool = False,
     ) -> bool:
+        """Add a link if it is new and its place has room: the home page's hub budget (`home`), an index
+        page's list (`listing`: no budget), else the source's in-content budget."""
         if not self.is_new(source, target):
             return False
         if home:
             if self.hub_budget <= 0:
                 return False
             self.hub_budget -= 1
+        elif listing:
+            if not self.is_index[source]:
+                return False
         else:
             if self.out_budget[source] <= 0:
                 return False
@@ -142,8 +173,10 @@ class PlanState:
         self.planned_targets.append(target)
         self.inbound[target] += 1
         self.contextual_in[target] += 1
-        placement = "home" if home else "contextual"
-        self.links.append(PlannedLink(source, target, reason, float(score), evidence, placement))
+        placement = "home" if home else "listing" if listing else "contextual"
+        self.links.append(
+            PlannedLink(source, target, reason, float(score), evidence, placement, alternatives)
+        )
         return True
 
     def current_graph(self) -> sparse.csr_matrix:

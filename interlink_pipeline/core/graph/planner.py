@@ -10,11 +10,15 @@ Steps, each adding links only where the source page has spare out-link budget an
    to `hub_links`.
    **Sections** (`section`): each section index links the pages its menu lists under it, up to
    `section_links` (the site's own menu declares the section; editors link an index to its members).
-3. **Structure** (`orphan-rescue`, `component-bridge`, `depth-shortcut`): level by level, the shallowest
-   pages with budget link the too-deep or unreachable pages (most out-links first, one per cut-off group),
-   each from its most related page at that level, until every page is within `max_depth` clicks or no
-   page within `max_depth - 1` clicks has budget left. Orphans and cut-off groups left then get a link from
-   their most related page anywhere (see structure.py).
+3. **Structure** (`orphan-rescue`, `component-bridge`, `depth-shortcut`): round by round, each too-deep or
+   unreachable page (most out-links first, one per cut-off group) gets a link from its most probable source
+   among the pages within `max_depth - 1` clicks with budget left, until every page is within `max_depth`
+   clicks or none of those pages has budget left. Orphans and cut-off groups left then get a link from
+   their most related page anywhere (see structure.py). An index page (a menu parent, a paginated
+   listing) that is a likely source (`min_probability` or more) takes the link in its list (`listing`)
+   whatever its in-content budget: listing a missing member is what an index is for. A structural link
+   whose source scores under `min_probability` is marked weak, with the next best sources as
+   alternatives.
 4. **Topical links** (`topical`): candidates best first, while the target is under its in-content quota
    (from `min_inlinks` for the least central pages to `max_inlinks` for the most).
 
@@ -64,9 +68,9 @@ class Planner(PlanState):
         self.quota = (options.min_inlinks + np.round(quantile * spread)).astype(np.int64)
         self.hubs = self._choose_hubs()
         self._keep_previous()
-        # Structure first, while the shallow pages still have budget: every page within max_depth clicks
-        # (unreachable ones included), then orphans and any group still cut off, then topical links with
-        # the budgets left.
+        # Structure first, while the pages within reach still have budget: every page within max_depth
+        # clicks (unreachable ones included), then orphans and any group still cut off, then topical links
+        # with the budgets left.
         timed = [
             ("hubs", self._link_hubs),
             ("sections", self._link_sections),
@@ -85,10 +89,17 @@ class Planner(PlanState):
         if self.site.kept is None:
             return
         for source, target, reason, score, evidence, placement in self.site.kept.iter_rows():
-            home = placement == "home"
             if (source, target) in self.exists:
                 self.refused[(source, target)] = "now on the site"
-            elif not self.add(source, target, reason, score, evidence, home=home):
+            elif not self.add(
+                source,
+                target,
+                reason,
+                score,
+                evidence,
+                home=placement == "home",
+                listing=placement == "listing",
+            ):
                 self.refused[(source, target)] = "no link budget left on the source"
 
     def _choose_hubs(self) -> list[int]:
@@ -161,6 +172,7 @@ def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.
             "score": pl.Float32,
             "evidence": pl.String,
             "placement": pl.String,
+            "alternatives": pl.List(pl.Int64),
         },
         orient="row",
     )

@@ -1,10 +1,12 @@
 """The plan's structure steps: every page within max_depth clicks of the home page, orphans rescued, groups
 cut off from the home page bridged; each link from the target's most related page with budget left (its
-similar pages and candidates first, then the nearest pages by an exact vector search)."""
+candidate sources by the ranker's probability first, then its similar pages, then the nearest pages by an
+exact vector search), naming the next best sources as alternatives."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import islice
 
 import numpy as np
 from scipy import sparse
@@ -17,24 +19,54 @@ from interlink_pipeline.core.ml.exact_search import exact_top
 
 def _nearest_sources(
     planner: PlanState, targets: list[int], eligible: np.ndarray
-) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The nearest eligible pages with budget for each target, by one blocked vector search."""
     pool = np.flatnonzero(eligible[: planner.page_count] & (planner.out_budget[: planner.page_count] > 0))
     vectors = planner.site.vectors
     if vectors is None or not targets or not len(pool):
         return {}
     idx, scores = exact_top(vectors[targets], vectors[pool], min(50, len(pool)))
-    return {t: (pool[idx[row]], scores[row]) for row, t in enumerate(targets)}
+    unlikely = np.zeros(idx.shape[1], dtype=bool)  # found by their words alone: never beyond a budget
+    return {t: (pool[idx[row]], scores[row], unlikely) for row, t in enumerate(targets)}
+
+
+ALTERNATIVES = 3  # the next best sources a structural link names
 
 
 def _link_first_open(
-    planner: PlanState, target: int, others: np.ndarray, scores: np.ndarray, eligible: np.ndarray, reason: str
+    planner: PlanState,
+    target: int,
+    related: tuple[np.ndarray, np.ndarray, np.ndarray],
+    eligible: np.ndarray,
+    reason: str,
 ) -> bool:
-    """Link target from the first of `others` (best first) that is eligible, has budget, no link yet."""
-    for other, score in zip(others.tolist(), scores.tolist(), strict=True):
-        if eligible[other] and planner.out_budget[other] > 0 and planner.is_new(other, target):
-            return planner.add(other, target, reason, score, "semantic")
-    return False
+    """Link target from the first of its `related` pages (best first: pages, scores, likely) that is
+    eligible, has room and no link yet, naming the next ALTERNATIVES such pages as its alternatives. An
+    index page that is a likely place for it has room in its list, whatever its in-content budget."""
+    others, scores, likely = related
+
+    def room(i: int, other: int) -> str | None:
+        if planner.out_budget[other] > 0:
+            return "contextual"
+        return "listing" if likely[i] and planner.is_index[other] else None
+
+    open_sources = list(
+        islice(
+            (
+                (other, score, place)
+                for i, (other, score) in enumerate(zip(others.tolist(), scores.tolist(), strict=True))
+                if eligible[other] and planner.is_new(other, target) and (place := room(i, other))
+            ),
+            1 + ALTERNATIVES,
+        )
+    )
+    if not open_sources:
+        return False
+    (source, score, place), rest = open_sources[0], open_sources[1:]
+    return planner.add(
+        source, target, reason, score, "semantic", alternatives=tuple(o for o, _, _ in rest),
+        listing=place == "listing",
+    )  # fmt: skip
 
 
 def link_from_related(
@@ -50,13 +82,13 @@ def link_from_related(
     unlinked = [
         int(t)
         for t in targets
-        if not _link_first_open(planner, int(t), *planner.neighbours[int(t)], eligible, why(int(t)))
+        if not _link_first_open(planner, int(t), planner.neighbours[int(t)], eligible, why(int(t)))
     ]
     nearest = _nearest_sources(planner, unlinked, eligible)
     return [
         t
         for t in unlinked
-        if t not in nearest or not _link_first_open(planner, t, *nearest[t], eligible, why(t))
+        if t not in nearest or not _link_first_open(planner, t, nearest[t], eligible, why(t))
     ]
 
 
@@ -97,11 +129,11 @@ def bridge_components(planner: PlanState) -> None:
 
 
 def shorten_depth(planner: PlanState) -> None:
-    """Bring every page within max_depth clicks, level by level: the shallowest pages with budget left
-    link the too-deep or unreachable pages with the most out-links (then the most central), which then
-    sit one click below them and pass links on in turn — the budgets build a wide, shallow tree rather
-    than a single layer at the limit. A link to a page nobody linked is an orphan rescue; into a group
-    cut off from the home page, a component bridge."""
+    """Bring every page within max_depth clicks: each too-deep or unreachable page (those with the most
+    out-links first, then the most central) gets a link from its most related page among those within
+    max_depth - 1 clicks that have budget left, and then passes links on in turn: round by round, until
+    none is too deep. A link to a page nobody linked is an orphan rescue; into a group cut off from the
+    home page, a component bridge."""
     limit, n = planner.options.max_depth, planner.page_count
     unrelated = np.zeros(n, dtype=bool)  # givers none of the remaining too-deep pages relate to
     while True:
@@ -110,15 +142,18 @@ def shorten_depth(planner: PlanState) -> None:
         too_deep = np.flatnonzero((depth[:n] > limit) | (depth[:n] == UNREACHABLE))
         if not len(too_deep):
             return
-        eligible = _shallowest_givers(planner, depth, unrelated)
-        if eligible is None:
+        room = (planner.out_budget[:n] > 0) | planner.is_index[:n]
+        givers = (depth[:n] >= 0) & (depth[:n] < limit) & room & ~unrelated
+        if not givers.any():
             planner.stats.notes.append(
                 f"{len(too_deep)} pages stay deeper than {limit} clicks: no page within {limit - 1} "
                 "clicks has out-link budget left (raise out_link_budget or hub_links)"
             )
             return
-        # at most as many targets as the level has budget to give: the rest wait for the next level
-        capacity = int(planner.out_budget[:n][eligible[:n]].sum())
+        eligible = np.zeros(planner.node_count, dtype=bool)
+        eligible[:n] = givers
+        # at most as many targets as the givers have budget for: the rest wait for the next round
+        capacity = int(planner.out_budget[:n][givers].sum()) + int((givers & planner.is_index[:n]).sum())
         ordered = _next_targets(planner, graph, depth, too_deep)[: 2 * capacity]
         reasons = np.where(
             planner.inbound[ordered] == 0,
@@ -130,22 +165,7 @@ def shorten_depth(planner: PlanState) -> None:
             planner, ordered, eligible, dict(zip(ordered.tolist(), reasons.tolist(), strict=True))
         )
         if len(planner.links) == linked:
-            unrelated[eligible[:n]] = True
-
-
-def _shallowest_givers(planner: PlanState, depth: np.ndarray, unrelated: np.ndarray) -> np.ndarray | None:
-    """The pages that may link too-deep pages this round (a mask over the nodes): the shallowest level of
-    the pages above the limit with budget left, less those no remaining page relates to; None when none."""
-    limit, n = planner.options.max_depth, planner.page_count
-    givers = np.flatnonzero(
-        (depth[:n] >= 0) & (depth[:n] < limit) & (planner.out_budget[:n] > 0) & ~unrelated
-    )
-    if not len(givers):
-        return None
-    level = depth[givers].min()
-    eligible = np.zeros(planner.node_count, dtype=bool)
-    eligible[givers[depth[givers] == level]] = True
-    return eligible
+            unrelated[givers] = True
 
 
 def _next_targets(

@@ -24,7 +24,7 @@ from interlink_pipeline.core.ingest.tabular_files import (
 )
 from interlink_pipeline.core.urls import hosts, url_parts
 
-INT_FIELDS = ("status_code", "crawl_depth", "word_count", "unique_inlinks")
+INT_FIELDS = ("status_code", "crawl_depth", "word_count", "inlinks", "unique_inlinks")
 TRUE_WORDS = ("true", "yes", "1", "verdadero", "si", "sí", "vrai", "oui", "wahr", "ja", "vero")
 # A crawl is accepted for a site when at least this share of its URLs are on the site's host.
 MIN_SITE_SHARE = 0.5

@@ -35,6 +35,8 @@ CLEANING_INPUTS = [
     "rel_prev",
     "redirect_url",
     "crawl_depth",
+    "inlinks",
+    "unique_inlinks",
     "word_count",
     "main_query",
     "custom_text",
@@ -60,6 +62,7 @@ PAGE_COLUMNS = [
     "text_source",
     "text_hash",
     "crawl_depth",
+    "crawl_inlinks",
     "word_count",
     "main_query",
     "crawl_id",
@@ -111,6 +114,7 @@ def _page_rows(pages: pl.DataFrame) -> pl.DataFrame:
         stable_ids(pages["url_key"]).alias("page_id"),
         stable_ids(pages["text"], 32).alias("text_hash"),
         pl.col("path").str.extract(r"^/([^/?#]+)", 1).fill_null("").alias("section"),
+        pl.coalesce("unique_inlinks", "inlinks").alias("crawl_inlinks"),
     ).select(PAGE_COLUMNS)
 
 

@@ -81,3 +81,36 @@ def taken_anchors(links: LinkGraph) -> dict[str, set[int]]:
         if anchor:
             taken.setdefault(anchor.strip().lower(), set()).add(int(target))
     return taken
+
+
+def links_from_crawl_counts(
+    depth: pl.Series, inlinks: pl.Series, home: int
+) -> tuple[pl.DataFrame, int, np.ndarray | None]:
+    """The existing links as far as a crawl export without All Inlinks knows them, as node edges, the number
+    of nodes and each page's in-links as the crawl counted them (None when it has neither column).
+
+    A page the crawler reached `d` clicks from home is entered from a chain of pass-through nodes (home →
+    1 → … → d-1), so its click depth is the crawl's; a page with no in-links in the crawl (found through a
+    sitemap or a URL list) gets none and is an orphan. The edges are navigation (content false): where the
+    links sit on their pages is unknown."""
+    n = len(depth)
+    empty = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
+    if depth.null_count() == n and inlinks.null_count() == n:
+        return empty, n, None
+    counted = inlinks.to_numpy().astype(np.float64)
+    clicks = depth.to_numpy().astype(np.float64)
+    reached = np.where(np.isnan(counted), ~np.isnan(clicks), counted > 0)
+    reached[home] = False
+    deepest = int(np.nanmax(clicks)) if (~np.isnan(clicks)).any() else 1
+    # a reached page of unknown depth sits at the deepest known level; the start URL's level 0 is home's
+    clicks = np.clip(np.nan_to_num(clicks, nan=deepest), 1, None).astype(np.int64)
+    ladder = n + np.arange(max(0, deepest - 1), dtype=np.int64)  # the pass-through node of level 1, 2, …
+    level_node = np.concatenate([[home], ladder])  # the node at level d - 1 enters a page at level d
+    sources = np.concatenate([level_node[:-1], level_node[clicks[reached] - 1]])
+    targets = np.concatenate([ladder, np.flatnonzero(reached)])
+    edges = pl.DataFrame(
+        {"source": sources, "target": targets, "content": np.zeros(len(sources), dtype=bool)},
+        schema=empty.schema,
+    )
+    in_crawl = np.where(np.isnan(counted), reached.astype(np.float64), counted).astype(np.int64)
+    return edges, n + len(ladder), in_crawl

@@ -24,9 +24,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from plotly.colors import qualitative
 
 from interlink_pipeline.core.files import replaced_atomically
+from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
+from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
 LABELLED_TOPICS = 12  # the largest topics are named on the map itself; the legend names them all
@@ -232,7 +234,11 @@ def backtest_section(data: ReportData) -> str:
                                               row["baseline_precision_at_k"], row["baseline_recall_at_k"]],
         }
     )  # fmt: skip
-    return SECTIONS.backtest(row, figures)
+    by_reason = pl.DataFrame(json.loads(row["precision_by_reason"]))
+    columns = {"reason": "reason", "links": "links", "precision": "precision", "recall": "recall",
+               "known": "into pages that lost a link", "known_precision": "their precision"}  # fmt: skip
+    by_reason = by_reason.select([c for c in columns if c in by_reason.columns]).rename(columns, strict=False)
+    return SECTIONS.backtest(row, figures, by_reason)
 
 
 def changes_section(data: ReportData) -> str:
@@ -257,10 +263,28 @@ def changes_section(data: ReportData) -> str:
 
 
 def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
-    """Plan rows as people read them: the reason in words (`why`), the probability to significant digits."""
+    """Plan rows as people read them: the reason in words (`why`) — a structural link also says whether
+    its source is one the site's editors would choose, or weak and which pages could carry it instead —
+    and the probability to significant digits."""
+    probability = pl.col("probability").cast(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS)
+    words = pl.col("reason").replace_strict(REASON_WORDS)
+    weak = (
+        words
+        + pl.lit("; weak: no page is a likely place for it (probability ")
+        + probability.fill_null(0.0).cast(pl.String)
+        + pl.lit(")")
+        + pl.when(pl.col("alternative_source_urls").list.len() > 0)
+        .then(pl.lit("; it could also go on ") + pl.col("alternative_source_urls").list.join(", "))
+        .otherwise(pl.lit(""))
+    )
     return plan.with_columns(
-        pl.col("reason").replace_strict(REASON_WORDS).alias("why"),
-        pl.col("probability").cast(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS),
+        pl.when(pl.col("weak"))
+        .then(weak)
+        .when(pl.col("reason").is_in(STRUCTURAL_REASONS))
+        .then(words + pl.lit("; the site's editors would link it from here"))
+        .otherwise(words)
+        .alias("why"),
+        probability,
     )
 
 
@@ -311,6 +335,8 @@ def header(data: ReportData) -> str:
         "plan made": f"{made:%Y-%m-%d %H:%M} UTC" if made else "–",
         "run": data.run_id,
     }
+    if metrics.get("links_known") in LINKS_NOTES:
+        facts["existing links"] = LINKS_NOTES[metrics["links_known"]]
     settings = "" if data.backtest.is_empty() else data.backtest["settings"][0]
     shown = json.dumps(json.loads(settings), indent=1) if settings else "not recorded (no backtest ran)"
     return SECTIONS.header(facts, shown)

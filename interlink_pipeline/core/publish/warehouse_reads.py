@@ -75,7 +75,8 @@ def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s
 
 
 METRICS_SQL = """
-SELECT scenario, crawl_id, computed_at, pages, links, planned_links, orphan_pages, max_depth, share_depth_le_3
+SELECT scenario, crawl_id, computed_at, pages, links, planned_links, orphan_pages, max_depth,
+       share_depth_le_3, links_known
 FROM graph.site_metrics WHERE site = ? ORDER BY scenario DESC
 """
 LAST_BACKTEST_SQL = """

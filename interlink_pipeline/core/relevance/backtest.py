@@ -4,6 +4,11 @@ them, and score what comes back against them, next to a same-budget baseline com
 The baseline is what a plain "most similar pages" list gives: each page's top pages by title cosine
 (without its existing in-content links), round by round (every page's best, then every page's second…)
 until it holds as many links as the plan; for the candidate figures, each page's top k.
+
+In the same rebuild, every link into a seeded sample of pages is hidden too, navigation included, so that
+they become orphans (a site with navigation has few orphans otherwise): each orphan rescue's source is
+scored against the pages that linked to its target in content, next to the orphan's most similar page by
+title as its source.
 """
 
 from __future__ import annotations
@@ -45,10 +50,45 @@ PAIR = ["source", "target"]
 @dataclass
 class BacktestResult:
     hidden_links: int
-    figures: dict[str, float]
-    by_reason: pl.DataFrame  # reason, links, hits, precision, mean_probability
+    figures: dict[str, float | None]  # None: not measured (no orphan made, none rescued)
+    by_reason: pl.DataFrame  # reason, links, hits, precision, recall, mean_probability
     ranker: Ranker
     seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HiddenLinks:
+    """What a backtest hides: in-content `pairs` (source, target), and every link, navigation included,
+    into the `orphaned` pages."""
+
+    pairs: pl.DataFrame
+    orphaned: np.ndarray
+
+    def visible(self, links: LinkGraph) -> LinkGraph:
+        """The links without the hidden pairs' in-content instances and without any link into an orphan."""
+        shown = hide_pairs(links, self.pairs)
+        return shown.subset(~np.isin(shown.target, self.orphaned))
+
+    def scored(self, links: LinkGraph) -> pl.DataFrame:
+        """The in-content pairs the plan is scored against: the hidden pairs and the orphans' in-links."""
+        into_orphans = links.content_pairs().filter(
+            pl.col("target").is_in(pl.Series(self.orphaned).implode())
+        )
+        return pl.concat([self.pairs.select(PAIR), into_orphans]).unique().sort(PAIR)
+
+
+def links_to_hide(
+    links: LinkGraph, fraction: float, seed: int, orphan_fraction: float, home: int
+) -> HiddenLinks:
+    """A seeded share of the in-content pairs (pairs_to_hide) and a seeded `orphan_fraction` of the pages
+    linked in content (the home page, menu members and pages nothing else would lead to excepted) whose
+    every in-link is hidden."""
+    pairs = pairs_to_hide(links, fraction, seed)
+    linked = np.unique(links.target[links.content])
+    in_menus = np.concatenate([links.sections.child, links.sections.main_sections])
+    eligible = linked[(linked != home) & ~np.isin(linked, in_menus)]
+    chosen = np.random.default_rng([seed, 1]).random(len(eligible)) < orphan_fraction
+    return HiddenLinks(pairs, np.sort(eligible[chosen]))
 
 
 def pairs_to_hide(links: LinkGraph, fraction: float, seed: int) -> pl.DataFrame:
@@ -123,21 +163,23 @@ def at_k(ranked: pl.DataFrame, score: str, hidden: pl.DataFrame, k: int) -> tupl
 
 def run_backtest(
     signals: SiteSignals,
-    links: LinkGraph,
+    visible: LinkGraph,
     hidden: pl.DataFrame,
+    orphaned: np.ndarray,
     plan: Callable[[LinkGraph, pl.DataFrame], pl.DataFrame],
     candidate_options: CandidateOptions,
     ranker_options: RankerOptions,
     k: int = 10,
 ) -> BacktestResult:
-    """Rebuild candidates, ranker and plan from `links` without `hidden`, and score them against it.
+    """Rebuild candidates, ranker and plan from the `visible` links only (HiddenLinks.visible), and score
+    them against the `hidden` in-content pairs (HiddenLinks.scored); the rescues of the `orphaned` pages
+    against their hidden in-links.
 
     `plan(visible links, scored candidates)` returns the plan's links (source, target, reason,
     probability); it is the same planning the site's own run uses.
     """
     seconds: dict[str, float] = {}
     started = time.monotonic()
-    visible = hide_pairs(links, hidden)
     builder = CandidateBuilder(signals, candidate_options)
     examples = training_examples(builder, visible, ranker_options)
     ranker = fit_ranker(examples, ranker_options)
@@ -151,6 +193,7 @@ def run_backtest(
     seconds["plan"] = time.monotonic() - started
     lists = baseline_lists(signals.vectors["title"], visible, max(k, 50))
     figures = _figures(planned, candidates, lists, hidden, k)
+    figures |= _orphan_figures(planned, hidden, orphaned, signals.vectors["title"])
     return BacktestResult(hidden.height, figures, _by_reason(planned, hidden), ranker, seconds)
 
 
@@ -182,17 +225,57 @@ def _figures(
     }
 
 
+def _orphan_figures(
+    planned: pl.DataFrame, hidden: pl.DataFrame, orphaned: np.ndarray, title_vectors: np.ndarray
+) -> dict[str, float | None]:
+    """The orphans made by hiding their in-links: how many the plan rescued, how often a rescue's source
+    is a page that linked to the orphan in content, and how often the orphan's most similar page by title
+    is (the baseline: "link it from its closest page")."""
+    truth = hidden.filter(pl.col("target").is_in(pl.Series(orphaned).implode()))
+    orphans = truth["target"].unique()
+    rescues = planned.filter(
+        (pl.col("reason") == "orphan-rescue") & pl.col("target").is_in(orphans.implode())
+    ).select(PAIR)
+    closest = np.empty(0, dtype=np.int64)
+    if len(orphans):
+        queries = orphans.to_numpy()
+        idx, _ = exact_top(title_vectors[queries], title_vectors, 2, query_ids=queries)
+        closest = idx[:, 0]
+    baseline = pl.DataFrame(
+        {"source": closest, "target": orphans.to_numpy()}, schema=dict.fromkeys(PAIR, pl.Int64)
+    )
+    rescue_hits = rescues.join(truth, on=PAIR).height
+    return {
+        "orphaned_pages": len(orphans),
+        "orphan_rescues": rescues.height,
+        "orphan_rescue_precision": rescue_hits / rescues.height if rescues.height else None,
+        "orphan_baseline_precision": baseline.join(truth, on=PAIR).height / len(orphans)
+        if len(orphans)
+        else None,
+    }
+
+
 def _by_reason(planned: pl.DataFrame, hidden: pl.DataFrame) -> pl.DataFrame:
-    """The plan's precision per reason: links, hits, precision and mean probability."""
+    """The plan's figures per reason: links, hits, precision, recall (the share of the hidden links it
+    found), mean probability, and for the links into a page that lost an in-link to the hiding (`known`),
+    their precision: a structural link's target is forced and only its source chosen, and a page the
+    editors never linked (deep or orphaned in the crawl) has no source to find."""
+    lost = hidden.select(pl.col("target").unique(), pl.lit(True).alias("known"))
     return (
         planned.join(hidden.select(PAIR).with_columns(pl.lit(1).alias("hit")), on=PAIR, how="left")
+        .join(lost, on="target", how="left")
         .group_by("reason")
         .agg(
             pl.len().alias("links"),
             pl.col("hit").fill_null(0).sum().alias("hits"),
+            pl.col("known").fill_null(False).sum().alias("known"),
             pl.col("probability").mean().alias("mean_probability"),
         )
-        .with_columns((pl.col("hits") / pl.col("links")).alias("precision"))
+        .with_columns(
+            (pl.col("hits") / pl.col("links")).alias("precision"),
+            (pl.col("hits") / max(hidden.height, 1)).alias("recall"),
+            (pl.col("hits") / pl.col("known")).fill_nan(None).alias("known_precision"),
+        )
         .sort(["links", "reason"], descending=[True, False])  # group_by's order is not stable
     )
 
@@ -208,6 +291,7 @@ class BacktestSetup:
     fraction: float
     seed: int
     k: int
+    orphan_fraction: float
     candidates: CandidateOptions
     ranker: RankerOptions
     plan: Any  # the plan's settings (a dataclass): the planning itself is handed to run_backtest
@@ -226,7 +310,10 @@ def measured_inputs(
 ) -> tuple[str, str, SiteState]:
     """What a backtest measures: the training inputs' fingerprint, a hash of its setup and embedding model,
     and the site's state; an earlier backtest stands while they still fit (see link_ranker.still_fits)."""
-    measured = json.dumps({**setup.settings(), "fraction": setup.fraction, "k": setup.k, "model": model_id})
+    measured = json.dumps(
+        {**setup.settings(), "fraction": setup.fraction, "orphan_fraction": setup.orphan_fraction,
+         "k": setup.k, "model": model_id}
+    )  # fmt: skip
     return (
         training_fingerprint(signals, links, setup.candidates, setup.ranker, model_id),
         hashlib.sha256(measured.encode()).hexdigest(),
@@ -267,6 +354,11 @@ def backtest_row(
             "baseline_precision_at_k": [f["baseline_precision_at_k"]],
             "baseline_recall_at_k": [f["baseline_recall_at_k"]],
             "candidate_coverage": [f["candidate_coverage"]],
+            "orphan_fraction": [setup.orphan_fraction],
+            "orphaned_pages": [int(f["orphaned_pages"])],
+            "orphan_rescues": [int(f["orphan_rescues"])],
+            "orphan_rescue_precision": [f["orphan_rescue_precision"]],
+            "orphan_baseline_precision": [f["orphan_baseline_precision"]],
             "precision_by_reason": [json.dumps(result.by_reason.to_dicts())],
             "seconds": [seconds],
             "measured_in_run": [run_id],
@@ -277,6 +369,10 @@ def backtest_row(
             "hidden_links": pl.Int32,
             "plan_links": pl.Int32,
             "k": pl.Int32,
+            "orphaned_pages": pl.Int32,
+            "orphan_rescues": pl.Int32,
+            "orphan_rescue_precision": pl.Float64,
+            "orphan_baseline_precision": pl.Float64,
         },
     )
 

@@ -29,6 +29,7 @@ FEATURES = (
     "is_sibling",
     "same_section",
     "tree_distance",
+    "template_twin",
     "source_depth",
     "target_depth",
     "two_hop",

@@ -24,6 +24,9 @@ class UrlTree:
         # prefix[i, d]: an id of page i's first d+1 path segments (-1 past its depth), so two pages' common
         # prefix length is a vector comparison; a section is a first segment
         self.prefix = _prefix_ids(segments, int(self.depth.max(initial=0)))
+        # name[i, d]: an id of page i's (d+1)-th path segment alone (-1 past its depth): the same name under
+        # another prefix is a template's part in another branch (a community's name, a floor plan's)
+        self.name = _segment_ids(segments, self.prefix.shape[1])
         parent = np.full(self.n, -1, dtype=np.int64)
         for i, s in enumerate(segments):
             for up in range(len(s) - 1, -1, -1):
@@ -75,23 +78,43 @@ class UrlTree:
         return pl.DataFrame({"source": np.full(len(members), parent, dtype=np.int64), "target": members})
 
     def relations(self, source: np.ndarray, target: np.ndarray) -> dict[str, np.ndarray]:
-        """is_parent (target is the source's parent), is_child, is_sibling, same_section, tree_distance."""
+        """is_parent (target is the source's parent), is_child, is_sibling, same_section, tree_distance,
+        template_twin (their paths hold the same name at the same depth below different prefixes: parts of
+        a template in two branches, as the same floor plan, or floor plans of same-named communities, in
+        two cities), the pages' depths."""
         ps, pt = self.parent[source], self.parent[target]
         common = np.zeros(len(source), dtype=np.int64)
+        twin = np.zeros(len(source), dtype=bool)
         for start in range(0, len(source), CHUNK_ROWS):
             part = slice(start, start + CHUNK_ROWS)
             left = self.prefix[source[part]]
             same = (left == self.prefix[target[part]]) & (left >= 0)
             common[part] = np.cumprod(same, axis=1).sum(axis=1)
+            # the same name at the same depth below different prefixes
+            names = self.name[source[part]]
+            renamed = (names == self.name[target[part]]) & (names >= 0)
+            twin[part] = (renamed[:, 1:] & ~same[:, :-1]).any(axis=1)
+        distance = self.depth[source] + self.depth[target] - 2 * common
         return {
             "is_parent": (ps == target).astype(np.float32),
             "is_child": (pt == source).astype(np.float32),
             "is_sibling": ((ps == pt) & (ps >= 0)).astype(np.float32),
             "same_section": (common >= 1).astype(np.float32),
-            "tree_distance": (self.depth[source] + self.depth[target] - 2 * common).astype(np.float32),
+            "tree_distance": distance.astype(np.float32),
+            "template_twin": twin.astype(np.float32),
             "source_depth": self.depth[source].astype(np.float32),
             "target_depth": self.depth[target].astype(np.float32),
         }
+
+
+def _segment_ids(segments: list[list[str]], depth: int) -> np.ndarray:
+    """An id per distinct path segment name, by page and depth; -1 past a page's depth."""
+    ids: dict[str, int] = {}
+    name = np.full((len(segments), max(depth, 1)), -1, dtype=np.int64)
+    for i, parts in enumerate(segments):
+        for d, part in enumerate(parts):
+            name[i, d] = ids.setdefault(part, len(ids))
+    return name
 
 
 def _prefix_ids(segments: list[list[str]], depth: int) -> np.ndarray:

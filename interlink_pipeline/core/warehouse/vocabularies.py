@@ -22,5 +22,9 @@ EXCLUSION_REASONS = (
 )
 # graph.link_plan.reason: which of the planner's steps chose a link
 PLAN_REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
+# the reasons of the plan's structure steps: links a page needs, from the best source it can get
+STRUCTURAL_REASONS = ("orphan-rescue", "component-bridge", "depth-shortcut")
 # graph.link_plan_changes.change: a link against the plan before
 PLAN_CHANGES = ("kept", "added", "removed")
+# graph.site_metrics.links_known: how the site's existing links are known (All Inlinks, the crawl's counts)
+LINKS_KNOWN = ("links", "counts", "none")

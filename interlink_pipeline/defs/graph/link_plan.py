@@ -10,7 +10,7 @@ from dagster import AssetExecutionContext, MetadataValue
 
 from interlink_pipeline.core.graph.link_plan import SitePlan, keep_centrality, plan_for_site
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
-from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, comparison
+from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, SUMMARY_ROWS, comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
@@ -68,21 +68,17 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
         "graph.site_metrics": result.site_rows,
         "graph.link_plan_changes": result.changes,
     }
-    metadata = _metadata(result, inputs.pages, previous_links)
+    metadata = _metadata(result, inputs.pages, previous_links, inputs.links_known)
     yield from persist(context, warehouse, site, frames, metadata, started, check_results(result.checks))
     keep_centrality(warehouse, site, result)
 
 
-def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int) -> dict:
+def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int, links_known: str) -> dict:
     """What the materialisation shows: stability, links by reason, before/after, depths, hubs, a preview."""
     plan, changes, stats = result.plan, result.changes, result.planner.stats
     names = dict(pages.select("page_id", pl.coalesce("title", "h1", "url")).iter_rows())
     counts = dict(changes.group_by("change").len().iter_rows())
     known = result.before is not None
-    unknown_note = (
-        "No All Inlinks export: the existing links are unknown, so 'after' is the plan alone and there is no "
-        "'before'."
-    )
     change_counts = (
         changes.group_by("change", "why").len("links").sort("change", "links", descending=[False, True])
     )
@@ -95,7 +91,8 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int) -> dic
         "changes_since_last_plan": table_preview(change_counts, 20),
         "links_by_reason": table_preview(_links_by_reason(plan), 10),
         "before_after": table_preview(comparison(result.before, result.after), 20),
-        **({} if known else {"before_after_note": unknown_note}),
+        "existing_links": links_known,
+        **({"existing_links_note": LINKS_NOTES[links_known]} if links_known in LINKS_NOTES else {}),
         "depth_before": MetadataValue.md(_bars(result.before.depth_histogram)) if known else "unknown",
         "depth_after": MetadataValue.md(_bars(result.after.depth_histogram)),
         "hubs": table_preview(hubs, 30),

@@ -1,5 +1,6 @@
-"""link_backtest: the site's plan rebuilt with a seeded share of its in-content links hidden, scored
-against them next to a same-budget baseline — every run shows how good its links are."""
+"""link_backtest: the site's plan rebuilt with a seeded share of its in-content links hidden (and every link
+into a seeded sample of pages, made orphans), scored against them next to same-budget baselines — every run
+shows how good its links are."""
 
 import json
 import time
@@ -9,7 +10,7 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.graph.link_plan import planner_without, read_plan_inputs
+from interlink_pipeline.core.graph.link_plan import backtest_plan, read_plan_inputs
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.numbers import SEED_LIMIT
 from interlink_pipeline.core.relevance.backtest import (
@@ -17,9 +18,8 @@ from interlink_pipeline.core.relevance.backtest import (
     backtest_row,
     earlier_measurement,
     keep_measurement,
+    links_to_hide,
     measured_inputs,
-    pairs_to_hide,
-    run_backtest,
 )
 from interlink_pipeline.core.relevance.link_ranker import RankerOptions
 from interlink_pipeline.core.relevance.site_inputs import RELEVANCE_TABLES, relevance_inputs, with_vectors
@@ -40,6 +40,14 @@ class LinkBacktestConfig(Config):
         ge=0,
         lt=SEED_LIMIT,
         description="Which links are hidden (the same seed hides the same ones).",
+    )
+    orphan_fraction: float = Field(
+        default=0.05,
+        ge=0,
+        lt=1,
+        description="Share of the pages linked in content whose every in-link is hidden too (navigation "
+        "included), so that the orphan rescues are measured: each rescue's source against the pages that "
+        "linked to it.",
     )
     k: int = Field(default=10, ge=1, description="Candidate precision@k and recall@k.")
     remeasure_above: float = Field(
@@ -87,12 +95,14 @@ def link_backtest(
         fraction=config.fraction,
         seed=config.seed,
         k=config.k,
+        orphan_fraction=config.orphan_fraction,
         candidates=candidate_settings.options(),
         ranker=RankerOptions(seed=config.seed),
         plan=PlanOptions(),
     )
     with user_errors():
-        hidden = pairs_to_hide(inputs.links, setup.fraction, setup.seed)
+        home = int(inputs.pages["is_home"].arg_max())
+        hiding = links_to_hide(inputs.links, setup.fraction, setup.seed, setup.orphan_fraction, home)
     now = measured_inputs(setup, inputs.signals, inputs.links, inputs.pages["page_id"], model_id)
     earlier, why = earlier_measurement(warehouse, site, now, config.remeasure_above)
     if earlier is not None:
@@ -101,8 +111,7 @@ def link_backtest(
     with user_errors():
         inputs = with_vectors(inputs, warehouse, model_id, embedder.encoder)
         base = read_plan_inputs(warehouse, site)
-    plan = planner_without(base, hidden, setup.plan)
-    result = run_backtest(inputs.signals, inputs.links, hidden, plan, setup.candidates, setup.ranker, setup.k)
+    result = backtest_plan(inputs.signals, inputs.links, base, hiding, setup)
     ran_at = datetime.now(UTC).replace(tzinfo=None)
     run_id = context.run.run_id
     row = backtest_row(setup, result, site, run_id, crawl_id, ran_at, time.monotonic() - started)
@@ -170,11 +179,27 @@ def _figures(row: dict) -> dict:
         "chart": MetadataValue.md(chart),
         "precision_by_reason": table_preview(
             by_reason.with_columns(
-                pl.col(c).round(3) for c in ("precision", "mean_probability") if c in by_reason.columns
+                pl.col(c).round(3)
+                for c in ("precision", "recall", "known_precision", "mean_probability")
+                if c in by_reason.columns
             ),
             10,
         ),
+        **_orphan_figures(row),
         "ranker": row["ranker"],
+    }
+
+
+def _orphan_figures(row: dict) -> dict:
+    """The orphan backtest's figures, when it made orphans: its rescues' precision against the baseline."""
+    if not row.get("orphaned_pages"):
+        return {}
+    rescue, baseline = row["orphan_rescue_precision"], row["orphan_baseline_precision"]
+    return {
+        "orphaned_pages": row["orphaned_pages"],
+        "orphan_rescues": row["orphan_rescues"],
+        "orphan_rescue_precision": MetadataValue.float(rescue) if rescue is not None else "no rescue",
+        "orphan_baseline_precision": MetadataValue.float(baseline),
     }
 
 

@@ -43,6 +43,11 @@ class LinkCandidate(PairTable, unique=("site", "source_page_id", "target_page_id
     is_sibling: pl.Float32 = pa.Field(description="1 when both have the same parent page.")
     same_section: pl.Float32 = pa.Field(description="1 when both are in the same first path segment.")
     tree_distance: pl.Float32 = pa.Field(description="Steps between the two in the URL tree.")
+    template_twin: pl.Float32 = pa.Field(
+        description="1 when their paths hold the same name at the same depth below different prefixes: "
+        "parts of a template in two branches (the same floor plan, or plans of same-named communities, in "
+        "two cities; the same service in two cities)."
+    )
     source_depth: pl.Float32 = pa.Field(description="Path segments of the source's URL.")
     target_depth: pl.Float32 = pa.Field(description="Path segments of the target's URL.")
     two_hop: pl.Float32 = pa.Field(description="In-content paths source -> page -> target.")

@@ -7,7 +7,7 @@ import pandera.polars as pa
 import polars as pl
 
 from interlink_pipeline.core.warehouse.schemas.bases import PageTable, PairTable, SiteTable
-from interlink_pipeline.core.warehouse.vocabularies import PLAN_CHANGES, PLAN_REASONS
+from interlink_pipeline.core.warehouse.vocabularies import LINKS_KNOWN, PLAN_CHANGES, PLAN_REASONS
 
 
 class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")):
@@ -49,7 +49,17 @@ class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")
         "(sections)."
     )
     placement: str = pa.Field(
-        isin=["home", "contextual"], description="home: on the home page; contextual: in-content."
+        isin=["home", "listing", "contextual"],
+        description="home: on the home page; listing: in the list of an index page (a menu parent or a "
+        "paginated listing's first page) that is a likely place for it, beyond its in-content budget; "
+        "contextual: in-content.",
+    )
+    weak: bool = pa.Field(
+        description="A structural link (orphan-rescue, component-bridge, depth-shortcut) whose best source "
+        "scores under min_probability: the page needs the link, but no page is a likely place for it."
+    )
+    alternative_source_urls: pl.List(pl.String) = pa.Field(
+        description="A structural link's next best sources, best first (up to three; empty for the others)."
     )
 
 
@@ -126,6 +136,11 @@ class SiteMetrics(SiteTable, unique=("site", "scenario")):
     inlink_gini: pl.Float64 = pa.Field(ge=0, le=1, description="Inequality of in-links (0 = even).")
     mean_outlinks: pl.Float64 = pa.Field(ge=0, description="Links per page.")
     depth_histogram: str = pa.Field(description='JSON {"0": pages, "1": pages, …, "unreachable": pages}.')
+    links_known: str = pa.Field(
+        isin=list(LINKS_KNOWN),
+        description="How the existing links are known: links (an All Inlinks export), counts (no export: "
+        "the crawl's in-link counts and click depths only) or none (neither).",
+    )
 
 
 class BacktestRun(SiteTable, unique=("site", "run_id")):
@@ -137,7 +152,9 @@ class BacktestRun(SiteTable, unique=("site", "run_id")):
     crawl_id: str = pa.Field(description="The crawl it ran on.")
     seed: pl.Int64 = pa.Field(description="Seed of the hidden sample.")
     fraction: pl.Float64 = pa.Field(ge=0, le=1, description="Share of in-content link pairs hidden.")
-    hidden_links: pl.Int32 = pa.Field(ge=0, description="In-content link pairs hidden.")
+    hidden_links: pl.Int32 = pa.Field(
+        ge=0, description="In-content link pairs hidden (the sampled pairs and the orphans' in-links)."
+    )
     settings: str = pa.Field(description="JSON: candidate, ranker and plan settings used.")
     ranker: str = pa.Field(description="The ranker fitted without the hidden links, and why.")
     plan_links: pl.Int32 = pa.Field(ge=0, description="Links in the rebuilt plan.")
@@ -161,8 +178,34 @@ class BacktestRun(SiteTable, unique=("site", "run_id")):
     candidate_coverage: pl.Float64 = pa.Field(
         ge=0, le=1, description="Share of the hidden links among the candidates at all."
     )
+    orphan_fraction: pl.Float64 = pa.Field(
+        nullable=True,
+        ge=0,
+        le=1,
+        description="Share of the pages linked in content made orphans: every link into them hidden, "
+        "navigation included (menu members and the home page excepted).",
+    )
+    orphaned_pages: pl.Int32 = pa.Field(nullable=True, ge=0, description="Pages made orphans.")
+    orphan_rescues: pl.Int32 = pa.Field(
+        nullable=True, ge=0, description="The rebuilt plan's orphan rescues into those pages."
+    )
+    orphan_rescue_precision: pl.Float64 = pa.Field(
+        nullable=True,
+        ge=0,
+        le=1,
+        description="Share of those rescues whose source linked to the orphan in content (null: none).",
+    )
+    orphan_baseline_precision: pl.Float64 = pa.Field(
+        nullable=True,
+        ge=0,
+        le=1,
+        description="Share of the orphans whose most similar page by title linked to it in content: the "
+        "rescue's baseline.",
+    )
     precision_by_reason: str = pa.Field(
-        description="JSON: per plan reason, links, hits, precision and mean probability."
+        description="JSON: per plan reason, links, hits, precision, recall (its share of the hidden links), "
+        "mean probability, and known / known_precision: its links into pages that lost an in-link to the "
+        "hiding, and their precision (a structural link's target is forced; only its source is chosen)."
     )
     seconds: pl.Float64 = pa.Field(ge=0, description="Time the backtest took.")
     measured_in_run: str = pa.Field(

@@ -38,7 +38,10 @@ class RawCrawlPage(FileRows):
         nullable=True, ge=0, description="Crawl Depth (clicks from the start URL)."
     )
     word_count: pl.Int32 = pa.Field(nullable=True, ge=0, description="Word Count.")
-    unique_inlinks: pl.Int32 = pa.Field(nullable=True, ge=0, description="Unique Inlinks.")
+    inlinks: pl.Int32 = pa.Field(nullable=True, ge=0, description="Inlinks (every link, repeats counted).")
+    unique_inlinks: pl.Int32 = pa.Field(
+        nullable=True, ge=0, description="Unique Inlinks (pages linking to it, once each)."
+    )
     main_query: str = pa.Field(nullable=True, description="The page's main search query, when mapped.")
     custom_text: str = pa.Field(nullable=True, description="A user-mapped text column (e.g. an extraction).")
     content_hash: str = pa.Field(
@@ -100,6 +103,12 @@ class Page(SiteTable, unique=("site", "page_id")):
     text_source: str = pa.Field(description="Which field `text` came from (after fallbacks).")
     text_hash: str = pa.Field(str_length=MD5_LENGTH, description="MD5 of `text`.")
     crawl_depth: pl.Int32 = pa.Field(nullable=True, ge=0, description="Crawl depth in the crawl.")
+    crawl_inlinks: pl.Int32 = pa.Field(
+        nullable=True,
+        ge=0,
+        description="In-links the crawl counted (Unique Inlinks, else Inlinks); null when it has neither. "
+        "Without an All Inlinks export the plan knows the existing links by these counts only.",
+    )
     word_count: pl.Int32 = pa.Field(nullable=True, ge=0, description="Word count.")
     main_query: str = pa.Field(nullable=True, description="Main query, when supplied.")
     crawl_id: str = pa.Field(description="The crawl these pages came from.")
