@@ -16,7 +16,7 @@ from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
-from interlink_pipeline.core.relevance.backtest import HiddenLinks, links_to_hide, run_backtest
+from interlink_pipeline.core.relevance.backtest import links_to_hide, run_backtest
 from interlink_pipeline.core.relevance.candidate_features import FEATURES
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, build_candidates
 from interlink_pipeline.core.relevance.link_ranker import (
@@ -206,24 +206,20 @@ def light_inputs(light_and_nutri, tmp_path_factory):
     return warehouse, inputs, read_plan_inputs(warehouse, LIGHT)
 
 
-def _planner(base, hiding, links):
-    """The site's planning, asserting on the way that the hidden links were never shown to it."""
-    hidden = hiding.scored(links)
+def _backtest(inputs, visible, hiding, base, ranker_options):
+    """A backtest of the site from the `visible` links, scored on what `hiding` hides of its links, with
+    its planning asserting on the way that the hidden links were never shown to it."""
+    hidden = hiding.scored(inputs.links)
     plan = planner_without(base, hidden, hiding.orphaned, PlanOptions())
 
-    def checked(visible, candidates):
-        assert not visible.content_pairs().join(hidden, on=["source", "target"]).height
-        assert not np.isin(visible.target, hiding.orphaned).any()
-        return plan(visible, candidates)
+    def checked(shown, candidates):
+        assert not shown.content_pairs().join(hidden, on=["source", "target"]).height
+        assert not np.isin(shown.target, hiding.orphaned).any()
+        return plan(shown, candidates)
 
-    return checked
-
-
-def _backtest(inputs, links, hiding, base, ranker_options):
-    """A backtest of the site (its links as `links`) hiding what `hiding` hides."""
     return run_backtest(
-        inputs.signals, hiding.visible(links), hiding.scored(inputs.links), hiding.orphaned,
-        _planner(base, hiding, inputs.links), CandidateSettings().options(), ranker_options,
+        inputs.signals, visible, hidden, hiding.orphaned, checked, CandidateSettings().options(),
+        ranker_options,
     )  # fmt: skip
 
 
@@ -287,11 +283,8 @@ def test_hidden_links_reach_no_feature(light_inputs):
         build_candidates(inputs.signals, never_had, options)
     )
     ranker_options = RankerOptions(min_positives=10)
-    nothing_more = HiddenLinks(hiding.pairs.clear(), np.empty(0, dtype=np.int64))
-    shown = _backtest(inputs, inputs.links, hiding, base, ranker_options)
-    unshown = _backtest(inputs, never_had, nothing_more, base, ranker_options)
-    # the orphans' rescues are scored the same either way (the never-had run passes no orphans of its own)
-    unshown.figures |= {k: v for k, v in shown.figures.items() if k.startswith("orphan")}
+    shown = _backtest(inputs, hiding.visible(inputs.links), hiding, base, ranker_options)
+    unshown = _backtest(inputs, never_had, hiding, base, ranker_options)
     assert shown.figures == unshown.figures
     assert shown.figures["plan_links"] > 0 and shown.figures["orphan_rescues"] > 0
 
@@ -304,7 +297,7 @@ def test_the_backtest_repeats_under_a_seed(light_inputs):
     other = links_to_hide(inputs.links, 0.2, seed=8, orphan_fraction=0.1, home=home)
     assert first.pairs.equals(again.pairs) and (first.orphaned == again.orphaned).all()
     assert not first.pairs.equals(other.pairs)
-    runs = [_backtest(inputs, inputs.links, first, base, RankerOptions()) for _ in range(2)]
+    runs = [_backtest(inputs, first.visible(inputs.links), first, base, RankerOptions()) for _ in range(2)]
     assert runs[0].figures == runs[1].figures
     assert runs[0].by_reason.equals(runs[1].by_reason)
 

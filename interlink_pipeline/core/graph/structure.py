@@ -1,5 +1,5 @@
 """The plan's structure steps: every page within max_depth clicks of the home page, orphans rescued, groups
-cut off from the home page bridged; each link from the target's most related page with budget left (its
+cut off from the home page bridged; each link from the target's most related page with room left (its
 candidate sources by the ranker's probability first, then its similar pages, then the nearest pages by an
 exact vector search), naming the next best sources as alternatives."""
 

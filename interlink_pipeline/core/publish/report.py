@@ -210,10 +210,15 @@ SECTIONS = TEMPLATES.get_template("sections.html.j2").module  # its macros, each
 
 
 def reasons_table(data: ReportData) -> str:
-    """Links by reason: how many, and how probable the site's ranker finds them."""
+    """Links by reason: how many, how probable the site's ranker finds them, and how many structural ones
+    have no likely source (weak), counted apart."""
     by_reason = (
         data.plan.group_by("reason")
-        .agg(pl.len().alias("links"), pl.col("probability").mean().alias("mean probability"))
+        .agg(
+            pl.len().alias("links"),
+            pl.col("probability").mean().alias("mean probability"),
+            pl.col("weak").sum().alias("weak (no likely source)"),
+        )
         .sort("links", descending=True)
     )
     return SECTIONS.table(by_reason, "reasons")

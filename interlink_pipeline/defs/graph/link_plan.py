@@ -128,6 +128,8 @@ def _links_by_reason(plan: pl.DataFrame) -> pl.DataFrame:
             pl.len().alias("links"),
             pl.col("probability").mean().round(3).alias("mean_probability"),
             pl.col("probability").is_null().sum().alias("without_probability"),
+            pl.col("weak").sum().alias("weak"),
+            (pl.col("placement") == "listing").sum().alias("in_a_listing"),
         )
         .sort("links", descending=True)
     )
