@@ -53,7 +53,7 @@ PAGE_COLUMNS = ("page_id", "url", "url_key", "path", "title", "h1", "meta_descri
 CANDIDATE_COLUMNS = ["source_page_id", "target_page_id", "probability", "origins", "mention_offset",
                      "mention_words"]  # fmt: skip
 PREVIOUS_COLUMNS = ["source_page_id", "target_page_id", "source_url", "target_url", "reason", "score",
-                    "evidence", "placement"]  # fmt: skip
+                    "evidence", "placement", "alternative_source_urls"]  # fmt: skip
 
 
 @dataclass
@@ -236,7 +236,9 @@ def build_site_plan(
     candidates = indexed(candidates, inputs.index, {"source_page_id": "source", "target_page_id": "target"})
     pages = inputs.pages
     fingerprints = pages.select("page_id", page_fingerprints(pages)).join(inputs.index, on="page_id")
-    kept, dropped = links_to_keep(previous, fingerprints_before, fingerprints)
+    kept, dropped = links_to_keep(
+        with_alternatives(previous, pages["url"]), fingerprints_before, fingerprints
+    )
     planned, planner = plan_site(
         inputs, candidates, inputs.existing, options, kept if options.keep_previous else None, kept_centrality
     )
@@ -261,6 +263,19 @@ def build_site_plan(
         planner,
         before.summary if before is not None else None,
         after.summary,
+    )
+
+
+def with_alternatives(previous: pl.DataFrame, urls: pl.Series) -> pl.DataFrame:
+    """The last plan's links with their alternative sources as page indices (those still pages): a kept
+    link keeps them."""
+    index = pl.int_range(urls.len(), eager=True)
+    return previous.with_columns(
+        pl.col("alternative_source_urls")
+        .list.eval(pl.element().replace_strict(urls, index, default=None, return_dtype=pl.Int64))
+        .list.drop_nulls()
+        .fill_null([])
+        .alias("alternatives")
     )
 
 

@@ -26,9 +26,10 @@ def links_to_keep(
     previous: pl.DataFrame, before: pl.DataFrame, now: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(links to keep, links dropped with why) of the last plan (`previous`: source_page_id,
-    target_page_id, reason, score, evidence, placement), given each page's fingerprint then (`before`) and
-    now (`now`: page_id, plan_fingerprint, i). A link is kept while both its pages stand unchanged; one
-    whose page changed is decided anew (and often planned again), one whose page is gone is dropped."""
+    target_page_id, reason, score, evidence, placement, alternatives), given each page's fingerprint
+    then (`before`) and now (`now`: page_id, plan_fingerprint, i). A link is kept while both its pages
+    stand unchanged; one whose page changed is decided anew (and often planned again), one whose page is
+    gone is dropped."""
     fingerprints = now.join(before, on="page_id", how="left", suffix="_before").select(
         "page_id",
         "i",
@@ -52,7 +53,7 @@ def links_to_keep(
     keep = (
         joined.filter(pl.col("why").is_null())
         .sort("order")
-        .select("source", "target", "reason", "score", "evidence", "placement")
+        .select("source", "target", "reason", "score", "evidence", "placement", "alternatives")
     )
     dropped = joined.filter(pl.col("why").is_not_null()).select("source_page_id", "target_page_id", "why")
     return keep, dropped

@@ -53,8 +53,8 @@ class SiteGraph:
     nodes: int = 0  # pages + pass-through nodes (0: pages only)
     vectors: np.ndarray | None = None
     sections: SiteSections = field(default_factory=SiteSections.empty)
-    # the last plan's links to keep (source, target page indices, reason, score, evidence, placement),
-    # in the order they were planned; kept first, before any new link
+    # the last plan's links to keep (source, target page indices, reason, score, evidence, placement,
+    # alternatives), in the order they were planned; kept first, before any new link
     kept: pl.DataFrame | None = None
     kept_centrality: KeptCentrality | None = None  # the last run's sampled estimate, reused while it holds
     # each page's in-links as the crawl counted them, when that is all that is known of the existing links

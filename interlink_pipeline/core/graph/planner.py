@@ -88,18 +88,13 @@ class Planner(PlanState):
         """The last plan's still-valid links, first: the new plan only adds what the change needs."""
         if self.site.kept is None:
             return
-        for source, target, reason, score, evidence, placement in self.site.kept.iter_rows():
+        for source, target, reason, score, evidence, placement, alternatives in self.site.kept.iter_rows():
             if (source, target) in self.exists:
                 self.refused[(source, target)] = "now on the site"
             elif not self.add(
-                source,
-                target,
-                reason,
-                score,
-                evidence,
-                home=placement == "home",
-                listing=placement == "listing",
-            ):
+                source, target, reason, score, evidence, home=placement == "home",
+                alternatives=tuple(alternatives), listing=placement == "listing",
+            ):  # fmt: skip
                 self.refused[(source, target)] = "no link budget left on the source"
 
     def _choose_hubs(self) -> list[int]:
