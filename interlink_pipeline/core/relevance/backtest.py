@@ -51,7 +51,7 @@ PAIR = ["source", "target"]
 class BacktestResult:
     hidden_links: int
     figures: dict[str, float | None]  # None: not measured (no orphan made, none rescued)
-    by_reason: pl.DataFrame  # reason, links, hits, precision, recall, mean_probability
+    by_reason: pl.DataFrame  # reason, links, hits, known, mean probability, precision, recall, …
     ranker: Ranker
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -81,8 +81,8 @@ def links_to_hide(
     links: LinkGraph, fraction: float, seed: int, orphan_fraction: float, home: int
 ) -> HiddenLinks:
     """A seeded share of the in-content pairs (pairs_to_hide) and a seeded `orphan_fraction` of the pages
-    linked in content (the home page, menu members and pages nothing else would lead to excepted) whose
-    every in-link is hidden."""
+    linked in content (the home page and menu members excepted: a menu would list them anyway) whose every
+    in-link is hidden."""
     pairs = pairs_to_hide(links, fraction, seed)
     linked = np.unique(links.target[links.content])
     in_menus = np.concatenate([links.sections.child, links.sections.main_sections])
