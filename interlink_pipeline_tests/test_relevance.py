@@ -20,6 +20,7 @@ from interlink_pipeline.core.relevance.backtest import links_to_hide, run_backte
 from interlink_pipeline.core.relevance.candidate_features import FEATURES
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, build_candidates
 from interlink_pipeline.core.relevance.link_ranker import (
+    LINK_FEATURES,
     RankerOptions,
     SiteState,
     drift,
@@ -347,6 +348,13 @@ def test_too_few_links_fall_back_to_the_default_weights(light_inputs):
     scored = build_candidates(inputs.signals, inputs.links, options)
     probability = fallback.probability(scored)
     assert probability.min() >= 0 and probability.max() <= 1
+    # a site without a links export: its link features are unknown, not zero, and count as the average
+    # site's; whatever they hold then changes nothing, and the ranker says so
+    unlinked = fit_ranker(examples, RankerOptions(min_positives=positives + 1), links_known=False)
+    assert "no links export: its link features count as the average site's" in unlinked.reason
+    no_link_values = scored.with_columns(pl.lit(0.0, dtype=pl.Float32).alias(f) for f in LINK_FEATURES)
+    assert np.allclose(unlinked.probability(scored), unlinked.probability(no_link_values))
+    assert not np.allclose(fallback.probability(scored), fallback.probability(no_link_values))
 
 
 def test_ranker_and_candidates_assets_say_what_they_did(light_and_nutri, instance, crawls, tmp_path):

@@ -231,13 +231,15 @@ def _models(kind: ModelKind, seed: int) -> dict[str, object]:
     return models if kind == "auto" else {kind: models[kind]}
 
 
-def fit_ranker(examples: pl.DataFrame, options: RankerOptions) -> Ranker:
-    """Fit the site's ranker, or return the default one when the site has too few links."""
+def fit_ranker(examples: pl.DataFrame, options: RankerOptions, links_known: bool = True) -> Ranker:
+    """Fit the site's ranker, or return the default one when the site has too few links (`links_known`:
+    whether its links are known at all, or only counted by the crawl)."""
     positives = int(examples["label"].sum()) if not examples.is_empty() else 0
     if positives < options.min_positives or positives == examples.height:
         fallback = default_ranker(
             f"{positives} positive examples (in-content links found among the candidates), fewer than "
-            f"min_positives ({options.min_positives}): default weights fitted on the development crawls"
+            f"min_positives ({options.min_positives}): default weights fitted on the development crawls",
+            links_known,
         )
         fallback.positives, fallback.examples = positives, examples.height
         return fallback
@@ -337,24 +339,34 @@ def _precision_recall_at(examples: pl.DataFrame, scores: np.ndarray, ks: tuple[i
     return out
 
 
-class _DefaultModel:
-    """Logistic-regression weights over standardised FEATURES, read from DEFAULT_WEIGHTS."""
+# the features read off the site's existing links: without a links export they are unknown, not zero
+LINK_FEATURES = ("two_hop", "cocitation", "coupling", "adamic_adar", "reverse_link", "navigation_link",
+                 "target_inlinks", "source_outlinks", "listing_similarity", "menu_parent")  # fmt: skip
 
-    def __init__(self, weights: dict):
+
+class _DefaultModel:
+    """Logistic-regression weights over standardised FEATURES, read from DEFAULT_WEIGHTS. Features `unknown`
+    to the site (LINK_FEATURES without a links export) count as the development crawls' average."""
+
+    def __init__(self, weights: dict, unknown: tuple[str, ...] = ()):
         self.mean = np.array([weights["mean"][f] for f in FEATURES], dtype=np.float64)
         self.scale = np.array([weights["scale"][f] for f in FEATURES], dtype=np.float64)
         self.coef = np.array([weights["coef"][f] for f in FEATURES], dtype=np.float64)
         self.intercept = float(weights["intercept"])
+        self.known = np.array([f not in unknown for f in FEATURES])
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        z = ((x - self.mean) / self.scale) @ self.coef + self.intercept
+        z = (((x - self.mean) / self.scale) * self.known) @ self.coef + self.intercept
         p = 1.0 / (1.0 + np.exp(-z))
         return np.column_stack([1 - p, p])
 
 
-def default_ranker(reason: str) -> Ranker:
+def default_ranker(reason: str, links_known: bool = True) -> Ranker:
+    """The default weights; without the site's links, its link features count as the average site's."""
     weights = json.loads(DEFAULT_WEIGHTS.read_text())
-    return Ranker("default", _DefaultModel(weights), f"{reason} ({weights['fitted_on']})")
+    unknown = () if links_known else LINK_FEATURES
+    why = "" if links_known else "; no links export: its link features count as the average site's"
+    return Ranker("default", _DefaultModel(weights, unknown), f"{reason} ({weights['fitted_on']}){why}")
 
 
 def export_weights(ranker: Ranker, fitted_on: str) -> dict:
