@@ -100,11 +100,28 @@ def crawl_export(
         .sort(["depth", "order"])
         .drop("order")
     )
+    return screaming_frog_columns(with_inlinks(rows, links), rng)
+
+
+def html_page_columns() -> list[pl.Expr]:
+    """What a crawler records of a page that answered 200 with HTML: no pagination, canonical elsewhere,
+    robots rule or redirect."""
+    return [
+        pl.lit(None, dtype=pl.String).alias("rel_prev"),
+        pl.lit("text/html; charset=UTF-8").alias("content_type"),
+        pl.lit(200).alias("status_code"),
+        pl.lit(None, dtype=pl.String).alias("canonical"),
+        pl.lit(None, dtype=pl.String).alias("robots"),
+        pl.lit(None, dtype=pl.String).alias("redirect"),
+    ]
+
+
+def with_inlinks(rows: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:
+    """The crawl's rows (by `url`) with their Inlinks and Unique Inlinks counted from the links export."""
     inlinks = links.group_by("Destination").agg(
         pl.len().alias("inlinks"), pl.col("Source").n_unique().alias("unique_inlinks")
     )
-    rows = rows.join(inlinks, left_on="url", right_on="Destination", how="left")
-    return screaming_frog_columns(rows, rng)
+    return rows.join(inlinks, left_on="url", right_on="Destination", how="left")
 
 
 def _page_rows(content: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame:
@@ -120,12 +137,7 @@ def _page_rows(content: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame:
         .then(pl.col("core") + pl.Series(suffix))
         .otherwise(pl.col("core"))
         .alias("title"),
-        pl.lit(None, dtype=pl.String).alias("rel_prev"),
-        pl.lit("text/html; charset=UTF-8").alias("content_type"),
-        pl.lit(200).alias("status_code"),
-        pl.lit(None, dtype=pl.String).alias("canonical"),
-        pl.lit(None, dtype=pl.String).alias("robots"),
-        pl.lit(None, dtype=pl.String).alias("redirect"),
+        *html_page_columns(),
     ).select(
         "url",
         "title",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.sample.crawl import screaming_frog_columns
+from interlink_pipeline.sample.crawl import html_page_columns, screaming_frog_columns, with_inlinks
 from interlink_pipeline.sample.links import as_inlinks_export
 from interlink_pipeline.sample.pages import url_slug
 from interlink_pipeline.sample.site import GeneratedSite
@@ -38,21 +38,7 @@ def generate_location_site(
     base = f"https://{host}"
     pages = pages.with_columns((pl.lit(base) + pl.col("path")).alias("url"))
     links = as_inlinks_export(_links(pages, base))
-    inlinks = links.group_by("Destination").agg(
-        pl.len().alias("inlinks"), pl.col("Source").n_unique().alias("unique_inlinks")
-    )
-    rows = (
-        pages.with_columns(
-            pl.lit(None, dtype=pl.String).alias("rel_prev"),
-            pl.lit("text/html; charset=UTF-8").alias("content_type"),
-            pl.lit(200).alias("status_code"),
-            pl.lit(None, dtype=pl.String).alias("canonical"),
-            pl.lit(None, dtype=pl.String).alias("robots"),
-            pl.lit(None, dtype=pl.String).alias("redirect"),
-        )
-        .join(inlinks, left_on="url", right_on="Destination", how="left")
-        .sort("depth", "url")
-    )
+    rows = with_inlinks(pages.with_columns(*html_page_columns()), links).sort("depth", "url")
     truth = pages.select(
         "url", "page_type", pl.col("city").alias("topic"), "state", "area", "city", "community"
     )
