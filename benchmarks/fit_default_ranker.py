@@ -1,5 +1,7 @@
-"""Fit the default link ranker (interlink_pipeline/core/ml/default_ranker.json): the logistic-regression
-weights a site with too few in-content links of its own is ranked with.
+"""Fit the default link ranker (interlink_pipeline/core/relevance/default_ranker.json): the
+logistic-regression weights a site with too few in-content links of its own is ranked with, and those a
+site without a links export is ranked with (fitted on the same examples with the link features blanked, so
+that what they told — a sibling already linked by the menu, say — is learnt from what remains).
 
 Fitted on the sets whose warehouses `bench_link_quality` left under benchmarks/.data/quality/ (default:
 hugodocs and the bundled sample). Neither has template pages, so `template_twin` (the same name at the
@@ -28,6 +30,7 @@ from interlink_pipeline.core.relevance.candidate_features import FEATURES
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 from interlink_pipeline.core.relevance.link_ranker import (
     DEFAULT_WEIGHTS,
+    LINK_FEATURES,
     RankerOptions,
     export_weights,
     fit_ranker,
@@ -75,20 +78,40 @@ def with_template_weights(weights: dict, examples: pl.DataFrame) -> dict:
     }
 
 
+def without_links(examples: pl.DataFrame) -> pl.DataFrame:
+    """The examples as a site without a links export shows them: every link feature blank."""
+    return examples.with_columns(pl.lit(0.0, dtype=examples[f].dtype).alias(f) for f in LINK_FEATURES)
+
+
+def fitted_weights(examples: pl.DataFrame, template: pl.DataFrame | None, fitted_on: str) -> dict:
+    """Weights fitted on `examples`, and the TEMPLATE features' on `template` with the others held."""
+    ranker = fit_ranker(examples, OPTIONS)
+    print(ranker.reason)
+    weights = export_weights(ranker, fitted_on)
+    if template is not None:
+        weights = with_template_weights(weights, template)
+        print({name: weights["coef"][name] for name in TEMPLATE})
+    return weights
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", default=["hugodocs", "sample"], choices=list(SETS))
     parser.add_argument("--template-sets", nargs="*", default=["location-tree-fit"], choices=list(SETS))
     args = parser.parse_args()
-    ranker = fit_ranker(pl.concat([_examples(name) for name in args.sets]), OPTIONS)
-    print(ranker.reason)
+    examples = pl.concat([_examples(name) for name in args.sets])
+    template = pl.concat([_examples(name) for name in args.template_sets]) if args.template_sets else None
     fitted_on = "logistic regression fitted on " + " and ".join(args.sets)
-    weights = export_weights(ranker, fitted_on)
     if args.template_sets:
-        examples = pl.concat([_examples(name) for name in args.template_sets])
-        weights = with_template_weights(weights, examples)
-        weights["fitted_on"] += f"; {' and '.join(TEMPLATE)} on " + " and ".join(args.template_sets)
-        print({name: weights["coef"][name] for name in TEMPLATE})
+        fitted_on += f"; {' and '.join(TEMPLATE)} on " + " and ".join(args.template_sets)
+    weights = {
+        "with_links": fitted_weights(examples, template, fitted_on),
+        "without_links": fitted_weights(
+            without_links(examples),
+            None if template is None else without_links(template),
+            f"{fitted_on}; without the link features",
+        ),
+    }
     DEFAULT_WEIGHTS.write_text(json.dumps(weights, indent=2) + "\n")
     print(f"wrote {DEFAULT_WEIGHTS}")
 

@@ -348,10 +348,10 @@ def test_too_few_links_fall_back_to_the_default_weights(light_inputs):
     scored = build_candidates(inputs.signals, inputs.links, options)
     probability = fallback.probability(scored)
     assert probability.min() >= 0 and probability.max() <= 1
-    # a site without a links export: its link features are unknown, not zero, and count as the average
-    # site's; whatever they hold then changes nothing, and the ranker says so
+    # a site without a links export: ranked by weights fitted without the link features, so whatever
+    # they hold changes nothing, and the ranker says so
     unlinked = fit_ranker(examples, RankerOptions(min_positives=positives + 1), links_known=False)
-    assert "no links export: its link features count as the average site's" in unlinked.reason
+    assert "no links export: weights fitted without the link features" in unlinked.reason
     no_link_values = scored.with_columns(pl.lit(0.0, dtype=pl.Float32).alias(f) for f in LINK_FEATURES)
     assert np.allclose(unlinked.probability(scored), unlinked.probability(no_link_values))
     assert not np.allclose(fallback.probability(scored), fallback.probability(no_link_values))

@@ -339,34 +339,32 @@ def _precision_recall_at(examples: pl.DataFrame, scores: np.ndarray, ks: tuple[i
     return out
 
 
-# the features read off the site's existing links: without a links export they are unknown, not zero
+# the features read off the site's existing links: a site without a links export is ranked by weights
+# fitted without them (DEFAULT_WEIGHTS' "without_links"), which learnt what the links would have told
 LINK_FEATURES = ("two_hop", "cocitation", "coupling", "adamic_adar", "reverse_link", "navigation_link",
                  "target_inlinks", "source_outlinks", "listing_similarity", "menu_parent")  # fmt: skip
 
 
 class _DefaultModel:
-    """Logistic-regression weights over standardised FEATURES, read from DEFAULT_WEIGHTS. Features `unknown`
-    to the site (LINK_FEATURES without a links export) count as the development crawls' average."""
+    """Logistic-regression weights over standardised FEATURES, read from DEFAULT_WEIGHTS."""
 
-    def __init__(self, weights: dict, unknown: tuple[str, ...] = ()):
+    def __init__(self, weights: dict):
         self.mean = np.array([weights["mean"][f] for f in FEATURES], dtype=np.float64)
         self.scale = np.array([weights["scale"][f] for f in FEATURES], dtype=np.float64)
         self.coef = np.array([weights["coef"][f] for f in FEATURES], dtype=np.float64)
         self.intercept = float(weights["intercept"])
-        self.known = np.array([f not in unknown for f in FEATURES])
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        z = (((x - self.mean) / self.scale) * self.known) @ self.coef + self.intercept
+        z = ((x - self.mean) / self.scale) @ self.coef + self.intercept
         p = 1.0 / (1.0 + np.exp(-z))
         return np.column_stack([1 - p, p])
 
 
 def default_ranker(reason: str, links_known: bool = True) -> Ranker:
-    """The default weights; without the site's links, its link features count as the average site's."""
-    weights = json.loads(DEFAULT_WEIGHTS.read_text())
-    unknown = () if links_known else LINK_FEATURES
-    why = "" if links_known else "; no links export: its link features count as the average site's"
-    return Ranker("default", _DefaultModel(weights, unknown), f"{reason} ({weights['fitted_on']}){why}")
+    """The default weights: without the site's links, those fitted without the link features."""
+    weights = json.loads(DEFAULT_WEIGHTS.read_text())["with_links" if links_known else "without_links"]
+    why = "" if links_known else "; no links export: weights fitted without the link features"
+    return Ranker("default", _DefaultModel(weights), f"{reason} ({weights['fitted_on']}){why}")
 
 
 def export_weights(ranker: Ranker, fitted_on: str) -> dict:
