@@ -497,7 +497,9 @@ def test_plan_on_the_sample(sample_site):
     assert backtest["orphaned_pages"] > 20 and backtest["orphan_rescues"] > 0
     assert backtest["orphan_rescue_precision"] > backtest["orphan_baseline_precision"]
     by_reason = {row["reason"]: row for row in json.loads(backtest["precision_by_reason"])}
-    assert {"links", "hits", "precision", "recall", "known", "known_precision"} <= set(by_reason["topical"])
+    assert {"links", "hits", "precision", "recall", "known", "known_precision", "reachable",
+            "reachable_precision"} <= set(by_reason["topical"])  # fmt: skip
+    assert all(row["reachable"] <= row["known"] <= row["links"] for row in by_reason.values())
     backtest_meta = materialization_metadata(sample_site, "link_backtest")
     assert "plan precision" in backtest_meta["ours_vs_baseline"]["figure"].to_list()
     # figures for people: 4 significant digits (the table keeps full precision)

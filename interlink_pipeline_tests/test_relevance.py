@@ -16,7 +16,7 @@ from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
-from interlink_pipeline.core.relevance.backtest import links_to_hide, run_backtest
+from interlink_pipeline.core.relevance.backtest import figures_by_reason, links_to_hide, run_backtest
 from interlink_pipeline.core.relevance.candidate_features import FEATURES
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, build_candidates
 from interlink_pipeline.core.relevance.link_ranker import (
@@ -301,6 +301,25 @@ def test_the_backtest_repeats_under_a_seed(light_inputs):
     runs = [_backtest(inputs, first.visible(inputs.links), first, base, RankerOptions()) for _ in range(2)]
     assert runs[0].figures == runs[1].figures
     assert runs[0].by_reason.equals(runs[1].by_reason)
+
+
+def test_a_structural_link_is_held_against_the_sources_it_could_have_had():
+    """Page 5 lost its link from page 0, within reach; page 6 only from page 7, too deep to give a depth
+    shortcut: the shortcut into 6 cannot be right, and counts among the known links but not the reachable."""
+    planned = pl.DataFrame(
+        {"source": [0, 1, 2], "target": [5, 6, 8], "reason": ["depth-shortcut"] * 2 + ["topical"],
+         "probability": [0.3, 0.2, 0.5]}
+    )  # fmt: skip
+    hidden = pl.DataFrame({"source": [0, 7, 3], "target": [5, 6, 9]})
+    reach = np.array([True] * 5 + [False] * 5)
+    rows = {row["reason"]: row for row in figures_by_reason(planned, hidden, reach).iter_rows(named=True)}
+    shortcut = rows["depth-shortcut"]
+    assert (shortcut["links"], shortcut["hits"], shortcut["known"], shortcut["reachable"]) == (2, 1, 2, 1)
+    assert shortcut["precision"] == 0.5 and shortcut["known_precision"] == 0.5
+    assert shortcut["reachable_precision"] == 1.0 and shortcut["recall"] == 1 / 3
+    topical = rows["topical"]
+    assert (topical["hits"], topical["known"], topical["reachable"]) == (0, 0, 0)
+    assert topical["known_precision"] is None and topical["reachable_precision"] is None
 
 
 def test_validation_fits_keep_every_positive_and_sample_the_negatives():

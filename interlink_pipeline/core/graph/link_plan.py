@@ -15,7 +15,7 @@ import polars as pl
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph.anchors import plan_anchors
 from interlink_pipeline.core.graph.centrality import KeptCentrality
-from interlink_pipeline.core.graph.metrics import GraphSummary
+from interlink_pipeline.core.graph.metrics import GraphSummary, click_depth
 from interlink_pipeline.core.graph.plan_invariants import check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows
 from interlink_pipeline.core.graph.plan_options import PlanOptions
@@ -172,20 +172,28 @@ def plan_site(
 
 def planner_without(
     inputs: PlanInputs, hidden: pl.DataFrame, orphaned: np.ndarray, options: PlanOptions
-) -> Callable[[LinkGraph, pl.DataFrame], pl.DataFrame]:
-    """The site's planning for a backtest: (visible links, scored candidates) -> planned links, with the
-    `hidden` in-content pairs taken out of the existing links (kept where navigation also joins them) and
-    every link into the `orphaned` pages taken out."""
+) -> Callable[[LinkGraph, pl.DataFrame], tuple[pl.DataFrame, np.ndarray]]:
+    """The site's planning for a backtest: (visible links, scored candidates) -> (planned links, the pages
+    within reach), with the `hidden` in-content pairs taken out of the existing links (kept where navigation
+    also joins them) and every link into the `orphaned` pages taken out."""
 
-    def plan(visible: LinkGraph, candidates: pl.DataFrame) -> pl.DataFrame:
+    def plan(visible: LinkGraph, candidates: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
         navigation = visible.subset(~visible.content)
         nav_pairs = pl.DataFrame({"source": navigation.source, "target": navigation.target})
         existing = without_hidden(inputs.existing, hidden, nav_pairs).filter(
             ~pl.col("target").is_in(pl.Series(orphaned, dtype=pl.Int64).implode())
         )
-        return plan_site(inputs, candidates, existing, options)[0]
+        planned, planner = plan_site(inputs, candidates, existing, options)
+        return planned, within_reach(planner)
 
     return plan
+
+
+def within_reach(planner: Planner) -> np.ndarray:
+    """The pages within max_depth - 1 clicks of the home page once planned: those a depth shortcut may come
+    from (a page the editors linked only from deeper pages has no source the plan could find)."""
+    depth = click_depth(planner.current_graph(), planner.site.home)[: planner.page_count]
+    return (depth >= 0) & (depth < planner.options.max_depth)
 
 
 def backtest_plan(

@@ -241,7 +241,9 @@ def backtest_section(data: ReportData) -> str:
     )  # fmt: skip
     by_reason = pl.DataFrame(json.loads(row["precision_by_reason"]))
     columns = {"reason": "reason", "links": "links", "precision": "precision", "recall": "recall",
-               "known": "into pages that lost a link", "known_precision": "their precision"}  # fmt: skip
+               "known": "into pages that lost a link", "known_precision": "their precision",
+               "reachable": "… lost one from a page within reach",
+               "reachable_precision": "precision within reach"}  # fmt: skip
     by_reason = by_reason.select([c for c in columns if c in by_reason.columns]).rename(columns, strict=False)
     return SECTIONS.backtest(row, figures, by_reason)
 

@@ -166,7 +166,7 @@ def run_backtest(
     visible: LinkGraph,
     hidden: pl.DataFrame,
     orphaned: np.ndarray,
-    plan: Callable[[LinkGraph, pl.DataFrame], pl.DataFrame],
+    plan: Callable[[LinkGraph, pl.DataFrame], tuple[pl.DataFrame, np.ndarray]],
     candidate_options: CandidateOptions,
     ranker_options: RankerOptions,
     k: int = 10,
@@ -176,7 +176,8 @@ def run_backtest(
     against their hidden in-links.
 
     `plan(visible links, scored candidates)` returns the plan's links (source, target, reason,
-    probability); it is the same planning the site's own run uses.
+    probability) and which pages are within reach (link_plan.within_reach); it is the same planning the
+    site's own run uses.
     """
     seconds: dict[str, float] = {}
     started = time.monotonic()
@@ -189,12 +190,12 @@ def run_backtest(
     candidates = candidates.with_columns(pl.Series("probability", ranker.probability(candidates)))
     seconds["candidates"] = time.monotonic() - started
     started = time.monotonic()
-    planned = plan(visible, candidates)
+    planned, reach = plan(visible, candidates)
     seconds["plan"] = time.monotonic() - started
     lists = baseline_lists(signals.vectors["title"], visible, max(k, 50))
     figures = _figures(planned, candidates, lists, hidden, k)
     figures |= _orphan_figures(planned, hidden, orphaned, signals.vectors["title"])
-    return BacktestResult(hidden.height, figures, _by_reason(planned, hidden), ranker, seconds)
+    return BacktestResult(hidden.height, figures, figures_by_reason(planned, hidden, reach), ranker, seconds)
 
 
 def _figures(
@@ -255,27 +256,37 @@ def _orphan_figures(
     }
 
 
-def _by_reason(planned: pl.DataFrame, hidden: pl.DataFrame) -> pl.DataFrame:
+def figures_by_reason(planned: pl.DataFrame, hidden: pl.DataFrame, reach: np.ndarray) -> pl.DataFrame:
     """The plan's figures per reason: links, hits, precision, recall (the share of the hidden links it
-    found), mean probability, and for the links into a page that lost an in-link to the hiding (`known`),
-    their precision: a structural link's target is forced and only its source chosen, and a page the
-    editors never linked (deep or orphaned in the crawl) has no source to find."""
+    found), mean probability; for the links into a page that lost an in-link to the hiding (`known`), their
+    precision; and for those into a page that lost one from a page within `reach` (`reachable`), theirs: a
+    structural link's target is forced and only its source chosen, and a page the editors linked only from
+    pages the plan may not use (deeper ones, for a depth shortcut) has no source to find."""
     lost = hidden.select(pl.col("target").unique(), pl.lit(True).alias("known"))
+    lost_within_reach = (
+        hidden.filter(pl.Series(reach[hidden["source"].to_numpy()]))
+        .select(pl.col("target").unique(), pl.lit(True).alias("reachable"))
+    )  # fmt: skip
     return (
         planned.join(hidden.select(PAIR).with_columns(pl.lit(1).alias("hit")), on=PAIR, how="left")
         .join(lost, on="target", how="left")
+        .join(lost_within_reach, on="target", how="left")
         .group_by("reason")
         .agg(
             pl.len().alias("links"),
             pl.col("hit").fill_null(0).sum().alias("hits"),
             pl.col("known").fill_null(False).sum().alias("known"),
+            pl.col("reachable").fill_null(False).sum().alias("reachable"),
+            (pl.col("hit").fill_null(0) * pl.col("reachable").fill_null(False)).sum().alias("reachable_hits"),
             pl.col("probability").mean().alias("mean_probability"),
         )
         .with_columns(
             (pl.col("hits") / pl.col("links")).alias("precision"),
             (pl.col("hits") / max(hidden.height, 1)).alias("recall"),
             (pl.col("hits") / pl.col("known")).fill_nan(None).alias("known_precision"),
+            (pl.col("reachable_hits") / pl.col("reachable")).fill_nan(None).alias("reachable_precision"),
         )
+        .drop("reachable_hits")
         .sort(["links", "reason"], descending=[True, False])  # group_by's order is not stable
     )
 

@@ -180,7 +180,7 @@ def _figures(row: dict) -> dict:
         "precision_by_reason": table_preview(
             by_reason.with_columns(
                 pl.col(c).round(3)
-                for c in ("precision", "recall", "known_precision", "mean_probability")
+                for c in ("precision", "recall", "known_precision", "reachable_precision", "mean_probability")
                 if c in by_reason.columns
             ),
             10,

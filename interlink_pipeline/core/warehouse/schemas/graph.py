@@ -204,8 +204,10 @@ class BacktestRun(SiteTable, unique=("site", "run_id")):
     )
     precision_by_reason: str = pa.Field(
         description="JSON: per plan reason, links, hits, precision, recall (its share of the hidden links), "
-        "mean probability, and known / known_precision: its links into pages that lost an in-link to the "
-        "hiding, and their precision (a structural link's target is forced; only its source is chosen)."
+        "mean probability, known / known_precision: its links into pages that lost an in-link to the "
+        "hiding, and their precision (a structural link's target is forced; only its source is chosen), and "
+        "reachable / reachable_precision: those into pages that lost one from a page within max_depth - 1 "
+        "clicks of home once planned (the only pages a depth shortcut may come from)."
     )
     seconds: pl.Float64 = pa.Field(ge=0, description="Time the backtest took.")
     measured_in_run: str = pa.Field(
