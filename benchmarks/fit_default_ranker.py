@@ -26,11 +26,10 @@ from scipy.optimize import minimize
 
 from benchmarks.bench_link_quality import SETS
 from benchmarks.harness import DATA
-from interlink_pipeline.core.relevance.candidate_features import FEATURES
+from interlink_pipeline.core.relevance.candidate_features import FEATURES, LINK_FEATURES
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 from interlink_pipeline.core.relevance.link_ranker import (
     DEFAULT_WEIGHTS,
-    LINK_FEATURES,
     RankerOptions,
     export_weights,
     fit_ranker,

@@ -17,10 +17,9 @@ from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.relevance.backtest import figures_by_reason, links_to_hide, run_backtest
-from interlink_pipeline.core.relevance.candidate_features import FEATURES
+from interlink_pipeline.core.relevance.candidate_features import FEATURES, LINK_FEATURES
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, build_candidates
 from interlink_pipeline.core.relevance.link_ranker import (
-    LINK_FEATURES,
     RankerOptions,
     SiteState,
     drift,

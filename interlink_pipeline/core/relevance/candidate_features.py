@@ -48,6 +48,10 @@ FEATURES = (
     "listing_similarity",
     "menu_parent",
 )
+# the features read off the site's existing links: a site without a links export is ranked by default
+# weights fitted with them blank (link_ranker.DEFAULT_WEIGHTS' "without_links")
+LINK_FEATURES = ("two_hop", "cocitation", "coupling", "adamic_adar", "reverse_link", "navigation_link",
+                 "target_inlinks", "source_outlinks", "listing_similarity", "menu_parent")  # fmt: skip
 
 
 @dataclass(frozen=True)

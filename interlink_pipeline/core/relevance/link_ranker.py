@@ -339,12 +339,6 @@ def _precision_recall_at(examples: pl.DataFrame, scores: np.ndarray, ks: tuple[i
     return out
 
 
-# the features read off the site's existing links: a site without a links export is ranked by weights
-# fitted without them (DEFAULT_WEIGHTS' "without_links"), which learnt what the links would have told
-LINK_FEATURES = ("two_hop", "cocitation", "coupling", "adamic_adar", "reverse_link", "navigation_link",
-                 "target_inlinks", "source_outlinks", "listing_similarity", "menu_parent")  # fmt: skip
-
-
 class _DefaultModel:
     """Logistic-regression weights over standardised FEATURES, read from DEFAULT_WEIGHTS."""
 
