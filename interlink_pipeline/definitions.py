@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import warnings
 
-from dagster import Definitions, PreviewWarning, load_definitions_from_package_module
+from dagster import (
+    AssetsDefinition,
+    BetaWarning,
+    Definitions,
+    In,
+    OpDefinition,
+    Out,
+    PreviewWarning,
+    load_definitions_from_package_module,
+)
 
 from interlink_pipeline import defs as shell
 from interlink_pipeline.core.environment import Environment, environment
 from interlink_pipeline.core.ingest.inbox import default_inbox
+from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.database import default_warehouse
 from interlink_pipeline.defs.ml.embeddings import Embedder, default_embedder
 from interlink_pipeline.defs.pool_wait import sleep_between_claims
@@ -32,8 +42,9 @@ def build_defs(
 ) -> Definitions:
     """Definitions over a given warehouse, drop folder and model (defaults: the environment, then data/)."""
     env = env or environment()
+    warehouse = duckdb_path or default_warehouse(env)
     resources = {
-        "warehouse": Warehouse(path=duckdb_path or default_warehouse(env)),
+        "warehouse": Warehouse(path=warehouse),
         "inbox": CrawlInbox(root=inbox_root or default_inbox(env)),
         "embedder": embedder or default_embedder(env),
         "serp_api": serp_api or default_serp_api(env),
@@ -43,7 +54,42 @@ def build_defs(
     }
     with warnings.catch_warnings():  # the loader is marked preview in Dagster 1.13; the tests pin its result
         warnings.simplefilter("ignore", PreviewWarning)
-        return load_definitions_from_package_module(shell, resources=resources)
+        defs = load_definitions_from_package_module(shell, resources=resources)
+    return without_pool(defs) if lake.is_lake(warehouse) else defs
+
+
+def without_pool(defs: Definitions) -> Definitions:
+    """The definitions with every step out of its pool: a DuckLake takes many writers at once, so the
+    writing steps, declared in the DuckDB file's writer pool, run as soon as their inputs are ready."""
+    return Definitions(
+        assets=[_out_of_pool(a) for a in defs.assets or ()],
+        asset_checks=defs.asset_checks,
+        jobs=defs.jobs,
+        schedules=defs.schedules,
+        sensors=defs.sensors,
+        resources=defs.resources,
+    )
+
+
+def _out_of_pool(assets: object) -> object:
+    if not isinstance(assets, AssetsDefinition) or not assets.is_executable or not assets.node_def.pools:
+        return assets
+    op = assets.node_def
+    assert isinstance(op, OpDefinition), op  # every pooled step here is one op
+    unpooled = OpDefinition(
+        compute_fn=op.compute_fn,
+        name=op.name,
+        ins={i.name: In.from_definition(i) for i in op.input_defs},
+        outs={o.name: Out.from_definition(o) for o in op.output_defs},
+        description=op.description,
+        config_schema=op.config_schema,
+        required_resource_keys=op.required_resource_keys,
+        tags=op.tags,
+        retry_policy=op.retry_policy,
+    )
+    with warnings.catch_warnings():  # AssetsDefinition's execution_type is marked beta; it is passed through
+        warnings.simplefilter("ignore", BetaWarning)
+        return AssetsDefinition(**{**assets.get_attributes_dict(), "node_def": unpooled})
 
 
 defs = build_defs()

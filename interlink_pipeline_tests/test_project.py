@@ -277,6 +277,29 @@ def test_the_code_location_is_gathered_from_the_shell_folders():
     assert domains <= {p.name for p in CORE.iterdir() if (p / "__init__.py").exists()}, domains
 
 
+def test_the_warehouse_given_to_build_defs_decides_the_writer_pool(tmp_path):
+    """The warehouse kind is decided where the definitions are built, not at import: over a DuckDB file
+    every writing step is in the writer pool; over a DuckLake none is, whatever the environment says; the
+    two sets of definitions have the same assets, checks and jobs."""
+    from interlink_pipeline.definitions import build_defs
+    from interlink_pipeline.defs.tables import WRITER_POOL
+
+    def pools(defs):
+        steps = [a for a in defs.assets if getattr(a, "is_executable", False)]
+        return {a.node_def.name: a.node_def.pools for a in steps}
+
+    on_file = build_defs(duckdb_path=str(tmp_path / "warehouse.duckdb"))
+    on_lake = build_defs(duckdb_path="ducklake:postgres:dbname=interlink host=localhost")
+    assert set(pools(on_file)) == set(pools(on_lake))
+    assert {"link_plan", "marts", "html_report"} <= set(pools(on_file))
+    assert all(p == {WRITER_POOL} for p in pools(on_file).values()), pools(on_file)
+    assert not any(pools(on_lake).values()), pools(on_lake)
+    assert set(on_lake.resolve_all_asset_keys()) == set(on_file.resolve_all_asset_keys())
+    assert on_lake.resolve_job_def("site_pipeline").asset_layer.asset_graph.get_all_asset_keys() == (
+        on_file.resolve_job_def("site_pipeline").asset_layer.asset_graph.get_all_asset_keys()
+    )
+
+
 def _functions(path: Path):
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -13,22 +13,17 @@ from dagster import (
     multi_asset,
 )
 
-from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.contract import (
     duckdb_type,
     table_columns,
     table_description,
 )
-from interlink_pipeline.core.warehouse.database import default_warehouse
 from interlink_pipeline.defs.partitions import site_partitions
 
+# The pool every writing step is declared in: a DuckDB file takes one writer at a time (the pool's limit
+# of 1). A DuckLake takes many, so `build_defs` takes its steps out of the pool (definitions.without_pool);
+# a site's steps still take turns (one run per site).
 WRITER_POOL = "duckdb_writer"
-
-
-def writer_pool() -> str | None:
-    """The pool every writing step joins: a DuckDB file takes one writer at a time (the pool's limit of 1);
-    a DuckLake takes many, so its steps join none, and a site's steps still take turns (one run per site)."""
-    return None if lake.is_lake(default_warehouse()) else WRITER_POOL
 
 
 def table_key(table: str) -> AssetKey:
@@ -94,7 +89,7 @@ def site_asset(
             name=fn.__name__,
             specs=[table_spec(table, group, kinds, deps) for table in tables],
             partitions_def=site_partitions,
-            pool=writer_pool(),
+            pool=WRITER_POOL,
             check_specs=[schema_check(table) for table in tables] + own_checks,
             description=fn.__doc__,
         )(fn)

@@ -38,7 +38,7 @@ from interlink_pipeline.core.warehouse.schemas import TABLES
 from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot, staged_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import table_key, writer_pool
+from interlink_pipeline.defs.tables import WRITER_POOL, table_key
 from interlink_pipeline.defs.writes import readable, user_errors
 
 DBT_DIR = Path(__file__).resolve().parents[3] / "dbt"
@@ -118,7 +118,7 @@ class PipelineTables(DagsterDbtTranslator):
     project=dbt_project,
     dagster_dbt_translator=PipelineTables(),
     partitions_def=site_partitions,
-    pool=writer_pool(),
+    pool=WRITER_POOL,
 )
 def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
     """`dbt build` for the run's site: its rows in every mart are replaced, the dbt tests run as checks
@@ -154,7 +154,7 @@ def after_marts(group: str, kinds: set[str], description: str, tables: tuple[str
         partitions_def=site_partitions,
         group_name=group,
         kinds=kinds,
-        pool=writer_pool(),
+        pool=WRITER_POOL,
         deps=[marts, *map(table_key, tables)],
         description=description,
     )

@@ -19,7 +19,7 @@ from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.publish.marts import after_marts, analyst_snapshot
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import writer_pool
+from interlink_pipeline.defs.tables import WRITER_POOL
 from interlink_pipeline.defs.writes import readable, user_errors
 
 GROUP = "reports"
@@ -113,7 +113,7 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
     partitions_def=site_partitions,
     group_name=GROUP,
     kinds={"csv", "excel", "html"},
-    pool=writer_pool(),
+    pool=WRITER_POOL,
     deps=[analyst_snapshot, spreadsheet_exports, html_report],
     description="The run's report, spreadsheets and analysts' snapshot, published together as the run's "
     "last step, with published.json saying which run, crawl and plan they are of: a run that fails on "
