@@ -1,6 +1,7 @@
 """Relevance: candidates from every signal, the ranker learned per site, the backtest and its honesty
 (hidden links reach no feature), page text in, and the fallbacks a user meets."""
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.relevance.backtest import figures_by_reason, links_to_hide, run_backtest
 from interlink_pipeline.core.relevance.candidate_features import FEATURES, LINK_FEATURES
+from interlink_pipeline.core.relevance.intervals import ratio_intervals
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, build_candidates
 from interlink_pipeline.core.relevance.link_ranker import (
     RankerOptions,
@@ -224,17 +226,21 @@ def _backtest(inputs, visible, hiding, base, ranker_options):
 
 
 def test_sampled_training_sources_keep_the_features_they_would_have_had(light_inputs):
-    """A site too big for max_training_rows gets features for a sample of its sources only, and those rows
-    are exactly the full examples' rows of the same sources."""
+    """A site of more pages than training_sources gets features for a seeded sample of that many sources
+    only (the same sample under the same seed, another under another), and those rows are exactly the full
+    examples' rows of the same sources."""
     _, inputs, _ = light_inputs
     builder = CandidateBuilder(inputs.signals, CandidateOptions())
     full = training_examples(builder, inputs.links, RankerOptions())
-    sampled = training_examples(builder, inputs.links, RankerOptions(max_training_rows=full.height // 3))
-    assert 0 < sampled.height < full.height // 2
-    assert sampled["source"].n_unique() < full["source"].n_unique()
+    third = RankerOptions(training_sources=inputs.signals.n // 3)
+    sampled = training_examples(builder, inputs.links, third)
+    assert sampled["source"].n_unique() <= inputs.signals.n // 3 < full["source"].n_unique()
     same_sources = full.filter(pl.col("source").is_in(sampled["source"].unique().implode()))
     keys = ["fold", "source", "target"]
     assert_frame_equal(sampled.sort(keys), same_sources.sort(keys))
+    assert_frame_equal(training_examples(builder, inputs.links, third), sampled)
+    other = training_examples(builder, inputs.links, dataclasses.replace(third, seed=1))
+    assert set(other["source"].unique()) != set(sampled["source"].unique())
 
 
 def test_hidden_links_reach_no_feature(light_inputs):
@@ -298,8 +304,32 @@ def test_the_backtest_repeats_under_a_seed(light_inputs):
     assert first.pairs.equals(again.pairs) and (first.orphaned == again.orphaned).all()
     assert not first.pairs.equals(other.pairs)
     runs = [_backtest(inputs, first.visible(inputs.links), first, base, RankerOptions()) for _ in range(2)]
-    assert runs[0].figures == runs[1].figures
+    assert runs[0].figures == runs[1].figures and runs[0].intervals == runs[1].intervals
     assert runs[0].by_reason.equals(runs[1].by_reason)
+    for figure, (low, high) in runs[0].intervals.items():  # every share has one, and holds its figure
+        assert low <= runs[0].figures[figure] <= high, figure
+    assert set(runs[0].intervals) >= {"plan_precision", "baseline_precision", "orphan_rescue_precision"}
+    for row in runs[0].by_reason.iter_rows(named=True):
+        assert row["precision_low"] <= row["precision"] <= row["precision_high"], row
+
+
+def test_an_interval_holds_its_figure_and_narrows_as_pages_are_added():
+    """A bootstrap over pages: the same under a seed whatever the rows' order, around the figure, narrower
+    on ten times the pages, and None where no page has a denominator."""
+    rng = np.random.default_rng(0)
+    links = rng.integers(1, 12, 60)
+    counts = pl.DataFrame(
+        {"source": np.arange(60), "links": links, "hits": rng.binomial(links, 0.3), "none": 0}
+    )
+    ratios = {"precision": ("hits", "links"), "nothing": ("hits", "none")}
+    interval = ratio_intervals(counts, "source", ratios, seed=3)
+    assert interval == ratio_intervals(counts.sample(fraction=1.0, shuffle=True, seed=1), "source", ratios, 3)
+    assert interval["nothing"] is None
+    low, high = interval["precision"]
+    assert low < counts["hits"].sum() / counts["links"].sum() < high
+    tenfold = pl.concat([counts.with_columns(pl.col("source") + 60 * i) for i in range(10)])
+    wide_low, wide_high = ratio_intervals(tenfold, "source", ratios, seed=3)["precision"]
+    assert (wide_high - wide_low) < (high - low) / 2
 
 
 def test_a_structural_link_is_held_against_the_sources_it_could_have_had():

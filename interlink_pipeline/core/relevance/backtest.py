@@ -30,6 +30,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.exact_search import exact_top
+from interlink_pipeline.core.relevance.intervals import Interval, ratio_intervals
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 from interlink_pipeline.core.relevance.link_ranker import (
     Ranker,
@@ -51,6 +52,7 @@ PAIR = ["source", "target"]
 class BacktestResult:
     hidden_links: int
     figures: dict[str, float | None]  # None: not measured (no orphan made, none rescued)
+    intervals: dict[str, Interval]  # each share's 95% interval, resampling the pages it was measured on
     by_reason: pl.DataFrame  # reason, links, hits, known, mean probability, precision, recall, …
     ranker: Ranker
     seconds: dict[str, float] = field(default_factory=dict)
@@ -148,17 +150,25 @@ def precision_recall(links: pl.DataFrame, hidden: pl.DataFrame) -> tuple[int, fl
     return hits, hits / links.height if links.height else 0.0, hits / hidden.height if hidden.height else 0.0
 
 
-def at_k(ranked: pl.DataFrame, score: str, hidden: pl.DataFrame, k: int) -> tuple[float, float]:
-    """Precision and recall of each source's top-k by `score`, over the sources with a hidden link."""
-    sources = hidden["source"].unique()
-    top = (
-        ranked.filter(pl.col("source").is_in(sources.implode()))
+def top_k(ranked: pl.DataFrame, score: str, hidden: pl.DataFrame, k: int) -> pl.DataFrame:
+    """Each source's top-k by `score`, over the sources with a hidden link."""
+    return (
+        ranked.filter(pl.col("source").is_in(hidden["source"].unique().implode()))
         .sort(["source", score, "target"], descending=[False, True, False])
         .group_by("source", maintain_order=True)
         .head(k)
     )
-    hits = top.join(hidden.select(PAIR), on=PAIR).height
-    return hits / (k * len(sources)) if len(sources) else 0.0, hits / hidden.height if hidden.height else 0.0
+
+
+def per_source(name: str, links: pl.DataFrame, hidden: pl.DataFrame) -> pl.DataFrame:
+    """source, `name`_links, `name`_hits: how many of `links` each source has, and how many were hidden."""
+    return (
+        links.select(PAIR)
+        .unique()
+        .join(hidden.select(PAIR).with_columns(pl.lit(1).alias("hit")), on=PAIR, how="left")
+        .group_by("source")
+        .agg(pl.len().alias(f"{name}_links"), pl.col("hit").fill_null(0).sum().alias(f"{name}_hits"))
+    )
 
 
 def run_backtest(
@@ -193,45 +203,73 @@ def run_backtest(
     planned, reach = plan(visible, candidates)
     seconds["plan"] = time.monotonic() - started
     lists = baseline_lists(signals.vectors["title"], visible, max(k, 50))
-    figures = _figures(planned, candidates, lists, hidden, k)
-    figures |= _orphan_figures(planned, hidden, orphaned, signals.vectors["title"])
-    return BacktestResult(hidden.height, figures, figures_by_reason(planned, hidden, reach), ranker, seconds)
+    figures, intervals = _figures(planned, candidates, lists, hidden, k, ranker_options.seed)
+    orphans, orphan_intervals = _orphan_figures(
+        planned, hidden, orphaned, signals.vectors["title"], ranker_options.seed
+    )
+    by_reason = figures_by_reason(planned, hidden, reach, ranker_options.seed)
+    return BacktestResult(
+        hidden.height, figures | orphans, intervals | orphan_intervals, by_reason, ranker, seconds
+    )
+
+
+# figure -> (numerator, denominator) of the per-source counts _figures sums; each gets an interval
+FIGURE_RATIOS = {
+    "plan_precision": ("plan_hits", "plan_links"),
+    "plan_recall": ("plan_hits", "hidden"),
+    "baseline_precision": ("baseline_hits", "baseline_links"),
+    "baseline_recall": ("baseline_hits", "hidden"),
+    "candidate_precision_at_k": ("candidate_top_hits", "top_slots"),
+    "candidate_recall_at_k": ("candidate_top_hits", "hidden"),
+    "baseline_precision_at_k": ("baseline_top_hits", "top_slots"),
+    "baseline_recall_at_k": ("baseline_top_hits", "hidden"),
+    "candidate_coverage": ("candidate_hits", "hidden"),
+}
 
 
 def _figures(
-    planned: pl.DataFrame, candidates: pl.DataFrame, lists: pl.DataFrame, hidden: pl.DataFrame, k: int
-) -> dict[str, float]:
+    planned: pl.DataFrame,
+    candidates: pl.DataFrame,
+    lists: pl.DataFrame,
+    hidden: pl.DataFrame,
+    k: int,
+    seed: int,
+) -> tuple[dict[str, float], dict[str, Interval]]:
     """The plan and the candidates scored against the hidden links, next to the baseline `lists` (the plan
-    against as many of their links, the candidates' top k against theirs)."""
+    against as many of their links, the candidates' top k against theirs), and each figure's interval
+    (resampling source pages)."""
     baseline = same_budget_baseline(lists, planned.height)
-    plan_hits, plan_precision, plan_recall = precision_recall(planned, hidden)
-    base_hits, base_precision, base_recall = precision_recall(baseline, hidden)
-    cand_p, cand_r = at_k(candidates, "probability", hidden, k)
-    base_p, base_r = at_k(lists, "cosine", hidden, k)
-    covered = candidates.select(PAIR).join(hidden.select(PAIR), on=PAIR).height
-    return {
-        "plan_links": planned.height,
-        "plan_hits": plan_hits,
-        "plan_precision": plan_precision,
-        "plan_recall": plan_recall,
-        "baseline_hits": base_hits,
-        "baseline_precision": base_precision,
-        "baseline_recall": base_recall,
-        "candidate_precision_at_k": cand_p,
-        "candidate_recall_at_k": cand_r,
-        "baseline_precision_at_k": base_p,
-        "baseline_recall_at_k": base_r,
-        "candidates": candidates.height,
-        "candidate_coverage": covered / hidden.height if hidden.height else 0.0,
+    counts = pl.concat(
+        [
+            per_source("plan", planned, hidden),
+            per_source("baseline", baseline, hidden),
+            per_source("candidate_top", top_k(candidates, "probability", hidden, k), hidden),
+            per_source("baseline_top", top_k(lists, "cosine", hidden, k), hidden),
+            per_source("candidate", candidates, hidden).drop("candidate_links"),
+            hidden.group_by("source").agg(pl.len().alias("hidden"), pl.lit(k).alias("top_slots")),
+        ],
+        how="align",
+    ).fill_null(0)
+    sums = counts.drop("source").sum().row(0, named=True)
+    figures = {
+        name: sums[numerator] / sums[denominator] if sums[denominator] else 0.0
+        for name, (numerator, denominator) in FIGURE_RATIOS.items()
     }
+    figures |= {
+        "plan_links": planned.height,
+        "plan_hits": sums["plan_hits"],
+        "baseline_hits": sums["baseline_hits"],
+        "candidates": candidates.height,
+    }
+    return figures, ratio_intervals(counts, "source", FIGURE_RATIOS, seed)
 
 
 def _orphan_figures(
-    planned: pl.DataFrame, hidden: pl.DataFrame, orphaned: np.ndarray, title_vectors: np.ndarray
-) -> dict[str, float | None]:
+    planned: pl.DataFrame, hidden: pl.DataFrame, orphaned: np.ndarray, title_vectors: np.ndarray, seed: int
+) -> tuple[dict[str, float | None], dict[str, Interval]]:
     """The orphans made by hiding their in-links: how many the plan rescued, how often a rescue's source
     is a page that linked to the orphan in content, and how often the orphan's most similar page by title
-    is (the baseline: "link it from its closest page")."""
+    is (the baseline: "link it from its closest page"); intervals resampling the orphans."""
     truth = hidden.filter(pl.col("target").is_in(pl.Series(orphaned).implode()))
     orphans = truth["target"].unique()
     rescues = planned.filter(
@@ -245,40 +283,84 @@ def _orphan_figures(
     baseline = pl.DataFrame(
         {"source": closest, "target": orphans.to_numpy()}, schema=dict.fromkeys(PAIR, pl.Int64)
     )
-    rescue_hits = rescues.join(truth, on=PAIR).height
-    return {
-        "orphaned_pages": len(orphans),
-        "orphan_rescues": rescues.height,
-        "orphan_rescue_precision": rescue_hits / rescues.height if rescues.height else None,
-        "orphan_baseline_precision": baseline.join(truth, on=PAIR).height / len(orphans)
-        if len(orphans)
-        else None,
+    hit = truth.select(PAIR).with_columns(pl.lit(1).alias("hit"))
+    counts = pl.concat(
+        [
+            rescues.join(hit, on=PAIR, how="left")
+            .group_by("target")
+            .agg(pl.len().alias("rescues"), pl.col("hit").fill_null(0).sum().alias("rescue_hits")),
+            baseline.join(hit, on=PAIR, how="left").select(
+                "target", pl.col("hit").fill_null(0).alias("baseline_hits"), pl.lit(1).alias("orphans")
+            ),
+        ],
+        how="align",
+    ).fill_null(0)
+    ratios = {
+        "orphan_rescue_precision": ("rescue_hits", "rescues"),
+        "orphan_baseline_precision": ("baseline_hits", "orphans"),
     }
+    sums = counts.drop("target").sum().row(0, named=True) if counts.height else {}
+    figures: dict[str, float | None] = {
+        name: sums[numerator] / sums[denominator] if sums.get(denominator) else None
+        for name, (numerator, denominator) in ratios.items()
+    }
+    figures |= {"orphaned_pages": len(orphans), "orphan_rescues": rescues.height}
+    return figures, ratio_intervals(counts, "target", ratios, seed)
 
 
-def figures_by_reason(planned: pl.DataFrame, hidden: pl.DataFrame, reach: np.ndarray) -> pl.DataFrame:
+# per reason: figure -> (numerator, denominator) of its per-source counts
+REASON_RATIOS = {
+    "precision": ("hits", "links"),
+    "known_precision": ("hits", "known"),
+    "reachable_precision": ("reachable_hits", "reachable"),
+}
+
+
+def figures_by_reason(
+    planned: pl.DataFrame, hidden: pl.DataFrame, reach: np.ndarray, seed: int = 0
+) -> pl.DataFrame:
     """The plan's figures per reason: links, hits, precision, recall (the share of the hidden links it
     found), mean probability; for the links into a page that lost an in-link to the hiding (`known`), their
     precision; and for those into a page that lost one from a page within `reach` (`reachable`), theirs: a
     structural link's target is forced and only its source chosen, and a page the editors linked only from
-    pages the plan may not use (deeper ones, for a depth shortcut) has no source to find."""
+    pages the plan may not use (deeper ones, for a depth shortcut) has no source to find. Each precision
+    has its interval (`_low`, `_high`), resampling the source pages."""
     lost = hidden.select(pl.col("target").unique(), pl.lit(True).alias("known"))
     lost_within_reach = (
         hidden.filter(pl.Series(reach[hidden["source"].to_numpy()]))
         .select(pl.col("target").unique(), pl.lit(True).alias("reachable"))
     )  # fmt: skip
-    return (
+    by_source = (
         planned.join(hidden.select(PAIR).with_columns(pl.lit(1).alias("hit")), on=PAIR, how="left")
         .join(lost, on="target", how="left")
         .join(lost_within_reach, on="target", how="left")
-        .group_by("reason")
+        .group_by("reason", "source")
         .agg(
             pl.len().alias("links"),
             pl.col("hit").fill_null(0).sum().alias("hits"),
             pl.col("known").fill_null(False).sum().alias("known"),
             pl.col("reachable").fill_null(False).sum().alias("reachable"),
             (pl.col("hit").fill_null(0) * pl.col("reachable").fill_null(False)).sum().alias("reachable_hits"),
-            pl.col("probability").mean().alias("mean_probability"),
+        )
+    )
+    intervals = pl.DataFrame(
+        [
+            {"reason": reason}
+            | {
+                f"{name}_{end}": (interval[i] if interval else None)
+                for name, interval in ratio_intervals(rows, "source", REASON_RATIOS, seed).items()
+                for i, end in enumerate(("low", "high"))
+            }
+            for (reason,), rows in by_source.group_by("reason")
+        ],
+        schema={"reason": pl.String}
+        | {f"{n}_{e}": pl.Float64 for n in REASON_RATIOS for e in ("low", "high")},
+    )
+    return (
+        by_source.group_by("reason")
+        .agg(pl.col("links", "hits", "known", "reachable", "reachable_hits").sum())
+        .join(
+            planned.group_by("reason").agg(pl.col("probability").mean().alias("mean_probability")), "reason"
         )
         .with_columns(
             (pl.col("hits") / pl.col("links")).alias("precision"),
@@ -287,6 +369,7 @@ def figures_by_reason(planned: pl.DataFrame, hidden: pl.DataFrame, reach: np.nda
             (pl.col("reachable_hits") / pl.col("reachable")).fill_nan(None).alias("reachable_precision"),
         )
         .drop("reachable_hits")
+        .join(intervals, on="reason", how="left")
         .sort(["links", "reason"], descending=[True, False])  # group_by's order is not stable
     )
 
@@ -373,6 +456,7 @@ def backtest_row(
             "precision_by_reason": [json.dumps(result.by_reason.to_dicts())],
             "seconds": [seconds],
             "measured_in_run": [run_id],
+            "intervals": [json.dumps(result.intervals)],
         },
         schema_overrides={
             "ran_at": pl.Datetime("us"),

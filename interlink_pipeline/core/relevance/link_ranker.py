@@ -47,7 +47,7 @@ class RankerOptions:
     model: ModelKind = setting("auto", "auto: the better of the two by cross-validated average precision.")
     simulation_folds: int = setting(4, "Parts the links are hidden in to train.", ge=2)
     min_positives: int = setting(40, "Fewer examples: the default weights.", ge=1)
-    max_training_rows: int = setting(600_000, "Sources are sampled beyond this.", ge=1000)
+    training_sources: int = setting(3_000, "Source pages to learn from: sampled beyond.", ge=100)
     negatives_per_positive: int = setting(40, "Negatives a validation fit samples per positive.", ge=1)
     cv_folds: int = setting(3, "Validation folds, grouped by source page.", ge=2)
     seed: int = setting(0, "Seed for the folds and the models.")
@@ -76,7 +76,9 @@ def _matrix(frame: pl.DataFrame) -> np.ndarray:
 
 
 def training_examples(builder: CandidateBuilder, links: LinkGraph, options: RankerOptions) -> pl.DataFrame:
-    """Candidates labelled by simulation: each fold of in-content link pairs hidden in turn."""
+    """Candidates labelled by simulation: each fold of in-content link pairs hidden in turn. Only the
+    sampled sources' pairs (training_sources) get features, and each fold's proposals are dropped once
+    they have: the examples' memory is set by the sample, not the site."""
     pairs = links.content_pairs()
     if pairs.height < 2:
         return pl.DataFrame()
@@ -85,16 +87,13 @@ def training_examples(builder: CandidateBuilder, links: LinkGraph, options: Rank
     pairs = pairs.with_columns(pl.Series("fold", fold_of_pair, dtype=pl.Int32))
     instances = pl.DataFrame({"source": links.source, "target": links.target, "content": links.content})
     instance_fold = instances.join(pairs, on=["source", "target"], how="left", maintain_order="left")["fold"]
-    folds = []
+    sources = training_sources(builder.signals.n, options)
+    frames = []
     for fold in range(max(2, options.simulation_folds)):
         hidden = (instance_fold == fold).fill_null(False).to_numpy() & links.content
-        folds.append(builder.proposals(links.subset(~hidden)))
-    sources = _training_sources([p.pairs for p in folds], options)
-    frames = []
-    for fold, proposals in enumerate(folds):
         positives = pairs.filter(pl.col("fold") == fold).select("source", "target", pl.lit(1).alias("label"))
         frames.append(
-            builder.features(proposals, sources)
+            builder.features(builder.proposals(links.subset(~hidden)), sources)
             .join(positives, on=["source", "target"], how="left")
             .with_columns(
                 pl.col("label").fill_null(0).cast(pl.Int8), pl.lit(fold, dtype=pl.Int32).alias("fold")
@@ -103,15 +102,15 @@ def training_examples(builder: CandidateBuilder, links: LinkGraph, options: Rank
     return pl.concat(frames)
 
 
-def _training_sources(fold_pairs: list[pl.DataFrame], options: RankerOptions) -> pl.Series | None:
-    """None (every source) while the folds' pairs fit in max_training_rows, else a sample of the source
-    pages sized to fit, so only their pairs get features."""
-    rows = sum(p.height for p in fold_pairs)
-    if rows <= options.max_training_rows:
+def training_sources(pages: int, options: RankerOptions) -> pl.Series | None:
+    """None (every page) on a site of at most training_sources pages, else a seeded sample of that many
+    pages as sources. Every page is as likely to be drawn, those that link nothing too, so the examples keep
+    the site's odds; the ranker's features, fit and validation then cost what the sample does, whatever
+    the site's size."""
+    if pages <= options.training_sources:
         return None
-    sources = pl.concat([p["source"] for p in fold_pairs]).unique().sort()
-    keep = int(len(sources) * options.max_training_rows / rows)
-    return sources.sample(max(1, keep), seed=options.seed)
+    drawn = np.random.default_rng([options.seed, 2]).choice(pages, options.training_sources, replace=False)
+    return pl.Series("source", np.sort(drawn), dtype=pl.Int64)
 
 
 def training_fingerprint(

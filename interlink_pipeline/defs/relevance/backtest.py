@@ -146,20 +146,25 @@ def _standing(context, warehouse, site, crawl_id, earlier, why, started):
     yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
 
 
+# the comparison table's rows: our figure and the baseline's
+OURS = ("plan_precision", "plan_recall", "candidate_precision_at_k", "candidate_recall_at_k")
+BASELINE = ("baseline_precision", "baseline_recall", "baseline_precision_at_k", "baseline_recall_at_k")
+
+
 def _figures(row: dict) -> dict:
     """The metadata of a backtest row: ours against the baseline, as figures, a table and bars."""
     k = row["k"]
     comparison = pl.DataFrame(
         {
             "figure": ["plan precision", "plan recall", f"candidate precision@{k}", f"candidate recall@{k}"],
-            "ours": [row["plan_precision"], row["plan_recall"], row["candidate_precision_at_k"],
-                     row["candidate_recall_at_k"]],
-            "baseline": [row["baseline_precision"], row["baseline_recall"], row["baseline_precision_at_k"],
-                         row["baseline_recall_at_k"]],
+            "ours": [row[f] for f in OURS],
+            "baseline": [row[f] for f in BASELINE],
+            "ours 95%": [_interval(row, f) for f in OURS],
+            "baseline 95%": [_interval(row, f) for f in BASELINE],
         }
     ).with_columns(
         (pl.col("ours") / pl.col("baseline")).round(2).alias("ratio"), pl.col("ours", "baseline").round(4)
-    )  # fmt: skip
+    )
     top = max(comparison["ours"].max(), comparison["baseline"].max())
     chart = "<br>".join(
         f"`{name:<24}` ours {_bar(ours, top)} {ours:.3f}<br>`{'':<24}` base {_bar(base, top)} {base:.3f}"
@@ -190,6 +195,12 @@ def _figures(row: dict) -> dict:
     }
 
 
+def _interval(row: dict, figure: str) -> str:
+    """A figure's 95% interval as people read it ("0.241-0.287"), or "" for a row measured before them."""
+    interval = json.loads(row.get("intervals") or "{}").get(figure)
+    return f"{interval[0]:.3f}-{interval[1]:.3f}" if interval else ""
+
+
 def _orphan_figures(row: dict) -> dict:
     """The orphan backtest's figures, when it made orphans: its rescues' precision against the baseline."""
     if not row.get("orphaned_pages"):
@@ -200,6 +211,7 @@ def _orphan_figures(row: dict) -> dict:
         "orphan_rescues": row["orphan_rescues"],
         "orphan_rescue_precision": MetadataValue.float(rescue) if rescue is not None else "no rescue",
         "orphan_baseline_precision": MetadataValue.float(baseline),
+        "orphan_rescue_precision_95%": _interval(row, "orphan_rescue_precision"),
     }
 
 

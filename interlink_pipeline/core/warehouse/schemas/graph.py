@@ -215,3 +215,10 @@ class BacktestRun(SiteTable, unique=("site", "run_id")):
         description="The run that measured these figures: this one, or an earlier one whose backtest still "
         "stands (the site changed by at most remeasure_above since).",
     )
+    intervals: str = pa.Field(
+        nullable=True,
+        description="JSON: each share above (plan, baseline and candidate precision and recall, coverage, "
+        "the orphans' precision) -> [low, high], its 95% interval from 1,000 resamples of the pages it was "
+        "measured on (source pages; orphans for the orphans' figures); precision_by_reason holds each "
+        "reason's as precision_low / _high, known_precision_low / _high, reachable_precision_low / _high.",
+    )
