@@ -196,12 +196,14 @@ def backtests(name: str, seeds: list[int], fraction: float, variant: str | None 
         record.update(
             set=name, run_seconds=seconds, orphans_after=checks[0], unreachable_after=checks[1],
             max_depth_after=checks[2], by_reason=json.loads(record["precision_by_reason"]),
+            intervals=json.loads(record["intervals"]),
         )  # fmt: skip
         if name == "location-tree":
             record["branches"] = within_city(warehouse, site)
         rows.append(record)
         print(
-            f"  {name} seed {seed}: plan precision {record['plan_precision']:.3f} vs "
+            f"  {name} seed {seed}: plan precision {record['plan_precision']:.3f} "
+            f"{_interval(record, 'plan_precision')} vs "
             f"{record['baseline_precision']:.3f}; P@10 {record['candidate_precision_at_k']:.3f} vs "
             f"{record['baseline_precision_at_k']:.3f}; orphan rescues {record['orphan_rescue_precision']} vs "
             f"{record['orphan_baseline_precision']} ({seconds:.0f}s)",
@@ -451,6 +453,7 @@ def main() -> None:
             [
                 name, str(runs[0]["hidden_links"]), f"{median('plan_links'):,.0f}",
                 f"{plan_p:.3f} / {base_p:.3f}", f"{plan_p / base_p:.1f}×" if base_p else "∞",
+                f"{_interval(runs[0], 'plan_precision')} / {_interval(runs[0], 'baseline_precision')}",
                 f"{median('plan_recall'):.3f} / {median('baseline_recall'):.3f}",
                 f"{cand_p:.3f} / {base_cand:.3f}", f"{cand_p / base_cand:.1f}×" if base_cand else "∞",
                 f"{median('candidate_recall_at_k'):.3f} / {median('baseline_recall_at_k'):.3f}",
@@ -464,8 +467,8 @@ def main() -> None:
             f"Backtest, {args.fraction:.0%} of in-content link pairs hidden, median of seeds {args.seeds} "
             "(ours / same-budget title-cosine baseline)",
             rows,
-            ["set", "hidden", "plan links", "plan precision", "ratio", "plan recall", "P@10", "ratio",
-             "R@10", "coverage", "orphans / max depth after", "backtest s"],
+            ["set", "hidden", "plan links", "plan precision", "ratio", f"95% (seed {args.seeds[0]})",
+             "plan recall", "P@10", "ratio", "R@10", "coverage", "orphans / max depth after", "backtest s"],
         )  # fmt: skip
     if reason_rows:
         print_table(
@@ -582,6 +585,12 @@ def _orphan_row(name: str, runs: list[dict]) -> list[str]:
         f"{rescue:.3f}" if rescue is not None else "–", f"{baseline:.3f}" if baseline is not None else "–",
         _ratio(rescue, baseline), "yes" if rescue is not None and rescue >= topical / 3 else "no",
     ]  # fmt: skip
+
+
+def _interval(record: dict, figure: str) -> str:
+    """A figure's 95% interval from the backtest's row, as [low, high]."""
+    interval = record["intervals"].get(figure)
+    return f"[{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "–"
 
 
 def _no_links_row(name: str, runs: list[dict]) -> list[str]:
