@@ -76,19 +76,23 @@ def _out_of_pool(assets: object) -> object:
         return assets
     op = assets.node_def
     assert isinstance(op, OpDefinition), op  # every pooled step here is one op
-    unpooled = OpDefinition(
-        compute_fn=op.compute_fn,
-        name=op.name,
-        ins={i.name: In.from_definition(i) for i in op.input_defs},
-        outs={o.name: Out.from_definition(o) for o in op.output_defs},
-        description=op.description,
-        config_schema=op.config_schema,
-        required_resource_keys=op.required_resource_keys,
-        tags=op.tags,
-        retry_policy=op.retry_policy,
-    )
-    with warnings.catch_warnings():  # AssetsDefinition's execution_type is marked beta; it is passed through
+    with (
+        warnings.catch_warnings()
+    ):  # `version` (the code version) is deprecated in name only; `execution_type`
+        warnings.simplefilter("ignore", DeprecationWarning)  # is beta: both are passed through as they are
         warnings.simplefilter("ignore", BetaWarning)
+        unpooled = OpDefinition(
+            compute_fn=op.compute_fn,
+            name=op.name,
+            ins={i.name: In.from_definition(i) for i in op.input_defs},
+            outs={o.name: Out.from_definition(o) for o in op.output_defs},
+            description=op.description,
+            config_schema=op.config_schema,
+            required_resource_keys=op.required_resource_keys,
+            tags=op.tags,
+            code_version=op.version,
+            retry_policy=op.retry_policy,
+        )
         return AssetsDefinition(**{**assets.get_attributes_dict(), "node_def": unpooled})
 
 
