@@ -294,6 +294,17 @@ def test_the_warehouse_given_to_build_defs_decides_the_writer_pool(tmp_path):
     assert {"link_plan", "marts", "html_report"} <= set(pools(on_file))
     assert all(p == {WRITER_POOL} for p in pools(on_file).values()), pools(on_file)
     assert not any(pools(on_lake).values()), pools(on_lake)
+
+    def ops(defs):  # everything else about each step: the same either way
+        steps = [a.node_def for a in defs.assets if getattr(a, "is_executable", False)]
+        return {
+            op.name: (op.description, dict(op.tags), op.required_resource_keys, op.retry_policy,
+                      [i.name for i in op.input_defs], [o.name for o in op.output_defs],
+                      op.config_schema.as_field().config_type.key if op.config_schema else None)
+            for op in steps
+        }  # fmt: skip
+
+    assert ops(on_lake) == ops(on_file)
     assert set(on_lake.resolve_all_asset_keys()) == set(on_file.resolve_all_asset_keys())
     assert on_lake.resolve_job_def("site_pipeline").asset_layer.asset_graph.get_all_asset_keys() == (
         on_file.resolve_job_def("site_pipeline").asset_layer.asset_graph.get_all_asset_keys()
