@@ -24,6 +24,7 @@ from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, 
 from interlink_pipeline.core.relevance.link_ranker import (
     RankerOptions,
     SiteState,
+    default_ranker,
     drift,
     fit_ranker,
     negative_sample,
@@ -241,6 +242,24 @@ def test_sampled_training_sources_keep_the_features_they_would_have_had(light_in
     assert_frame_equal(training_examples(builder, inputs.links, third), sampled)
     other = training_examples(builder, inputs.links, dataclasses.replace(third, seed=1))
     assert set(other["source"].unique()) != set(sampled["source"].unique())
+
+
+def test_candidates_built_a_chunk_of_sources_at_a_time_are_those_built_at_once(light_inputs, monkeypatch):
+    """Features computed a few source pages at a time, and probabilities scored a few rows at a time, give
+    the frame and the scores of the whole site at once: chunking bounds memory, never the result."""
+    import interlink_pipeline.core.relevance.link_ranker as link_ranker
+
+    _, inputs, _ = light_inputs
+    builder = CandidateBuilder(inputs.signals, CandidateOptions())
+    proposals = builder.proposals(inputs.links)
+    whole = builder.features(proposals, chunk=inputs.signals.n)
+    for chunk in (7, 50):
+        assert_frame_equal(builder.features(proposals, chunk=chunk), whole)
+    ranker = default_ranker("the development crawls' weights", links_known=True)
+    at_once = ranker.probability(whole)
+    monkeypatch.setattr(link_ranker, "SCORING_ROWS", 333)
+    assert whole.height > 3 * 333
+    np.testing.assert_array_equal(ranker.probability(whole), at_once)
 
 
 def test_hidden_links_reach_no_feature(light_inputs):

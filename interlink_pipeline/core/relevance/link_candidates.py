@@ -35,6 +35,8 @@ from interlink_pipeline.core.relevance.url_tree import UrlTree
 # Parents with more pages below them than this have their pages' siblings kept in the NeighbourStore: a
 # re-crawl searches only the changed pages of a large section, the rest take a fraction of a second afresh.
 KEPT_SIBLINGS_ABOVE = 2000
+# source pages whose candidates get their features at once (CandidateBuilder.features)
+FEATURE_CHUNK = 5000
 
 ORIGINS = ("similar", "hierarchy", "graph", "mention", "serp", "listing", "menu")
 # a pair's origins are gathered as bit flags (an OR per pair is far cheaper than joining strings)
@@ -148,13 +150,27 @@ class CandidateBuilder:
             pairs = pairs.filter(~same.fill_null(False))
         return Proposals(pairs, links, content, adamic_adar, mentions)
 
-    def features(self, proposals: Proposals, sources: pl.Series | None = None) -> pl.DataFrame:
-        """The proposals' FEATURES, for the given sources' pairs only when `sources` is set (a pair's
-        features depend on its source's other pairs, never on other sources')."""
+    def features(
+        self, proposals: Proposals, sources: pl.Series | None = None, chunk: int = FEATURE_CHUNK
+    ) -> pl.DataFrame:
+        """The proposals' FEATURES, for the given sources' pairs only when `sources` is set. A pair's
+        features depend on its source's other pairs, never on other sources', so they are computed
+        `chunk` source pages at a time: the working columns of a chunk, not of the site, are held at once,
+        and the result is the same whatever the chunk."""
         pairs = proposals.pairs
         if sources is not None:
             pairs = pairs.filter(pl.col("source").is_in(sources.implode()))
-        return self.source_features(proposals, self.pair_features(proposals, pairs))
+        parts = [
+            self.source_features(proposals, self.pair_features(proposals, part))
+            for part in pairs.with_columns((pl.col("source") // chunk).alias("part")).partition_by(
+                "part", maintain_order=True, include_key=False
+            )
+        ]
+        return (
+            pl.concat(parts)
+            if parts
+            else self.source_features(proposals, self.pair_features(proposals, pairs))
+        )
 
     def pair_features(self, proposals: Proposals, pairs: pl.DataFrame) -> pl.DataFrame:
         """`pairs` (some of the proposals) with the FEATURES a pair has on its own; source_features adds

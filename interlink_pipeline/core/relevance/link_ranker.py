@@ -38,6 +38,7 @@ from interlink_pipeline.core.sorted_sets import differing_count, sorted_unique
 
 ModelKind = Literal["auto", "gradient_boosting", "logistic"]
 DEFAULT_WEIGHTS = Path(__file__).with_name("default_ranker.json")
+SCORING_ROWS = 200_000
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,13 @@ class Ranker:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def probability(self, candidates: pl.DataFrame) -> np.ndarray:
-        if candidates.is_empty():
-            return np.empty(0, dtype=np.float32)
-        return self.model.predict_proba(_matrix(candidates))[:, 1].astype(np.float32)
+        """Each candidate's probability, scored SCORING_ROWS at a time: the feature matrix of a large
+        site's millions of candidates would be a copy of them as large as the frame."""
+        out = np.empty(candidates.height, dtype=np.float32)
+        for start in range(0, candidates.height, SCORING_ROWS):
+            part = candidates.slice(start, SCORING_ROWS)
+            out[start : start + part.height] = self.model.predict_proba(_matrix(part))[:, 1]
+        return out
 
 
 def _matrix(frame: pl.DataFrame) -> np.ndarray:
