@@ -48,7 +48,7 @@ class RankerOptions:
     model: ModelKind = setting("auto", "auto: the better of the two by cross-validated average precision.")
     simulation_folds: int = setting(4, "Parts the links are hidden in to train.", ge=2)
     min_positives: int = setting(40, "Fewer examples: the default weights.", ge=1)
-    training_sources: int = setting(3_000, "Source pages to learn from: sampled beyond.", ge=100)
+    training_sources: int = setting(5_000, "Source pages to learn from: sampled beyond.", ge=100)
     negatives_per_positive: int = setting(40, "Negatives a validation fit samples per positive.", ge=1)
     cv_folds: int = setting(3, "Validation folds, grouped by source page.", ge=2)
     seed: int = setting(0, "Seed for the folds and the models.")
