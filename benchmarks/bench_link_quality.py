@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.harness import DATA, SAMPLE_DIR, SHARED_CRAWLS, print_table, save
+from interlink_pipeline.core.relevance.intervals import interval_text
 
 SETS = {
     "lightchiropractic": ("www.lightchiropractic.sg", "internal_all.csv", None),
@@ -203,7 +204,7 @@ def backtests(name: str, seeds: list[int], fraction: float, variant: str | None 
         rows.append(record)
         print(
             f"  {name} seed {seed}: plan precision {record['plan_precision']:.3f} "
-            f"{_interval(record, 'plan_precision')} vs "
+            f"{interval_text(record['intervals'].get('plan_precision'))} vs "
             f"{record['baseline_precision']:.3f}; P@10 {record['candidate_precision_at_k']:.3f} vs "
             f"{record['baseline_precision_at_k']:.3f}; orphan rescues {record['orphan_rescue_precision']} vs "
             f"{record['orphan_baseline_precision']} ({seconds:.0f}s)",
@@ -453,7 +454,7 @@ def main() -> None:
             [
                 name, str(runs[0]["hidden_links"]), f"{median('plan_links'):,.0f}",
                 f"{plan_p:.3f} / {base_p:.3f}", f"{plan_p / base_p:.1f}×" if base_p else "∞",
-                f"{_interval(runs[0], 'plan_precision')} / {_interval(runs[0], 'baseline_precision')}",
+                " / ".join(interval_text(runs[0]["intervals"].get(f)) for f in PLAN_VS_BASELINE),
                 f"{median('plan_recall'):.3f} / {median('baseline_recall'):.3f}",
                 f"{cand_p:.3f} / {base_cand:.3f}", f"{cand_p / base_cand:.1f}×" if base_cand else "∞",
                 f"{median('candidate_recall_at_k'):.3f} / {median('baseline_recall_at_k'):.3f}",
@@ -587,10 +588,7 @@ def _orphan_row(name: str, runs: list[dict]) -> list[str]:
     ]  # fmt: skip
 
 
-def _interval(record: dict, figure: str) -> str:
-    """A figure's 95% interval from the backtest's row, as [low, high]."""
-    interval = record["intervals"].get(figure)
-    return f"[{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "–"
+PLAN_VS_BASELINE = ("plan_precision", "baseline_precision")
 
 
 def _no_links_row(name: str, runs: list[dict]) -> list[str]:

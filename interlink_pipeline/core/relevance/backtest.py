@@ -30,7 +30,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.exact_search import exact_top
-from interlink_pipeline.core.relevance.intervals import Interval, ratio_intervals
+from interlink_pipeline.core.relevance.intervals import Interval, ratio_figures, ratio_intervals
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 from interlink_pipeline.core.relevance.link_ranker import (
     Ranker,
@@ -160,12 +160,17 @@ def top_k(ranked: pl.DataFrame, score: str, hidden: pl.DataFrame, k: int) -> pl.
     )
 
 
+def hit_flags(hidden: pl.DataFrame) -> pl.DataFrame:
+    """source, target, hit = 1: the hidden pairs, to left-join onto links and count the hits."""
+    return hidden.select(PAIR).with_columns(pl.lit(1).alias("hit"))
+
+
 def per_source(name: str, links: pl.DataFrame, hidden: pl.DataFrame) -> pl.DataFrame:
     """source, `name`_links, `name`_hits: how many of `links` each source has, and how many were hidden."""
     return (
         links.select(PAIR)
         .unique()
-        .join(hidden.select(PAIR).with_columns(pl.lit(1).alias("hit")), on=PAIR, how="left")
+        .join(hit_flags(hidden), on=PAIR, how="left")
         .group_by("source")
         .agg(pl.len().alias(f"{name}_links"), pl.col("hit").fill_null(0).sum().alias(f"{name}_hits"))
     )
@@ -250,18 +255,14 @@ def _figures(
         ],
         how="align",
     ).fill_null(0)
-    sums = counts.drop("source").sum().row(0, named=True)
-    figures = {
-        name: sums[numerator] / sums[denominator] if sums[denominator] else 0.0
-        for name, (numerator, denominator) in FIGURE_RATIOS.items()
-    }
+    figures, intervals = ratio_figures(counts, "source", FIGURE_RATIOS, seed, empty=0.0)
     figures |= {
         "plan_links": planned.height,
-        "plan_hits": sums["plan_hits"],
-        "baseline_hits": sums["baseline_hits"],
+        "plan_hits": int(counts["plan_hits"].sum()),
+        "baseline_hits": int(counts["baseline_hits"].sum()),
         "candidates": candidates.height,
     }
-    return figures, ratio_intervals(counts, "source", FIGURE_RATIOS, seed)
+    return figures, intervals
 
 
 def _orphan_figures(
@@ -283,7 +284,7 @@ def _orphan_figures(
     baseline = pl.DataFrame(
         {"source": closest, "target": orphans.to_numpy()}, schema=dict.fromkeys(PAIR, pl.Int64)
     )
-    hit = truth.select(PAIR).with_columns(pl.lit(1).alias("hit"))
+    hit = hit_flags(truth)
     counts = pl.concat(
         [
             rescues.join(hit, on=PAIR, how="left")
@@ -299,13 +300,8 @@ def _orphan_figures(
         "orphan_rescue_precision": ("rescue_hits", "rescues"),
         "orphan_baseline_precision": ("baseline_hits", "orphans"),
     }
-    sums = counts.drop("target").sum().row(0, named=True) if counts.height else {}
-    figures: dict[str, float | None] = {
-        name: sums[numerator] / sums[denominator] if sums.get(denominator) else None
-        for name, (numerator, denominator) in ratios.items()
-    }
-    figures |= {"orphaned_pages": len(orphans), "orphan_rescues": rescues.height}
-    return figures, ratio_intervals(counts, "target", ratios, seed)
+    figures, intervals = ratio_figures(counts, "target", ratios, seed, empty=None)
+    return figures | {"orphaned_pages": len(orphans), "orphan_rescues": rescues.height}, intervals
 
 
 # per reason: figure -> (numerator, denominator) of its per-source counts
@@ -331,7 +327,7 @@ def figures_by_reason(
         .select(pl.col("target").unique(), pl.lit(True).alias("reachable"))
     )  # fmt: skip
     by_source = (
-        planned.join(hidden.select(PAIR).with_columns(pl.lit(1).alias("hit")), on=PAIR, how="left")
+        planned.join(hit_flags(hidden), on=PAIR, how="left")
         .join(lost, on="target", how="left")
         .join(lost_within_reach, on="target", how="left")
         .group_by("reason", "source")

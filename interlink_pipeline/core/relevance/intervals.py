@@ -49,3 +49,21 @@ def ratio_intervals(
         low, high = np.quantile(ratio, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
         intervals[name] = (float(low), float(high))
     return intervals
+
+
+def ratio_figures(
+    counts: pl.DataFrame, unit: str, ratios: dict[str, tuple[str, str]], seed: int, empty: float | None
+) -> tuple[dict[str, float | None], dict[str, Interval]]:
+    """Each figure of `ratios` over all of `counts` (sum(numerator) / sum(denominator), `empty` where the
+    denominator is 0), and its interval (ratio_intervals)."""
+    sums = counts.drop(unit).sum().row(0, named=True) if counts.height else {}
+    figures = {
+        name: sums[numerator] / sums[denominator] if sums.get(denominator) else empty
+        for name, (numerator, denominator) in ratios.items()
+    }
+    return figures, ratio_intervals(counts, unit, ratios, seed)
+
+
+def interval_text(interval: Interval | list[float]) -> str:
+    """An interval as people read it, "[0.241, 0.287]", or "" for none (a row measured before them)."""
+    return f"[{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""

@@ -21,6 +21,7 @@ from interlink_pipeline.core.relevance.backtest import (
     links_to_hide,
     measured_inputs,
 )
+from interlink_pipeline.core.relevance.intervals import interval_text
 from interlink_pipeline.core.relevance.link_ranker import RankerOptions
 from interlink_pipeline.core.relevance.site_inputs import RELEVANCE_TABLES, relevance_inputs, with_vectors
 from interlink_pipeline.core.warehouse.contract import NO_FAILURES, ValidationReport
@@ -154,13 +155,14 @@ BASELINE = ("baseline_precision", "baseline_recall", "baseline_precision_at_k", 
 def _figures(row: dict) -> dict:
     """The metadata of a backtest row: ours against the baseline, as figures, a table and bars."""
     k = row["k"]
+    intervals = json.loads(row.get("intervals") or "{}")  # none in a row measured before them
     comparison = pl.DataFrame(
         {
             "figure": ["plan precision", "plan recall", f"candidate precision@{k}", f"candidate recall@{k}"],
             "ours": [row[f] for f in OURS],
             "baseline": [row[f] for f in BASELINE],
-            "ours 95%": [_interval(row, f) for f in OURS],
-            "baseline 95%": [_interval(row, f) for f in BASELINE],
+            "ours 95%": [interval_text(intervals.get(f)) for f in OURS],
+            "baseline 95%": [interval_text(intervals.get(f)) for f in BASELINE],
         }
     ).with_columns(
         (pl.col("ours") / pl.col("baseline")).round(2).alias("ratio"), pl.col("ours", "baseline").round(4)
@@ -195,12 +197,6 @@ def _figures(row: dict) -> dict:
     }
 
 
-def _interval(row: dict, figure: str) -> str:
-    """A figure's 95% interval as people read it ("0.241-0.287"), or "" for a row measured before them."""
-    interval = json.loads(row.get("intervals") or "{}").get(figure)
-    return f"{interval[0]:.3f}-{interval[1]:.3f}" if interval else ""
-
-
 def _orphan_figures(row: dict) -> dict:
     """The orphan backtest's figures, when it made orphans: its rescues' precision against the baseline."""
     if not row.get("orphaned_pages"):
@@ -211,7 +207,9 @@ def _orphan_figures(row: dict) -> dict:
         "orphan_rescues": row["orphan_rescues"],
         "orphan_rescue_precision": MetadataValue.float(rescue) if rescue is not None else "no rescue",
         "orphan_baseline_precision": MetadataValue.float(baseline),
-        "orphan_rescue_precision_95%": _interval(row, "orphan_rescue_precision"),
+        "orphan_rescue_precision_95%": interval_text(
+            json.loads(row.get("intervals") or "{}").get("orphan_rescue_precision")
+        ),
     }
 
 
