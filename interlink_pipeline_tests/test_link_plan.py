@@ -502,6 +502,11 @@ def test_plan_on_the_sample(sample_site):
     assert all(row["reachable"] <= row["known"] <= row["links"] for row in by_reason.values())
     backtest_meta = materialization_metadata(sample_site, "link_backtest")
     assert "plan precision" in backtest_meta["ours_vs_baseline"]["figure"].to_list()
+    # each figure with its 95% interval: in the row, and beside the figure in the metadata
+    low, high = json.loads(backtest["intervals"])["plan_precision"]
+    assert low <= backtest["plan_precision"] <= high
+    shown = backtest_meta["ours_vs_baseline"].filter(pl.col("figure") == "plan precision")["ours 95%"][0]
+    assert shown == f"[{low:.3f}, {high:.3f}]"
     # figures for people: 4 significant digits (the table keeps full precision)
     figures = [value for value in backtest_meta.values() if isinstance(value, float)]
     assert len(figures) >= 6 and all(value == significant(value) for value in figures)
