@@ -32,6 +32,7 @@ from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.publish.report import plan_in_words
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words
+from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     LIGHT,
@@ -447,7 +448,7 @@ def test_plan_on_the_sample(sample_site):
         "link_plan_depth_target",
     }
     assert all(check.passed for check in checks.values())
-    with duckdb.connect(str(sample_site.warehouse), read_only=True) as con:
+    with connect(sample_site.warehouse, read_only=True) as con:
         after = (
             con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'after'").pl().row(0, named=True)
         )
@@ -603,7 +604,7 @@ def test_a_recrawl_keeps_the_plan_and_says_what_changed(tmp_path, instance, samp
 def test_plan_on_real_crawls_with_and_without_inlinks(light_and_nutri):
     light, nutri = light_and_nutri.for_site(LIGHT), light_and_nutri.for_site(NUTRI)
     assert light.success and nutri.success
-    with duckdb.connect(str(light_and_nutri.warehouse), read_only=True) as con:
+    with connect(light_and_nutri.warehouse, read_only=True) as con:
         metrics = con.execute(
             "SELECT site, scenario, orphan_pages, links_known FROM graph.site_metrics ORDER BY ALL"
         ).fetchall()

@@ -14,6 +14,7 @@ import pytest
 from dagster_dbt import DbtProject
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.core.warehouse.snapshot import publish_snapshot, snapshot_path
 from interlink_pipeline.core.warehouse.table_docs import mart_columns
 from interlink_pipeline.definitions import build_defs
@@ -51,7 +52,7 @@ def test_marts_are_built_per_site_with_checks_lineage_and_history(light_and_nutr
     assert light.success and nutri.success
     checks = _dbt_checks(light)
     assert len(checks) >= 30 and all(check.passed for check in checks)  # the dbt tests, as asset checks
-    with duckdb.connect(str(light_and_nutri.warehouse), read_only=True) as con:
+    with connect(light_and_nutri.warehouse, read_only=True) as con:
         plan = _counts(con, "graph.link_plan")
         opportunities = _counts(con, "marts.link_opportunities")
         pages = _counts(con, "staging.pages")
