@@ -83,17 +83,21 @@ def candidate_ks(n: int, options: ClusterOptions) -> list[int]:
 
 
 def fit_kmeans(
-    vectors: np.ndarray, k: int, options: ClusterOptions, n_init: int = 3
+    vectors: np.ndarray,
+    k: int,
+    options: ClusterOptions,
+    n_init: int = 3,
+    init: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, unit-norm centroids) of k-means on unit vectors (so Euclidean follows cosine)."""
+    """(labels, unit-norm centroids) of k-means on unit vectors (so Euclidean follows cosine), from
+    k-means++ seeds or the given `init` centres (then one run)."""
     from sklearn.cluster import KMeans, MiniBatchKMeans
 
+    start = {"init": init, "n_init": 1} if init is not None else {"n_init": n_init}
     if len(vectors) > options.minibatch_above:
-        model = MiniBatchKMeans(
-            k, random_state=options.seed, batch_size=4096, n_init=n_init, max_no_improvement=20
-        )
+        model = MiniBatchKMeans(k, random_state=options.seed, batch_size=4096, max_no_improvement=20, **start)
     else:
-        model = KMeans(k, random_state=options.seed, n_init=n_init)
+        model = KMeans(k, random_state=options.seed, **start)
     labels = model.fit_predict(vectors)
     centroids = model.cluster_centers_.astype(np.float32)
     centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12, None)
@@ -101,18 +105,24 @@ def fit_kmeans(
 
 
 def choose_k(vectors: np.ndarray, options: ClusterOptions) -> tuple[int, dict[int, float]]:
-    """The candidate k with the best mean silhouette (cosine) on a sample."""
+    """The candidate k with the best mean silhouette (cosine) on a sample. The candidates share one
+    k-means++ seeding, of the largest k: its first k seeds are a k-means++ seeding of k, and seeding is
+    sequential, so seeding every candidate apart cost the sum of the ks (on a 9,750-page site, 42 s of
+    the choice against 13 s). One initialisation per candidate is enough to compare k; the chosen k is
+    then fitted with three."""
+    from sklearn.cluster import kmeans_plusplus
     from sklearn.metrics import silhouette_score
 
     rng = np.random.default_rng(options.seed)
     n = len(vectors)
     fit_rows = rng.choice(n, size=min(n, options.selection_sample), replace=False)
     score_rows = fit_rows[: min(len(fit_rows), options.silhouette_sample)]
+    sample = vectors[fit_rows]
+    ks = candidate_ks(len(fit_rows), options)
+    seeds = kmeans_plusplus(sample, max(ks), random_state=options.seed)[0] if ks else sample[:0]
     scores: dict[int, float] = {}
-    for k in candidate_ks(len(fit_rows), options):
-        # one initialisation per candidate: enough to compare k (k-means++ seeding is most of the cost);
-        # the chosen k is then fitted with three
-        _labels, centroids = fit_kmeans(vectors[fit_rows], k, options, n_init=1)
+    for k in ks:
+        _labels, centroids = fit_kmeans(sample, k, options, init=seeds[:k])
         assigned = _nearest(vectors[score_rows], centroids)
         if len(set(assigned)) < 2:
             continue
