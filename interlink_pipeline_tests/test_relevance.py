@@ -227,9 +227,9 @@ def _backtest(inputs, visible, hiding, base, ranker_options):
 
 
 def test_sampled_training_sources_keep_the_features_they_would_have_had(light_inputs):
-    """A site of more pages than training_sources gets features for a seeded sample of that many sources
-    only (the same sample under the same seed, another under another), and those rows are exactly the full
-    examples' rows of the same sources."""
+    """A site of more pages than training_sources gets its pairs proposed and featured for a seeded sample
+    of that many sources only (the same sample under the same seed, another under another), and those rows
+    are exactly the full examples' rows of the same sources."""
     _, inputs, _ = light_inputs
     builder = CandidateBuilder(inputs.signals, CandidateOptions())
     full = training_examples(builder, inputs.links, RankerOptions())

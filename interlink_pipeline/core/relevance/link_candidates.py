@@ -14,6 +14,7 @@ are given: a backtest passes the visible links, so hidden links reach no feature
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 from scipy import sparse
 
@@ -114,14 +115,19 @@ class CandidateBuilder:
         and `origins` (the signals that proposed it, '+'-joined)."""
         return self.features(self.proposals(links))
 
-    def proposals(self, links: LinkGraph) -> Proposals:
-        """The proposed pairs and their origins, before features: cheap, so a caller can choose which
-        sources' pairs are worth the features (the ranker samples its training sources this way)."""
+    def proposals(self, links: LinkGraph, sources: pl.Series | None = None) -> Proposals:
+        """The proposed pairs and their origins, before features; the `sources`' pairs only when given
+        (the ranker's sampled training sources): their phrase matches and Adamic–Adar rows are the only
+        ones computed, and the pairs are those of the whole site's proposals from those sources."""
         fault_point("candidate-proposals")
         signals, options = self.signals, self.options
+        wanted = None
+        if sources is not None:
+            wanted = np.zeros(signals.n, dtype=bool)
+            wanted[sources.to_numpy()] = True
         content = links.adjacency(signals.n, content=True)
-        adamic_adar = adamic_adar_scores(content)
-        mentions = PhraseIndex(signals, links, options).find()
+        adamic_adar = adamic_adar_scores(content, wanted)
+        mentions = PhraseIndex(signals, links, options).find(wanted)
         proposed = [
             self.fixed,
             top_pairs(adamic_adar, options.graph_per_page).with_columns(_origin("graph")),
@@ -134,6 +140,7 @@ class CandidateBuilder:
         pairs = (
             pl.concat([p.select(pl.col("source", "target").cast(pl.Int64), "origin") for p in proposed])
             .filter(pl.col("source") != pl.col("target"))
+            .filter(True if sources is None else pl.col("source").is_in(sources.implode()))
             .group_by("source", "target")
             .agg(pl.col("origin").bitwise_or())
             .select(

@@ -82,8 +82,8 @@ def _matrix(frame: pl.DataFrame) -> np.ndarray:
 
 def training_examples(builder: CandidateBuilder, links: LinkGraph, options: RankerOptions) -> pl.DataFrame:
     """Candidates labelled by simulation: each fold of in-content link pairs hidden in turn. Only the
-    sampled sources' pairs (training_sources) get features, and each fold's proposals are dropped once
-    they have: the examples' memory is set by the sample, not the site."""
+    sampled sources' pairs (training_sources) are proposed and get features, and each fold's are dropped
+    once they have: the examples' cost is set by the sample, not the site."""
     pairs = links.content_pairs()
     if pairs.height < 2:
         return pl.DataFrame()
@@ -98,7 +98,7 @@ def training_examples(builder: CandidateBuilder, links: LinkGraph, options: Rank
         hidden = (instance_fold == fold).fill_null(False).to_numpy() & links.content
         positives = pairs.filter(pl.col("fold") == fold).select("source", "target", pl.lit(1).alias("label"))
         frames.append(
-            builder.features(builder.proposals(links.subset(~hidden)), sources)
+            builder.features(builder.proposals(links.subset(~hidden), sources), sources)
             .join(positives, on=["source", "target"], how="left")
             .with_columns(
                 pl.col("label").fill_null(0).cast(pl.Int8), pl.lit(fold, dtype=pl.Int32).alias("fold")

@@ -25,10 +25,12 @@ def adamic_adar_weights(content: sparse.csr_matrix) -> tuple[sparse.csr_matrix, 
     return both, weight.astype(np.float32)
 
 
-def adamic_adar_scores(content: sparse.csr_matrix) -> sparse.csr_matrix:
-    """Adamic–Adar on the undirected link graph: common neighbours, each weighted (adamic_adar_weights)."""
+def adamic_adar_scores(content: sparse.csr_matrix, rows: np.ndarray | None = None) -> sparse.csr_matrix:
+    """Adamic–Adar on the undirected link graph: common neighbours, each weighted (adamic_adar_weights).
+    With `rows` (a mask of pages), only those pages' rows are computed; the others are empty."""
     both, weight = adamic_adar_weights(content)
-    return sparse.csr_matrix(both @ sparse.diags(weight) @ both)
+    left = both if rows is None else sparse.diags(rows.astype(np.float32)) @ both
+    return sparse.csr_matrix(left @ sparse.diags(weight) @ both)
 
 
 def top_pairs(scores: sparse.csr_matrix, k: int) -> pl.DataFrame:

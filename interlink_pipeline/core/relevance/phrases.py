@@ -48,9 +48,10 @@ class PhraseIndex:
             self.commonness[phrase] = {t: v / total for t, v in votes.items()}
         self.first_words = {p[0] for p in self.commonness}
 
-    def find(self) -> pl.DataFrame:
-        """source, target, mention_commonness, mention_words, mention_title, offset (first character)."""
-        rows = self._best_matches()
+    def find(self, sources: np.ndarray | None = None) -> pl.DataFrame:
+        """source, target, mention_commonness, mention_words, mention_title, offset (first character); for
+        the pages of the `sources` mask only when it is given."""
+        rows = self._best_matches(sources)
         if not rows:
             return pl.DataFrame(
                 schema={
@@ -80,7 +81,7 @@ class PhraseIndex:
             .head(self.options.mentions_per_page)
         )
 
-    def _best_matches(self) -> dict[tuple[int, int], list]:
+    def _best_matches(self, sources: np.ndarray | None) -> dict[tuple[int, int], list]:
         """Per (source, target): [share, words, titled, offset] of the target's best phrase in the source's
         text (its body, else its meta description): the most common for the target, then the longest;
         titled when that phrase, or one found after it, is the target's title or H1."""
@@ -88,7 +89,7 @@ class PhraseIndex:
         body = self.signals.texts.get("body") or [None] * self.signals.n
         meta = self.signals.texts.get("meta_description") or [None] * self.signals.n
         longest = self.options.max_phrase_words
-        for source in range(self.signals.n):
+        for source in range(self.signals.n) if sources is None else np.flatnonzero(sources).tolist():
             text = body[source] or meta[source]
             if not text:
                 continue
