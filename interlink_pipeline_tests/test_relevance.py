@@ -17,7 +17,12 @@ from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
-from interlink_pipeline.core.relevance.backtest import figures_by_reason, links_to_hide, run_backtest
+from interlink_pipeline.core.relevance.backtest import (
+    figures_by_reason,
+    links_to_hide,
+    run_backtest,
+    scored_by,
+)
 from interlink_pipeline.core.relevance.candidate_features import FEATURES, LINK_FEATURES
 from interlink_pipeline.core.relevance.intervals import ratio_intervals
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, build_candidates
@@ -246,7 +251,8 @@ def test_sampled_training_sources_keep_the_features_they_would_have_had(light_in
 
 def test_candidates_built_a_chunk_of_sources_at_a_time_are_those_built_at_once(light_inputs, monkeypatch):
     """Features computed a few source pages at a time, and probabilities scored a few rows at a time, give
-    the frame and the scores of the whole site at once: chunking bounds memory, never the result."""
+    the frame and the scores of the whole site at once, and so do a chunk's scores kept without its
+    features (the backtest's): chunking bounds memory, never the result."""
     import interlink_pipeline.core.relevance.link_ranker as link_ranker
 
     _, inputs, _ = light_inputs
@@ -257,6 +263,9 @@ def test_candidates_built_a_chunk_of_sources_at_a_time_are_those_built_at_once(l
         assert_frame_equal(builder.features(proposals, chunk=chunk), whole)
     ranker = default_ranker("the development crawls' weights", links_known=True)
     at_once = ranker.probability(whole)
+    scores_only = builder.features(proposals, chunk=7, each=scored_by(ranker))
+    expected = whole.select("source", "target", "origins").with_columns(pl.Series("probability", at_once))
+    assert_frame_equal(scores_only, expected)
     monkeypatch.setattr(link_ranker, "SCORING_ROWS", 333)
     assert whole.height > 3 * 333
     np.testing.assert_array_equal(ranker.probability(whole), at_once)

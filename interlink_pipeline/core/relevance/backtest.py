@@ -201,8 +201,7 @@ def run_backtest(
     ranker = fit_ranker(examples, ranker_options)
     seconds["ranker"] = time.monotonic() - started
     started = time.monotonic()
-    candidates = builder.build(visible)
-    candidates = candidates.with_columns(pl.Series("probability", ranker.probability(candidates)))
+    candidates = builder.features(builder.proposals(visible), each=scored_by(ranker))
     seconds["candidates"] = time.monotonic() - started
     started = time.monotonic()
     planned, reach = plan(visible, candidates)
@@ -216,6 +215,19 @@ def run_backtest(
     return BacktestResult(
         hidden.height, figures | orphans, intervals | orphan_intervals, by_reason, ranker, seconds
     )
+
+
+def scored_by(ranker: Ranker) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """Candidate rows -> what the plan and the figures read of them (source, target, origins,
+    probability): the backtest keeps a chunk's scores, not its features, so a large site's candidates
+    are never held with every feature at once."""
+
+    def scored(rows: pl.DataFrame) -> pl.DataFrame:
+        return rows.select("source", "target", "origins").with_columns(
+            pl.Series("probability", ranker.probability(rows))
+        )
+
+    return scored
 
 
 # figure -> (numerator, denominator) of the per-source counts _figures sums; each gets an interval

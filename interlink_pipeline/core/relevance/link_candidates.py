@@ -14,6 +14,8 @@ are given: a backtest passes the visible links, so hidden links reach no feature
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import polars as pl
 from scipy import sparse
@@ -158,17 +160,23 @@ class CandidateBuilder:
         return Proposals(pairs, links, content, adamic_adar, mentions)
 
     def features(
-        self, proposals: Proposals, sources: pl.Series | None = None, chunk: int = FEATURE_CHUNK
+        self,
+        proposals: Proposals,
+        sources: pl.Series | None = None,
+        chunk: int = FEATURE_CHUNK,
+        each: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     ) -> pl.DataFrame:
         """The proposals' FEATURES, for the given sources' pairs only when `sources` is set. A pair's
         features depend on its source's other pairs, never on other sources', so they are computed
         `chunk` source pages at a time: the working columns of a chunk, not of the site, are held at once,
-        and the result is the same whatever the chunk."""
+        and the result is the same whatever the chunk. `each` turns a chunk's rows into what is kept of
+        them (the backtest keeps their scores, not their features)."""
         pairs = proposals.pairs
         if sources is not None:
             pairs = pairs.filter(pl.col("source").is_in(sources.implode()))
+        keep = each or (lambda rows: rows)
         parts = [
-            self.source_features(proposals, self.pair_features(proposals, part))
+            keep(self.source_features(proposals, self.pair_features(proposals, part)))
             for part in pairs.with_columns((pl.col("source") // chunk).alias("part")).partition_by(
                 "part", maintain_order=True, include_key=False
             )
@@ -176,7 +184,7 @@ class CandidateBuilder:
         return (
             pl.concat(parts)
             if parts
-            else self.source_features(proposals, self.pair_features(proposals, pairs))
+            else keep(self.source_features(proposals, self.pair_features(proposals, pairs)))
         )
 
     def pair_features(self, proposals: Proposals, pairs: pl.DataFrame) -> pl.DataFrame:
