@@ -18,6 +18,7 @@ from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.relevance.backtest import (
+    baseline_lists,
     figures_by_reason,
     links_to_hide,
     run_backtest,
@@ -377,6 +378,32 @@ def test_a_structural_link_is_held_against_the_sources_it_could_have_had():
     topical = rows["topical"]
     assert (topical["hits"], topical["known"], topical["reachable"]) == (0, 0, 0)
     assert topical["known_precision"] is None and topical["reachable_precision"] is None
+
+
+def test_baseline_lists_are_each_pages_most_similar_whatever_its_links():
+    """The title baseline: each page's `depth` most similar pages without itself and its in-content links,
+    equally similar pages in target order, found by searching each page only as deep as its links need
+    (a page with many links does not deepen every page's search) and equal to a brute-force ranking. (A
+    group of identical titles larger than a page's search is cut where the search cuts it.)"""
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(300, 16)).astype(np.float32)
+    vectors[100:108] = vectors[5]  # eight more pages with page 5's title: ties
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    hub_targets = np.arange(1, 250)  # page 0 links 249 pages in content, page 7 three, page 9 nothing
+    source = np.concatenate([np.zeros(len(hub_targets), dtype=np.int64), [7, 7, 7, 9]])
+    target = np.concatenate([hub_targets, [100, 101, 5, 8]])
+    content = np.concatenate([np.ones(len(hub_targets) + 3, dtype=bool), [False]])
+    links = LinkGraph(source=source, target=target, content=content, anchor=np.full(len(source), None))
+    lists = baseline_lists(vectors, links, depth=12)
+    cosines = vectors @ vectors.T
+    linked = set(zip(source[content].tolist(), target[content].tolist(), strict=True))
+    for page in (0, 7, 9, 5, 103):
+        expected = sorted(
+            (t for t in range(300) if t != page and (page, t) not in linked),
+            key=lambda t: (-round(float(cosines[page, t]), 5), t),
+        )[:12]
+        assert lists.filter(pl.col("source") == page).sort("position")["target"].to_list() == expected
+    assert lists.group_by("source").len()["len"].unique().to_list() == [12]
 
 
 def test_validation_fits_keep_every_positive_and_sample_the_negatives():

@@ -125,14 +125,25 @@ def hide_pairs(links: LinkGraph, hidden: pl.DataFrame) -> LinkGraph:
 
 def baseline_lists(title_vectors: np.ndarray, visible: LinkGraph, depth: int) -> pl.DataFrame:
     """source, target, cosine, position: each page's `depth` most similar pages by title, without itself
-    and its visible in-content links."""
+    and its visible in-content links; pages equally similar (the same title) in target order. Each page is
+    searched as deep as it needs (depth, itself and its links), pages of like need together: searching
+    every page as deep as the page with the most links made each list 1,205 long on a 100,000-page site,
+    and took 121 s and 5.5 GB."""
     n = len(title_vectors)
-    extra = int(np.bincount(visible.source[visible.content], minlength=n).max(initial=0))
-    idx, scores = exact_top(title_vectors, title_vectors, min(n, depth + extra + 1), query_ids=np.arange(n))
-    return (
-        pl.DataFrame(
-            {"source": np.repeat(np.arange(n), idx.shape[1]), "target": idx.ravel(), "cosine": scores.ravel()}
+    needed = depth + 1 + np.bincount(visible.source[visible.content], minlength=n)
+    width = np.minimum(n, 2 ** np.ceil(np.log2(needed)).astype(np.int64))
+    parts = []
+    for searched in np.unique(width):
+        rows = np.flatnonzero(width == searched)
+        idx, scores = exact_top(title_vectors[rows], title_vectors, int(searched), query_ids=rows)
+        parts.append(
+            pl.DataFrame(
+                {"source": np.repeat(rows, idx.shape[1]), "target": idx.ravel(), "cosine": scores.ravel()}
+            )
         )
+    return (
+        pl.concat(parts)
+        .sort(pl.col("source"), pl.col("cosine").round(5), pl.col("target"), descending=[False, True, False])
         .filter(pl.col("source") != pl.col("target"))
         .join(visible.content_pairs(), on=PAIR, how="anti")
         .with_columns(pl.int_range(pl.len()).over("source").add(1).alias("position"))
