@@ -142,7 +142,7 @@ class CandidateBuilder:
         pairs = (
             pl.concat([p.select(pl.col("source", "target").cast(pl.Int64), "origin") for p in proposed])
             .filter(pl.col("source") != pl.col("target"))
-            .filter(True if sources is None else pl.col("source").is_in(sources.implode()))
+            .filter(pl.lit(True) if sources is None else pl.col("source").is_in(sources.implode()))
             .group_by("source", "target")
             .agg(pl.col("origin").bitwise_or())
             .select(
@@ -162,18 +162,14 @@ class CandidateBuilder:
     def features(
         self,
         proposals: Proposals,
-        sources: pl.Series | None = None,
         chunk: int = FEATURE_CHUNK,
         each: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     ) -> pl.DataFrame:
-        """The proposals' FEATURES, for the given sources' pairs only when `sources` is set. A pair's
-        features depend on its source's other pairs, never on other sources', so they are computed
-        `chunk` source pages at a time: the working columns of a chunk, not of the site, are held at once,
-        and the result is the same whatever the chunk. `each` turns a chunk's rows into what is kept of
-        them (the backtest keeps their scores, not their features)."""
+        """The proposals' FEATURES. A pair's features depend on its source's other pairs, never on other
+        sources', so they are computed `chunk` source pages at a time: the working columns of a chunk, not
+        of the site, are held at once, and the result is the same whatever the chunk. `each` turns a
+        chunk's rows into what is kept of them (the backtest keeps their scores, not their features)."""
         pairs = proposals.pairs
-        if sources is not None:
-            pairs = pairs.filter(pl.col("source").is_in(sources.implode()))
         keep = each or (lambda rows: rows)
         parts = [
             keep(self.source_features(proposals, self.pair_features(proposals, part)))

@@ -98,7 +98,7 @@ def training_examples(builder: CandidateBuilder, links: LinkGraph, options: Rank
         hidden = (instance_fold == fold).fill_null(False).to_numpy() & links.content
         positives = pairs.filter(pl.col("fold") == fold).select("source", "target", pl.lit(1).alias("label"))
         frames.append(
-            builder.features(builder.proposals(links.subset(~hidden), sources), sources)
+            builder.features(builder.proposals(links.subset(~hidden), sources))
             .join(positives, on=["source", "target"], how="left")
             .with_columns(
                 pl.col("label").fill_null(0).cast(pl.Int8), pl.lit(fold, dtype=pl.Int32).alias("fold")
