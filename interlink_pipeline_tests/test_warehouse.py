@@ -1,5 +1,7 @@
 """The DuckDB warehouse: validated, per-site, all-or-nothing writes on a real file."""
 
+import os
+import socket
 import subprocess
 import sys
 import time
@@ -14,7 +16,7 @@ from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse.contract import ContractError, duckdb_type, table_columns
 from interlink_pipeline.core.warehouse.database import connect, ensure_tables
 from interlink_pipeline.core.warehouse.schemas import TABLES
-from interlink_pipeline.core.warehouse.store import read_site, replace_site_rows
+from interlink_pipeline.core.warehouse.store import SpilledRows, read_site, replace_site_rows
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import SAMPLE_DIR
 
@@ -73,6 +75,55 @@ def test_contract_violation_writes_nothing(warehouse_path, sample_frames):
     assert "staging.excluded_pages breaks its schema" in message and "reason: isin" in message
     assert error.value.reports["raw.crawl_pages"].passed
     assert _counts(warehouse_path) == before
+
+
+def test_spilled_rows_are_written_whole_or_not_at_all(warehouse_path, sample_frames, tmp_path):
+    """Rows spilled a chunk at a time (a large site's candidates) replace the site's rows as the frame
+    written at once would; a chunk that breaks the schema, or a key two chunks repeat, writes nothing,
+    and the spill folder goes either way."""
+    replace_site_rows(warehouse_path, SAMPLE_HOST, sample_frames)
+    before = _counts(warehouse_path)
+    raw = sample_frames["raw.crawl_pages"].drop("site")
+    shown = raw.head(500)
+
+    def spilled_write(*chunks):
+        with SpilledRows("raw.crawl_pages", SAMPLE_HOST, tmp_path / "spill") as spilled:
+            for chunk in chunks:
+                spilled.add(chunk)
+            assert sorted(spilled.folder.iterdir()) == spilled.files  # a chunk that broke was not kept
+            return replace_site_rows(warehouse_path, SAMPLE_HOST, {"raw.crawl_pages": spilled})
+
+    broken = shown.slice(300, 100).with_columns(pl.lit(0, dtype=pl.Int64).alias("row_number"))
+    with pytest.raises(ContractError, match="row_number: greater_than_or_equal_to"):
+        spilled_write(shown.slice(0, 300), broken, shown.slice(400, 100))
+    with pytest.raises(ContractError, match="100 duplicated keys"):
+        spilled_write(shown.slice(0, 300), shown.slice(200, 300))
+    assert _counts(warehouse_path) == before
+    assert not list((tmp_path / "spill").iterdir())
+
+    report = spilled_write(shown.slice(0, 200), shown.slice(200, 0), shown.slice(200, 300))
+    assert report["raw.crawl_pages"].rows == 500 and report["raw.crawl_pages"].passed
+    stored = read_site(warehouse_path, "raw.crawl_pages", SAMPLE_HOST).sort("row_number")
+    assert stored.drop("site").equals(shown)
+    assert _counts(warehouse_path) == {**before, ("raw.crawl_pages", SAMPLE_HOST): 500}
+    assert not list((tmp_path / "spill").iterdir())
+
+
+def test_a_killed_process_spill_is_removed_by_the_next(tmp_path):
+    """A run killed while spilling leaves its folder; the next spill on the host removes it, and never a
+    running process's."""
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    host = socket.gethostname()
+    abandoned = tmp_path / f"{host}-{int(ended.stdout)}-ml.link_candidates-x1"
+    running = tmp_path / f"{host}-{os.getpid()}-ml.link_candidates-x2"
+    elsewhere = tmp_path / f"other-host-{int(ended.stdout)}-ml.link_candidates-x3"
+    for folder in (abandoned, running, elsewhere):
+        folder.mkdir()
+        (folder / "00000.parquet").write_bytes(b"rows")
+    with SpilledRows("ml.link_candidates", SAMPLE_HOST, tmp_path) as spilled:
+        assert spilled.folder.name.startswith(f"{host}-{os.getpid()}-ml.link_candidates-")
+        assert sorted(tmp_path.iterdir()) == sorted([running, elsewhere, spilled.folder])
+    assert sorted(tmp_path.iterdir()) == sorted([running, elsewhere])
 
 
 def test_failure_inside_the_transaction_rolls_back(warehouse_path, sample_frames):

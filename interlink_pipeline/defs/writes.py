@@ -23,7 +23,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.numbers import for_people, significant
 from interlink_pipeline.core.warehouse.contract import NO_FAILURES, ContractError, ValidationReport
-from interlink_pipeline.core.warehouse.store import RowChanges, merge_rows
+from interlink_pipeline.core.warehouse.store import RowChanges, SpilledRows, merge_rows
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.tables import check_name, table_key
 
@@ -37,8 +37,13 @@ def user_errors() -> Iterator[None]:
         raise Failure(description=str(exc), allow_retries=False) from None
 
 
-def with_site(rows: pl.DataFrame | RowChanges, site: str) -> pl.DataFrame | RowChanges:
-    """A table's rows (or a patch's rows) as stored: with the site as their first column."""
+def with_site(
+    rows: pl.DataFrame | RowChanges | SpilledRows, site: str
+) -> pl.DataFrame | RowChanges | SpilledRows:
+    """A table's rows (or a patch's rows) as stored: with the site as their first column (spilled rows got
+    it as they were spilled)."""
+    if isinstance(rows, SpilledRows):
+        return rows
     if isinstance(rows, RowChanges):
         return dataclasses.replace(rows, upserted=with_site(rows.upserted, site))
     return rows.select(pl.lit(site).alias("site"), pl.all())
@@ -48,7 +53,7 @@ def persist(
     context: AssetExecutionContext,
     warehouse: Any,
     site: str,
-    frames: Mapping[str, pl.DataFrame | RowChanges],
+    frames: Mapping[str, pl.DataFrame | RowChanges | SpilledRows],
     metadata: dict[str, Any],
     started: float,
     invariants: Sequence[AssetCheckResult] = (),

@@ -25,7 +25,7 @@ from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, serp_scores
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 from interlink_pipeline.core.relevance.link_signals import adamic_adar_weights
-from interlink_pipeline.core.warehouse.store import RowChanges
+from interlink_pipeline.core.warehouse.store import RowChanges, SpilledRows
 
 # Bumped whenever what a build computes from the same inputs changes: the next build is then full.
 BUILD_FORMAT = 1
@@ -41,6 +41,15 @@ LOCAL = [f for f in FEATURES if f not in ("rank_title", "rank_body", "listing_si
     "mention_offset"
 ]
 PAGE_STATE = ("page_id", "inputs_hash", "settings_hash", "scored_by")  # what a build reads of the last
+LIKELY = 0.5  # a probability the run's metadata counts as a likely link
+PREVIEW_ROWS = 15
+_COUNTS = {"source_page_id": pl.String, "origins": pl.String, "candidates": pl.UInt32, "likely": pl.UInt32}
+_TOP = {
+    "source_page_id": pl.String,
+    "target_page_id": pl.String,
+    "probability": pl.Float32,
+    "origins": pl.String,
+}
 
 
 Probability = Callable[[pl.DataFrame], np.ndarray]  # rows with FEATURES -> the ranker's probabilities
@@ -54,13 +63,76 @@ class KeptCandidates:
     pages: pl.DataFrame  # page_id, inputs_hash, settings_hash, scored_by
 
 
+class CandidateSummary:
+    """What a run tells of a build's rows (ml.link_candidates rows without the site), gathered a chunk at
+    a time so that a full build never holds its rows: counts per source page and origins, and the most
+    probable rows."""
+
+    def __init__(self) -> None:
+        self._counts: list[pl.DataFrame] = []
+        self._top: list[pl.DataFrame] = []
+
+    def add(self, rows: pl.DataFrame) -> None:
+        self._counts.append(
+            rows.group_by("source_page_id", "origins").agg(
+                pl.len().alias("candidates"), (pl.col("probability") >= LIKELY).sum().alias("likely")
+            )
+        )
+        self._top.append(
+            rows.select(*KEY, "probability", "origins")
+            .sort("probability", descending=True, maintain_order=True)
+            .head(PREVIEW_ROWS)
+        )
+
+    def _all(self) -> pl.DataFrame:
+        return pl.concat(self._counts) if self._counts else pl.DataFrame(schema=_COUNTS)
+
+    @property
+    def candidates(self) -> int:
+        return int(self._all()["candidates"].sum())
+
+    @property
+    def likely(self) -> int:
+        return int(self._all()["likely"].sum())
+
+    def per_source(self) -> pl.DataFrame:
+        """source_page_id, candidates: the pages with candidates."""
+        return self._all().group_by("source_page_id").agg(pl.col("candidates").sum())
+
+    def by_origin(self) -> pl.DataFrame:
+        """origins, candidates: how many candidates each signal proposed (a pair several proposed counts
+        for each), the most first."""
+        return (
+            self._all()
+            .group_by("origins")
+            .agg(pl.col("candidates").sum())
+            .with_columns(pl.col("origins").str.split("+"))
+            .explode("origins")
+            .group_by("origins")
+            .agg(pl.col("candidates").sum())
+            .sort(["candidates", "origins"], descending=[True, False])
+        )
+
+    def most_probable(self, pages: pl.DataFrame) -> pl.DataFrame:
+        """The PREVIEW_ROWS most probable candidates, by page names (title, else H1, else URL)."""
+        top = pl.concat(self._top) if self._top else pl.DataFrame(schema=_TOP)
+        names = pages.select("page_id", pl.coalesce("title", "h1", "url").alias("name"))
+        return (
+            top.sort("probability", descending=True, maintain_order=True)
+            .head(PREVIEW_ROWS)
+            .join(names.rename({"page_id": "source_page_id", "name": "on_page"}), on="source_page_id")
+            .join(names.rename({"page_id": "target_page_id", "name": "link_to"}), on="target_page_id")
+            .select("on_page", "link_to", pl.col("probability").round(3), "origins")
+        )
+
+
 @dataclass
 class ScoredCandidates:
-    """What a build found, in page ids (the rows of ml.link_candidates without the site), how to write it,
-    and what it recomputed."""
+    """What a build found and how to write it: all rows, spilled a chunk at a time (a full build), or a
+    patch of the last build's rows; and what it recomputed."""
 
-    rows: pl.DataFrame
-    write: pl.DataFrame | RowChanges  # the whole table, or a patch of the last build's rows
+    summary: CandidateSummary
+    write: SpilledRows | RowChanges
     pages: pl.DataFrame  # ml.candidate_pages rows without the site
     mode: str  # full or incremental
     why: str
@@ -68,10 +140,6 @@ class ScoredCandidates:
     pairs_featured: int  # pairs whose features were computed
     pairs_scored: int  # rows the ranker scored
     rows_removed: int = 0
-
-    @property
-    def rows_written(self) -> int:
-        return self.write.height
 
     def build_summary(self) -> dict[str, object]:
         """What the build did and why (the run's metadata)."""
@@ -81,9 +149,9 @@ class ScoredCandidates:
             "pages_changed": self.pages_changed,
             "pairs_featured": self.pairs_featured,
             "pairs_scored": self.pairs_scored,
-            "rows_written": self.rows_written,
+            "rows_written": self.write.height,
             "rows_removed": self.rows_removed,
-            "rows_reused": self.rows.height - self.rows_written,
+            "rows_reused": self.summary.candidates - self.write.height,
         }
 
 
@@ -154,11 +222,12 @@ def score_candidates(
     probability: Probability,
     scored_by: str,
     settings: str,
+    spilled: SpilledRows,
     kept: KeptCandidates | None = None,
 ) -> ScoredCandidates:
     """The site's candidates for `links`, scored by `probability` (the ranker fitted in run `scored_by`):
-    built in full, or from `kept` (the last build) when that was built with the same `settings` and few
-    pages changed since."""
+    built in full, a chunk of source pages at a time into `spilled`, or from `kept` (the last build) when
+    that was built with the same `settings` and few pages changed since."""
     ids = page_ids.cast(pl.String)
     proposals = builder.proposals(links)
     inputs = pl.DataFrame({"page_id": ids, "inputs_hash": page_inputs(builder, proposals, ids)})
@@ -170,11 +239,16 @@ def score_candidates(
         if changed.height + removed <= FULL_BUILD_SHARE * len(ids):
             return _updated(builder, proposals, inputs, changed, probability, scored_by, settings, kept, why)
         why += ": a full build is cheaper"
-    frame = builder.features(proposals)
-    frame = frame.with_columns(pl.Series("probability", probability(frame), dtype=pl.Float32))
-    rows = _in_page_ids(frame, ids)
-    pages = _pages(inputs, rows, settings, scored_by)
-    return ScoredCandidates(rows, rows, pages, "full", why, len(ids), frame.height, frame.height)
+    summary = CandidateSummary()
+    for chunk in builder.chunks(proposals):
+        rows = _in_page_ids(
+            chunk.with_columns(pl.Series("probability", probability(chunk), dtype=pl.Float32)), ids
+        )
+        summary.add(rows)
+        spilled.add(rows)
+    pages = _pages(inputs, summary, settings, scored_by)
+    built = summary.candidates
+    return ScoredCandidates(summary, spilled, pages, "full", why, len(ids), built, built)
 
 
 def _full_build_reason(kept: KeptCandidates | None, settings: str) -> str | None:
@@ -209,12 +283,14 @@ def _updated(
     )
     frame, rescored = _scored(frame, before, probability, refitted=kept.pages["scored_by"][0] != scored_by)
     rows = _in_page_ids(frame, ids)
+    summary = CandidateSummary()
+    summary.add(rows)
     upserted = _differing(rows, kept.rows)
     removed = kept.rows.join(rows, on=list(KEY), how="anti").select(KEY)
     return ScoredCandidates(
-        rows,
+        summary,
         RowChanges(KEY, upserted, removed),
-        _pages(inputs, rows, settings, scored_by),
+        _pages(inputs, summary, settings, scored_by),
         "incremental",
         why,
         changed.height,
@@ -318,18 +394,6 @@ def _in_page_ids(frame: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
     )
 
 
-def most_probable(rows: pl.DataFrame, pages: pl.DataFrame, n: int) -> pl.DataFrame:
-    """The `n` most probable candidates, by page names (title, else H1, else URL): a preview."""
-    names = pages.select("page_id", pl.coalesce("title", "h1", "url").alias("name"))
-    return (
-        rows.sort("probability", descending=True, maintain_order=True)
-        .head(n)
-        .join(names.rename({"page_id": "source_page_id", "name": "on_page"}), on="source_page_id")
-        .join(names.rename({"page_id": "target_page_id", "name": "link_to"}), on="target_page_id")
-        .select("on_page", "link_to", pl.col("probability").round(3), "origins")
-    )
-
-
 def _row_hashes(frame: pl.DataFrame, schema: pl.Schema, columns: list[str]) -> pl.Series:
     """A hash of each row's `columns`, cast to `schema` (the stored types) so equal values hash alike."""
     return frame.select(pl.col(c).cast(schema[c]) for c in columns).hash_rows(seed=3)
@@ -344,9 +408,9 @@ def _differing(rows: pl.DataFrame, before: pl.DataFrame) -> pl.DataFrame:
     return compared.filter(pl.col("row_hash").ne_missing(pl.col("hash_before"))).select(rows.columns)
 
 
-def _pages(inputs: pl.DataFrame, rows: pl.DataFrame, settings: str, scored_by: str) -> pl.DataFrame:
+def _pages(inputs: pl.DataFrame, summary: CandidateSummary, settings: str, scored_by: str) -> pl.DataFrame:
     """ml.candidate_pages rows (without the site)."""
-    counts = rows.group_by("source_page_id").len("candidates").rename({"source_page_id": "page_id"})
+    counts = summary.per_source().rename({"source_page_id": "page_id"})
     return inputs.join(counts, on="page_id", how="left", maintain_order="left").select(
         "page_id",
         pl.col("candidates").fill_null(0).cast(pl.Int32),

@@ -14,7 +14,7 @@ are given: a backtest passes the visible links, so hidden links reach no feature
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import polars as pl
@@ -165,23 +165,22 @@ class CandidateBuilder:
         chunk: int = FEATURE_CHUNK,
         each: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     ) -> pl.DataFrame:
-        """The proposals' FEATURES. A pair's features depend on its source's other pairs, never on other
-        sources', so they are computed `chunk` source pages at a time: the working columns of a chunk, not
-        of the site, are held at once, and the result is the same whatever the chunk. `each` turns a
-        chunk's rows into what is kept of them (the backtest keeps their scores, not their features)."""
-        pairs = proposals.pairs
+        """The proposals' FEATURES, built by `chunks`; `each` turns a chunk's rows into what is kept of them
+        (the backtest keeps their scores, not their features)."""
         keep = each or (lambda rows: rows)
-        parts = [
-            keep(self.source_features(proposals, self.pair_features(proposals, part)))
-            for part in pairs.with_columns((pl.col("source") // chunk).alias("part")).partition_by(
-                "part", maintain_order=True, include_key=False
-            )
-        ]
-        return (
-            pl.concat(parts)
-            if parts
-            else keep(self.source_features(proposals, self.pair_features(proposals, pairs)))
+        return pl.concat([keep(rows) for rows in self.chunks(proposals, chunk)])
+
+    def chunks(self, proposals: Proposals, chunk: int = FEATURE_CHUNK) -> Iterator[pl.DataFrame]:
+        """The proposals with their FEATURES, `chunk` source pages at a time, in (source, target) order. A
+        pair's features depend on its source's other pairs, never on other sources', so the rows are the
+        same whatever the chunk, and only a chunk's working columns are held at once (one empty chunk
+        when nothing is proposed)."""
+        pairs = proposals.pairs
+        parts = pairs.with_columns((pl.col("source") // chunk).alias("part")).partition_by(
+            "part", maintain_order=True, include_key=False
         )
+        for part in parts or [pairs]:
+            yield self.source_features(proposals, self.pair_features(proposals, part))
 
     def pair_features(self, proposals: Proposals, pairs: pl.DataFrame) -> pl.DataFrame:
         """`pairs` (some of the proposals) with the FEATURES a pair has on its own; source_features adds
@@ -206,20 +205,6 @@ class CandidateBuilder:
             ),
             pl.Series("listing_similarity", listing, dtype=pl.Float32),
         ).select("source", "target", "origins", *FEATURES, "mention_offset")
-
-
-def origin_counts(candidates: pl.DataFrame) -> pl.DataFrame:
-    """origins, candidates: how many candidates each signal proposed (a pair several proposed counts for
-    each), the most first."""
-    return (
-        candidates.group_by("origins")
-        .len("n")
-        .with_columns(pl.col("origins").str.split("+"))
-        .explode("origins")
-        .group_by("origins")
-        .agg(pl.col("n").sum().alias("candidates"))
-        .sort(["candidates", "origins"], descending=[True, False])
-    )
 
 
 def build_candidates(

@@ -29,7 +29,7 @@ class SiteTables:
         return snapshot.snapshot_path(self.path, self.snapshot_path)
 
     def replace_site_rows(
-        self, site: str, frames: dict[str, pl.DataFrame | store.RowChanges]
+        self, site: str, frames: dict[str, pl.DataFrame | store.RowChanges | store.SpilledRows]
     ) -> dict[str, ValidationReport]:
         return store.replace_site_rows(self.path, site, frames, lock_timeout_s=self.lock_timeout_s)
 

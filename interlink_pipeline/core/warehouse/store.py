@@ -8,6 +8,11 @@ is the warehouse: a DuckDB file or a lake location (database.connect).
 from __future__ import annotations
 
 import dataclasses
+import glob
+import os
+import shutil
+import socket
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +35,7 @@ from interlink_pipeline.core.warehouse.database import (
     connect,
     ensure_tables,
     quoted_table,
+    sql_literal,
     write,
 )
 
@@ -49,22 +55,89 @@ class RowChanges:
         return self.upserted.height
 
 
+class SpilledRows:
+    """All of a site's rows of one table, too many to hold at once: each chunk added gets the site, is
+    validated, and is spilled to a Parquet file in a folder of its own under `parent`; replace_site_rows
+    inserts them all in its one transaction. Use it as a context manager: the folder goes at the end.
+    Only for tables whose checks hold row by row (and the key, checked once stored): a check over all
+    of a site's rows, such as one home page, would see a chunk."""
+
+    def __init__(self, table: str, site: str, parent: str | Path):
+        self.table, self.site = table, site
+        Path(parent).mkdir(parents=True, exist_ok=True)
+        _remove_abandoned_spills(Path(parent))
+        owner = f"{socket.gethostname()}-{os.getpid()}-"
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{owner}{table}-", dir=parent))
+        self.files: list[Path] = []
+        self.height = 0
+        self._failures: list[pl.DataFrame] = []
+
+    def __enter__(self) -> SpilledRows:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def add(self, rows: pl.DataFrame) -> None:
+        """Spill `rows` (the table's columns but the site) once they match the table's schema."""
+        rows = rows.select(pl.lit(self.site).alias("site"), pl.all())
+        report = validate(self.table, rows)
+        self.height += rows.height
+        if not report.passed:
+            self._failures.append(report.failures)
+        elif rows.height:
+            self.files.append(self.folder / f"{len(self.files):05d}.parquet")
+            rows.select(list(table_columns(self.table))).write_parquet(self.files[-1], compression="lz4")
+
+    def report(self) -> ValidationReport:
+        """Every chunk's checks together (a key repeated across chunks is found once they are stored)."""
+        failures = pl.concat(self._failures) if self._failures else NO_FAILURES
+        return ValidationReport(self.table, self.height, failures)
+
+
+def _remove_abandoned_spills(parent: Path) -> None:
+    """Remove the spill folders this host's killed processes left (named host-pid-…: a process that
+    ended did not take its folder with it)."""
+    host = socket.gethostname()
+    for folder in parent.glob(f"{glob.escape(host)}-*-*"):
+        pid = folder.name[len(host) + 1 :].split("-", 1)[0]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def replace_site_rows(
     path: str | Path,
     site: str,
-    frames: Mapping[str, pl.DataFrame | RowChanges],
+    frames: Mapping[str, pl.DataFrame | RowChanges | SpilledRows],
     *,
     lock_timeout_s: float = LOCK_TIMEOUT_S,
 ) -> dict[str, ValidationReport]:
     """Validate every frame, then replace `site`'s rows in all their tables in one transaction (a
-    RowChanges patches the site's rows instead: see there).
+    RowChanges patches the site's rows instead: see there; SpilledRows were validated chunk by chunk,
+    and their key is checked across chunks once inserted).
 
     Raises ContractError (nothing written) when a frame breaks its schema or holds another site's rows.
     """
+    for table, frame in frames.items():
+        if isinstance(frame, SpilledRows) and (frame.table, frame.site) != (table, site):
+            raise ValueError(f"{table}: spilled rows of {frame.table} for '{frame.site}', not for '{site}'")
     written = {t: f.upserted if isinstance(f, RowChanges) else f for t, f in frames.items()}
-    reports = {table: validate(table, frame) for table, frame in written.items()}
+    reports = {
+        table: frame.report() if isinstance(frame, SpilledRows) else validate(table, frame)
+        for table, frame in written.items()
+    }
     for table, frame in written.items():
-        if frame.height and not (frame["site"] == site).all():
+        if isinstance(frame, pl.DataFrame) and frame.height and not (frame["site"] == site).all():
             raise ValueError(f"{table}: frame holds rows of sites other than '{site}'")
     if not all(report.passed for report in reports.values()):
         raise ContractError(reports)
@@ -75,13 +148,29 @@ def replace_site_rows(
                 _delete_keys(con, table, site, frame)
             else:
                 con.execute(f"DELETE FROM {quoted_table(table)} WHERE site = ?", [site])
-            insert_rows(con, table, written[table])
+            if isinstance(frame, SpilledRows):
+                _insert_spilled(con, frame)
+            else:
+                insert_rows(con, table, written[table])
             if isinstance(frame, RowChanges):  # only the patch was checked: say how many rows there are
                 stored = con.execute(f"SELECT count(*) FROM {quoted_table(table)} WHERE site = ?", [site])
                 reports[table] = dataclasses.replace(reports[table], stored_rows=stored.fetchone()[0])
 
     write(path, list(frames), replace, lock_timeout_s)
     return reports
+
+
+def _insert_spilled(con: duckdb.DuckDBPyConnection, rows: SpilledRows) -> None:
+    """Insert spilled rows in one statement; a key they repeat across chunks fails the write (ContractError,
+    rolled back with the transaction)."""
+    if rows.files:
+        files = ", ".join(sql_literal(str(file)) for file in rows.files)
+        con.execute(f"INSERT INTO {quoted_table(rows.table)} BY NAME SELECT * FROM read_parquet([{files}])")
+    fault_point(f"after-insert:{rows.table}")
+    duplicated = _duplicated_keys(con, rows.table, rows.site)
+    if duplicated:
+        failure = _failure(", ".join(table_model(rows.table).to_schema().unique), "unique", duplicated)
+        raise ContractError({rows.table: ValidationReport(rows.table, rows.height, failure)})
 
 
 def _delete_keys(con: duckdb.DuckDBPyConnection, table: str, site: str, changes: RowChanges) -> None:
@@ -240,20 +329,28 @@ def _validate_stored(
         report = validate(table, chunk)
         if not report.passed:
             failures.append(report.failures)
-    unique = table_model(table).to_schema().unique or []
-    if unique:
-        keys = ", ".join(f'"{c}"' for c in unique)
-        duplicated = con.execute(
-            f"SELECT count(*) FROM (SELECT {keys} FROM {quoted_table(table)} WHERE site = ? GROUP BY {keys} "
-            "HAVING count(*) > 1)",
-            [site],
-        ).fetchone()[0]
-        if duplicated:
-            failures.append(_failure(", ".join(unique), "unique", f"{duplicated} duplicated keys"))
+    duplicated = _duplicated_keys(con, table, site)
+    if duplicated:
+        failures.append(_failure(", ".join(table_model(table).to_schema().unique), "unique", duplicated))
     stored = con.execute(f"SELECT count(*) FROM {quoted_table(table)} WHERE site = ?", [site]).fetchone()[0]
     if expected_rows is not None and stored != expected_rows:
         failures.append(_failure("*", "row_count", f"{stored} rows, expected {expected_rows}"))
     return ValidationReport(table, rows, pl.concat(failures) if failures else NO_FAILURES, stored)
+
+
+def _duplicated_keys(con: duckdb.DuckDBPyConnection, table: str, site: str) -> str | None:
+    """How many keys of the table's unique columns the site's stored rows repeat, said for a failure
+    case; None when none does (or the table declares no key)."""
+    unique = table_model(table).to_schema().unique or []
+    if not unique:
+        return None
+    keys = ", ".join(f'"{c}"' for c in unique)
+    duplicated = con.execute(
+        f"SELECT count(*) FROM (SELECT {keys} FROM {quoted_table(table)} WHERE site = ? GROUP BY {keys} "
+        "HAVING count(*) > 1)",
+        [site],
+    ).fetchone()[0]
+    return f"{duplicated} duplicated keys" if duplicated else None
 
 
 def _failure(column: str, check: str, case: str) -> pl.DataFrame:

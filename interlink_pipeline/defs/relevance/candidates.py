@@ -11,13 +11,14 @@ from interlink_pipeline.core.relevance.candidate_updates import (
     PAGE_STATE,
     STORED,
     KeptCandidates,
-    most_probable,
     score_candidates,
     settings_hash,
 )
 from interlink_pipeline.core.relevance.kept_ranker import load_ranker, ranker_path
-from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, origin_counts
+from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 from interlink_pipeline.core.relevance.site_inputs import RELEVANCE_TABLES, relevance_inputs
+from interlink_pipeline.core.warehouse.database import files_folder
+from interlink_pipeline.core.warehouse.store import SpilledRows
 from interlink_pipeline.defs.ml.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
@@ -60,8 +61,10 @@ def link_candidates(
     re-crawl only the pairs of changed pages get their features again, and only changed rows are scored
     and written (the same rows as a full build)."""
     started = time.monotonic()
-    with user_errors():
-        site = site_key(context)
+    site = site_key(context)
+    # a full build's rows go to disk a chunk at a time, and into the table in one transaction
+    spill_folder = files_folder(warehouse.path) / "spill"
+    with user_errors(), SpilledRows("ml.link_candidates", site, spill_folder) as spilled:
         kept_ranker = load_ranker(ranker_path(warehouse, site), site)
         model_id = embedder.identity().model_id
         inputs = relevance_inputs(warehouse, site, model_id, embedder.encoder)
@@ -74,23 +77,24 @@ def link_candidates(
             kept_ranker.ranker.probability,
             kept_ranker.run_id,
             settings_hash(builder, model_id),
+            spilled,
             kept,
         )
-    candidates = scored.rows
-    metadata = {
-        "candidates": candidates.height,
-        "ranker": kept_ranker.ranker.reason,
-        **scored.build_summary(),
-        "by_origin": table_preview(origin_counts(candidates), 10),
-        "pages_with_candidates": candidates["source_page_id"].n_unique(),
-        "pages_with_body_text": int(inputs.pages["body_text"].is_not_null().sum()),
-        "texts_embedded": inputs.embedded,
-        "text_neighbours": builder.searches_done(),
-        "likely_links": int((candidates["probability"] >= 0.5).sum()),
-        "preview": table_preview(most_probable(candidates, inputs.pages, 15), 15),
-    }
-    frames = {
-        "ml.link_candidates": with_site(scored.write, site),
-        "ml.candidate_pages": with_site(scored.pages, site),
-    }
-    yield from persist(context, warehouse, site, frames, metadata, started)
+        summary = scored.summary
+        metadata = {
+            "candidates": summary.candidates,
+            "ranker": kept_ranker.ranker.reason,
+            **scored.build_summary(),
+            "by_origin": table_preview(summary.by_origin(), 10),
+            "pages_with_candidates": summary.per_source().height,
+            "pages_with_body_text": int(inputs.pages["body_text"].is_not_null().sum()),
+            "texts_embedded": inputs.embedded,
+            "text_neighbours": builder.searches_done(),
+            "likely_links": summary.likely,
+            "preview": table_preview(summary.most_probable(inputs.pages), 15),
+        }
+        frames = {
+            "ml.link_candidates": with_site(scored.write, site),
+            "ml.candidate_pages": with_site(scored.pages, site),
+        }
+        yield from persist(context, warehouse, site, frames, metadata, started)
