@@ -272,6 +272,33 @@ def test_candidates_built_a_chunk_of_sources_at_a_time_are_those_built_at_once(l
     np.testing.assert_array_equal(ranker.probability(whole), at_once)
 
 
+def test_adamic_adar_is_the_same_a_block_of_pages_at_a_time(light_inputs, monkeypatch):
+    """The graph proposals, computed a few pages' Adamic–Adar rows at a time (and for a mask of pages),
+    are the whole score matrix's best pairs, and the feature is the matrix's entry for every pair."""
+    from scipy import sparse
+
+    import interlink_pipeline.core.relevance.link_signals as link_signals
+
+    _, inputs, _ = light_inputs
+    content = inputs.links.adjacency(inputs.signals.n, content=True)
+    both, weight = link_signals.adamic_adar_weights(content)
+    scores = sparse.csr_matrix(both @ sparse.diags(weight) @ both)
+    whole = link_signals.top_pairs(scores, 5)
+    assert whole.height > 100
+    monkeypatch.setattr(link_signals, "AA_BLOCK_ROWS", 7)
+    assert_frame_equal(link_signals.adamic_adar_top(content, 5), whole)
+    some = np.arange(inputs.signals.n) % 3 == 1
+    expected = whole.filter(pl.col("source") % 3 == 1)
+    assert_frame_equal(link_signals.adamic_adar_top(content, 5, some), expected)
+    builder = CandidateBuilder(inputs.signals, CandidateOptions())
+    candidates = builder.build(inputs.links)
+    s, t = candidates["source"].to_numpy(), candidates["target"].to_numpy()
+    np.testing.assert_allclose(  # summed in another order: equal to float32's last bit
+        candidates["adamic_adar"].to_numpy(), np.asarray(scores[s, t]).ravel(), rtol=1e-6
+    )
+    assert (candidates["adamic_adar"] > 0).sum() > 100
+
+
 def test_hidden_links_reach_no_feature(light_inputs):
     """What a backtest builds from a site with hidden links equals what it builds from an export that never
     had them: the hidden links enter the scoring and nothing else."""

@@ -61,7 +61,8 @@ class Proposals:
     pairs: pl.DataFrame  # source, target, origins
     links: LinkGraph
     content: sparse.csr_matrix
-    adamic_adar: sparse.csr_matrix
+    undirected: sparse.csr_matrix  # the link graph both ways, and each page's weight as a common
+    neighbour_weight: np.ndarray  # neighbour (link_signals.adamic_adar_weights)
     mentions: pl.DataFrame
 
 
@@ -136,7 +137,9 @@ def own_features(
         "two_hop": _row_dots(content, incoming, s, t),
         "cocitation": _row_dots(incoming, incoming, s, t),
         "coupling": _row_dots(content, content, s, t),
-        "adamic_adar": _lookup(proposals.adamic_adar, s, t),
+        "adamic_adar": _row_dots(
+            proposals.undirected @ sparse.diags(proposals.neighbour_weight), proposals.undirected, s, t
+        ),
         "reverse_link": _lookup(content, t, s),
         "navigation_link": np.maximum(_lookup(navigation, s, t), _lookup(navigation, t, s)),
         "target_inlinks": np.log1p(inlinks[t]).astype(np.float32),

@@ -24,11 +24,10 @@ import polars as pl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, serp_scores
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
-from interlink_pipeline.core.relevance.link_signals import adamic_adar_weights
 from interlink_pipeline.core.warehouse.store import RowChanges, SpilledRows
 
 # Bumped whenever what a build computes from the same inputs changes: the next build is then full.
-BUILD_FORMAT = 1
+BUILD_FORMAT = 2  # 2: Adamic–Adar summed per pair
 # Above this share of changed pages, one full build costs less than the comparisons.
 FULL_BUILD_SHARE = 0.25
 PAIR = ["source", "target"]
@@ -185,7 +184,7 @@ def page_inputs(builder: CandidateBuilder, proposals: Proposals, page_ids: pl.Se
     )
     content = proposals.content.tocoo()
     navigation = links.adjacency(n, content=False).tocoo()
-    both, weight = adamic_adar_weights(proposals.content)
+    both, weight = proposals.undirected, proposals.neighbour_weight
     both = both.tocoo()
     sections = links.sections.pairs()
     lists = {

@@ -25,10 +25,10 @@ from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.page_neighbours import Increment
 from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, own_features
 from interlink_pipeline.core.relevance.link_signals import (
-    adamic_adar_scores,
+    adamic_adar_top,
+    adamic_adar_weights,
     listing_pairs,
     listing_similarity,
-    top_pairs,
 )
 from interlink_pipeline.core.relevance.phrases import PhraseIndex
 from interlink_pipeline.core.relevance.site_signals import TEXT_FIELDS, CandidateOptions, SiteSignals
@@ -128,36 +128,47 @@ class CandidateBuilder:
             wanted = np.zeros(signals.n, dtype=bool)
             wanted[sources.to_numpy()] = True
         content = links.adjacency(signals.n, content=True)
-        adamic_adar = adamic_adar_scores(content, wanted)
         mentions = PhraseIndex(signals, links, options).find(wanted)
         proposed = [
             self.fixed,
-            top_pairs(adamic_adar, options.graph_per_page).with_columns(_origin("graph")),
+            adamic_adar_top(content, options.graph_per_page, wanted).with_columns(_origin("graph")),
             mentions.select("source", "target", _origin("mention")),
             listing_pairs(content, self.neighbours["title"], options.listings_per_page).with_columns(
                 _origin("listing")
             ),
             links.sections.pairs().with_columns(_origin("menu")),
         ]
+        # a pair is one integer key (source·n + target, ordered as the pairs are): grouping millions of
+        # proposals on it holds a fraction of what grouping on two columns does
+        n = signals.n
         pairs = (
-            pl.concat([p.select(pl.col("source", "target").cast(pl.Int64), "origin") for p in proposed])
-            .filter(pl.col("source") != pl.col("target"))
-            .filter(pl.lit(True) if sources is None else pl.col("source").is_in(sources.implode()))
-            .group_by("source", "target")
+            pl.concat(
+                [
+                    p.select((pl.col("source").cast(pl.Int64) * n + pl.col("target")).alias("pair"), "origin")
+                    for p in proposed
+                ]
+            )
+            .filter(pl.col("pair") // n != pl.col("pair") % n)
+            .filter(pl.lit(True) if sources is None else (pl.col("pair") // n).is_in(sources.implode()))
+            .group_by("pair")
             .agg(pl.col("origin").bitwise_or())
+            .join(
+                links.content_pairs().select((pl.col("source") * n + pl.col("target")).alias("pair")),
+                on="pair",
+                how="anti",
+            )
+            .sort("pair")
             .select(
-                "source",
-                "target",
+                (pl.col("pair") // n).alias("source"),
+                (pl.col("pair") % n).alias("target"),
                 pl.col("origin").replace_strict(_ORIGIN_NAMES, return_dtype=pl.String).alias("origins"),
             )
-            .join(links.content_pairs(), on=["source", "target"], how="anti")
-            .sort("source", "target")
         )
         if signals.duplicate_key is not None:
             keys = pl.Series(signals.duplicate_key, dtype=pl.String)
             same = keys.gather(pairs["source"]) == keys.gather(pairs["target"])
             pairs = pairs.filter(~same.fill_null(False))
-        return Proposals(pairs, links, content, adamic_adar, mentions)
+        return Proposals(pairs, links, content, *adamic_adar_weights(content), mentions)
 
     def features(
         self,
