@@ -61,8 +61,8 @@ class Proposals:
     pairs: pl.DataFrame  # source, target, origins
     links: LinkGraph
     content: sparse.csr_matrix
-    undirected: sparse.csr_matrix  # the link graph both ways, and each page's weight as a common
-    neighbour_weight: np.ndarray  # neighbour (link_signals.adamic_adar_weights)
+    undirected: sparse.csr_matrix  # the in-content link graph both ways (link_signals.adamic_adar_weights)
+    neighbour_weight: np.ndarray  # each page's Adamic–Adar weight as a common neighbour
     mentions: pl.DataFrame
 
 
