@@ -286,10 +286,10 @@ def test_adamic_adar_is_the_same_a_block_of_pages_at_a_time(light_inputs, monkey
     whole = link_signals.top_pairs(scores, 5)
     assert whole.height > 100
     monkeypatch.setattr(link_signals, "AA_BLOCK_ROWS", 7)
-    assert_frame_equal(link_signals.adamic_adar_top(content, 5), whole)
+    assert_frame_equal(link_signals.adamic_adar_top(both, weight, 5), whole)
     some = np.arange(inputs.signals.n) % 3 == 1
     expected = whole.filter(pl.col("source") % 3 == 1)
-    assert_frame_equal(link_signals.adamic_adar_top(content, 5, some), expected)
+    assert_frame_equal(link_signals.adamic_adar_top(both, weight, 5, some), expected)
     builder = CandidateBuilder(inputs.signals, CandidateOptions())
     candidates = builder.build(inputs.links)
     s, t = candidates["source"].to_numpy(), candidates["target"].to_numpy()

@@ -4,6 +4,7 @@ match and SERP place (CandidateBuilder.source_features adds those taken over a s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -64,6 +65,12 @@ class Proposals:
     undirected: sparse.csr_matrix  # the in-content link graph both ways (link_signals.adamic_adar_weights)
     neighbour_weight: np.ndarray  # each page's Adamic–Adar weight as a common neighbour
     mentions: pl.DataFrame
+
+    @cached_property
+    def weighted_links(self) -> sparse.csr_matrix:
+        """The undirected links, each weighted by its far end's Adamic–Adar weight: a row of it dotted
+        with another page's undirected row is the pair's Adamic–Adar score."""
+        return sparse.csr_matrix(self.undirected @ sparse.diags(self.neighbour_weight))
 
 
 def _lookup(matrix: sparse.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -137,9 +144,7 @@ def own_features(
         "two_hop": _row_dots(content, incoming, s, t),
         "cocitation": _row_dots(incoming, incoming, s, t),
         "coupling": _row_dots(content, content, s, t),
-        "adamic_adar": _row_dots(
-            proposals.undirected @ sparse.diags(proposals.neighbour_weight), proposals.undirected, s, t
-        ),
+        "adamic_adar": _row_dots(proposals.weighted_links, proposals.undirected, s, t),
         "reverse_link": _lookup(content, t, s),
         "navigation_link": np.maximum(_lookup(navigation, s, t), _lookup(navigation, t, s)),
         "target_inlinks": np.log1p(inlinks[t]).astype(np.float32),

@@ -84,7 +84,9 @@ class CandidateSummary:
         )
 
     def _all(self) -> pl.DataFrame:
-        return pl.concat(self._counts) if self._counts else pl.DataFrame(schema=_COUNTS)
+        if len(self._counts) != 1:  # the chunks' counts, joined once
+            self._counts = [pl.concat(self._counts) if self._counts else pl.DataFrame(schema=_COUNTS)]
+        return self._counts[0]
 
     @property
     def candidates(self) -> int:

@@ -128,10 +128,13 @@ class CandidateBuilder:
             wanted = np.zeros(signals.n, dtype=bool)
             wanted[sources.to_numpy()] = True
         content = links.adjacency(signals.n, content=True)
+        undirected, neighbour_weight = adamic_adar_weights(content)
         mentions = PhraseIndex(signals, links, options).find(wanted)
         proposed = [
             self.fixed,
-            adamic_adar_top(content, options.graph_per_page, wanted).with_columns(_origin("graph")),
+            adamic_adar_top(undirected, neighbour_weight, options.graph_per_page, wanted).with_columns(
+                _origin("graph")
+            ),
             mentions.select("source", "target", _origin("mention")),
             listing_pairs(content, self.neighbours["title"], options.listings_per_page).with_columns(
                 _origin("listing")
@@ -168,7 +171,7 @@ class CandidateBuilder:
             keys = pl.Series(signals.duplicate_key, dtype=pl.String)
             same = keys.gather(pairs["source"]) == keys.gather(pairs["target"])
             pairs = pairs.filter(~same.fill_null(False))
-        return Proposals(pairs, links, content, *adamic_adar_weights(content), mentions)
+        return Proposals(pairs, links, content, undirected, neighbour_weight, mentions)
 
     def features(
         self,

@@ -27,12 +27,13 @@ def adamic_adar_weights(content: sparse.csr_matrix) -> tuple[sparse.csr_matrix, 
     return both, weight.astype(np.float32)
 
 
-def adamic_adar_top(content: sparse.csr_matrix, k: int, rows: np.ndarray | None = None) -> pl.DataFrame:
+def adamic_adar_top(
+    both: sparse.csr_matrix, weight: np.ndarray, k: int, rows: np.ndarray | None = None
+) -> pl.DataFrame:
     """Each page's (or each of the pages in the mask `rows`) k best other pages by Adamic–Adar on the
-    undirected link graph: common neighbours, each weighted (adamic_adar_weights). Computed
-    AA_BLOCK_ROWS pages at a time: the whole score matrix holds a pair for every two pages a hub links
-    (95M for 87,000 links on a 100,000-page site)."""
-    both, weight = adamic_adar_weights(content)
+    undirected link graph `both`: common neighbours, each weighted by `weight` (adamic_adar_weights).
+    Computed AA_BLOCK_ROWS pages at a time: the whole score matrix holds a pair for every two pages a hub
+    links (95M for 87,000 links on a 100,000-page site)."""
     weighted = sparse.csr_matrix(both @ sparse.diags(weight))
     pages = np.arange(both.shape[0]) if rows is None else np.flatnonzero(rows)
     blocks = [
