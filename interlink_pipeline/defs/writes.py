@@ -1,7 +1,6 @@
 """What every table-writing step does after its core call: user errors as failures, the validated write, the
 metadata and the check results a materialisation reports."""
 
-import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -40,12 +39,10 @@ def user_errors() -> Iterator[None]:
 def with_site(
     rows: pl.DataFrame | RowChanges | SpilledRows, site: str
 ) -> pl.DataFrame | RowChanges | SpilledRows:
-    """A table's rows (or a patch's rows) as stored: with the site as their first column (spilled rows got
-    it as they were spilled)."""
-    if isinstance(rows, SpilledRows):
+    """A table's rows as stored: with the site as their first column (spilled rows, and a patch's, got it
+    as they were spilled)."""
+    if isinstance(rows, SpilledRows | RowChanges):
         return rows
-    if isinstance(rows, RowChanges):
-        return dataclasses.replace(rows, upserted=with_site(rows.upserted, site))
     return rows.select(pl.lit(site).alias("site"), pl.all())
 
 

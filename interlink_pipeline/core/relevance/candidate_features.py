@@ -11,7 +11,7 @@ import polars as pl
 from scipy import sparse
 
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
-from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
+from interlink_pipeline.core.relevance.site_signals import SiteSignals
 from interlink_pipeline.core.relevance.url_tree import CHUNK_ROWS, UrlTree
 
 PAIRS_PER_SPARSE_STEP = 262_144  # pairs whose sparse rows are gathered at a time (bounded memory)
@@ -67,6 +67,16 @@ class Proposals:
     mentions: pl.DataFrame
 
     @cached_property
+    def incoming(self) -> sparse.csr_matrix:
+        """Row t: the pages linking to t in their content."""
+        return sparse.csr_matrix(self.content.T)
+
+    @cached_property
+    def navigation(self) -> sparse.csr_matrix:
+        """The navigation links (header, footer, menus), which a backtest never hides."""
+        return self.links.adjacency(self.content.shape[0], content=False)
+
+    @cached_property
     def weighted_links(self) -> sparse.csr_matrix:
         """The undirected links, each weighted by its far end's Adamic–Adar weight: a row of it dotted
         with another page's undirected row is the pair's Adamic–Adar score."""
@@ -109,6 +119,12 @@ def _rowwise_cos(vectors: np.ndarray | None, rows: np.ndarray, cols: np.ndarray,
     return out
 
 
+def of_sources(frame: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """The rows of `frame` (by source and target) from the sources of `pairs`: what a chunk of source
+    pages joins, rather than hashing the whole site's rows for every chunk."""
+    return frame.filter(pl.col("source").is_in(pairs["source"].unique().implode()))
+
+
 def serp_scores(serp: pl.DataFrame, depth: int) -> pl.DataFrame:
     """source, target, serp_score: 1 for the target first in the source's SERP, 1/depth for last."""
     best_rank = pl.col("rank").min()
@@ -123,15 +139,18 @@ def own_features(
     proposals: Proposals,
     hierarchy: UrlTree,
     serp: pl.DataFrame,
-    options: CandidateOptions,
 ) -> pl.DataFrame:
-    """The FEATURES that each pair has on its own (CandidateBuilder.source_features adds the others)."""
+    """The FEATURES that each pair has on its own (CandidateBuilder.source_features adds the others);
+    `serp` holds serp_scores."""
     s = pairs["source"].to_numpy()
     t = pairs["target"].to_numpy()
     v = signals.vectors
-    links, content = proposals.links, proposals.content
-    navigation = links.adjacency(signals.n, content=False)
-    incoming = sparse.csr_matrix(content.T)  # row t: the pages linking to t
+    links, content, incoming, navigation = (
+        proposals.links,
+        proposals.content,
+        proposals.incoming,
+        proposals.navigation,
+    )
     inlinks = np.asarray(content.sum(axis=0)).ravel()
     outlinks = np.asarray(content.sum(axis=1)).ravel()
     columns: dict[str, np.ndarray] = {
@@ -156,12 +175,11 @@ def own_features(
             s * signals.n + t, links.sections.parent * signals.n + links.sections.child
         ).astype(np.float32),
     }
+    pair = ["source", "target"]
     return (
         pairs.with_columns(pl.Series(name, values, dtype=pl.Float32) for name, values in columns.items())
-        .join(proposals.mentions, on=["source", "target"], how="left", maintain_order="left")
-        .join(
-            serp_scores(serp, options.serp_depth), on=["source", "target"], how="left", maintain_order="left"
-        )
+        .join(of_sources(proposals.mentions, pairs), on=pair, how="left", maintain_order="left")
+        .join(of_sources(serp, pairs), on=pair, how="left", maintain_order="left")
         .with_columns(
             pl.col("mention_commonness", "mention_words", "mention_title", "serp_score").fill_null(0.0)
         )

@@ -7,8 +7,9 @@ SERP, and, for the two ranks and the listing similarity, the source's other cand
 once the pairs are proposed again (cheap), only the new pairs, the pairs of a changed page and the pairs
 whose phrase match or SERP place changed get their features again; the per-source features are taken again
 over all pairs; only the rows whose features changed are scored again (all of them
-when the ranker was fitted again); and only the rows that differ are written. The result equals a full
-build on the same inputs (a test compares them).
+when the ranker was fitted again); and only the rows that differ are written. Like a full build, an update
+goes a chunk of source pages at a time, reading the last build's rows of those pages only. The result
+equals a full build on the same inputs (a test compares them).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
-from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, serp_scores
-from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
+from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, of_sources
+from interlink_pipeline.core.relevance.link_candidates import FEATURE_CHUNK, CandidateBuilder
 from interlink_pipeline.core.warehouse.store import RowChanges, SpilledRows
 
 # Bumped whenever what a build computes from the same inputs changes: the next build is then full.
@@ -56,10 +57,11 @@ Probability = Callable[[pl.DataFrame], np.ndarray]  # rows with FEATURES -> the 
 
 @dataclass(frozen=True)
 class KeptCandidates:
-    """The last build of a site: its ml.link_candidates rows and ml.candidate_pages rows."""
+    """The last build of a site: its ml.candidate_pages rows, and a reader of its ml.link_candidates rows
+    (source_page_id, target_page_id, and the STORED columns) from some source pages (their page ids)."""
 
-    rows: pl.DataFrame  # source_page_id, target_page_id, and the STORED columns
     pages: pl.DataFrame  # page_id, inputs_hash, settings_hash, scored_by
+    rows_from: Callable[[pl.Series], pl.DataFrame]
 
 
 class CandidateSummary:
@@ -185,7 +187,7 @@ def page_inputs(builder: CandidateBuilder, proposals: Proposals, page_ids: pl.Se
         }
     )
     content = proposals.content.tocoo()
-    navigation = links.adjacency(n, content=False).tocoo()
+    navigation = proposals.navigation.tocoo()
     both, weight = proposals.undirected, proposals.neighbour_weight
     both = both.tocoo()
     sections = links.sections.pairs()
@@ -225,10 +227,12 @@ def score_candidates(
     settings: str,
     spilled: SpilledRows,
     kept: KeptCandidates | None = None,
+    chunk: int = FEATURE_CHUNK,
 ) -> ScoredCandidates:
-    """The site's candidates for `links`, scored by `probability` (the ranker fitted in run `scored_by`):
-    built in full, a chunk of source pages at a time into `spilled`, or from `kept` (the last build) when
-    that was built with the same `settings` and few pages changed since."""
+    """The site's candidates for `links`, scored by `probability` (the ranker fitted in run `scored_by`),
+    `chunk` source pages at a time: all rows, spilled into `spilled`, or, from `kept` (the last build)
+    when that was built with the same `settings` and few pages changed since, the rows that differ from
+    it."""
     ids = page_ids.cast(pl.String)
     proposals = builder.proposals(links)
     inputs = pl.DataFrame({"page_id": ids, "inputs_hash": page_inputs(builder, proposals, ids)})
@@ -238,12 +242,14 @@ def score_candidates(
         removed = kept.pages.join(inputs, on="page_id", how="anti").height
         why = f"{changed.height:,} of {len(ids):,} pages changed or added, {removed:,} removed"
         if changed.height + removed <= FULL_BUILD_SHARE * len(ids):
-            return _updated(builder, proposals, inputs, changed, probability, scored_by, settings, kept, why)
+            refitted = kept.pages["scored_by"][0] != scored_by
+            update = _Update(builder, proposals, inputs, changed, probability, refitted)
+            return update.written(kept, spilled, chunk, settings, scored_by, why)
         why += ": a full build is cheaper"
     summary = CandidateSummary()
-    for chunk in builder.chunks(proposals):
+    for featured in builder.chunks(proposals, chunk):
         rows = _in_page_ids(
-            chunk.with_columns(pl.Series("probability", probability(chunk), dtype=pl.Float32)), ids
+            featured.with_columns(pl.Series("probability", probability(featured), dtype=pl.Float32)), ids
         )
         summary.add(rows)
         spilled.add(rows)
@@ -260,45 +266,106 @@ def _full_build_reason(kept: KeptCandidates | None, settings: str) -> str | None
     return None
 
 
-def _updated(
-    builder: CandidateBuilder,
-    proposals: Proposals,
-    inputs: pl.DataFrame,
-    changed: pl.DataFrame,
-    probability: Probability,
-    scored_by: str,
-    settings: str,
-    kept: KeptCandidates,
-    why: str,
-) -> ScoredCandidates:
-    """The build from the last one: features for the pairs that need them, the ranks again, scores for
-    the rows whose features changed, and the rows that differ."""
-    ids = inputs["page_id"]
-    index = pl.DataFrame({"page_id": ids, "row": np.arange(len(ids), dtype=np.int64)})
-    before = _kept_in_rows(kept.rows, index)
-    changed_rows = changed.join(index, on="page_id")["row"].implode()
-    needed, reused = _pairs_to_feature(builder, proposals, before, changed_rows)
-    frame = builder.source_features(
-        proposals,
-        pl.concat([builder.pair_features(proposals, needed), reused], how="diagonal_relaxed").sort(PAIR),
-    )
-    frame, rescored = _scored(frame, before, probability, refitted=kept.pages["scored_by"][0] != scored_by)
-    rows = _in_page_ids(frame, ids)
-    summary = CandidateSummary()
-    summary.add(rows)
-    upserted = _differing(rows, kept.rows)
-    removed = kept.rows.join(rows, on=list(KEY), how="anti").select(KEY)
-    return ScoredCandidates(
-        summary,
-        RowChanges(KEY, upserted, removed),
-        _pages(inputs, summary, settings, scored_by),
-        "incremental",
-        why,
-        changed.height,
-        needed.height,
-        int(rescored.sum()),
-        removed.height,
-    )
+class _Update:
+    """A build from the last one (see the module's docstring), a chunk of source pages at a time."""
+
+    def __init__(
+        self,
+        builder: CandidateBuilder,
+        proposals: Proposals,
+        inputs: pl.DataFrame,
+        changed: pl.DataFrame,
+        probability: Probability,
+        refitted: bool,
+    ):
+        self.builder, self.proposals, self.inputs, self.changed = builder, proposals, inputs, changed
+        self.probability, self.refitted = probability, refitted
+        self.ids = inputs["page_id"]
+        self.index = pl.DataFrame({"page_id": self.ids, "row": np.arange(len(self.ids), dtype=np.int64)})
+        self.changed_rows = changed.join(self.index, on="page_id")["row"].implode()
+        self.featured = self.scored = 0
+
+    def written(
+        self, kept: KeptCandidates, spilled: SpilledRows, chunk: int, settings: str, scored_by: str, why: str
+    ) -> ScoredCandidates:
+        """Every chunk's rows that differ from the kept ones, spilled; the kept rows that went, by key."""
+        summary, removed = CandidateSummary(), []
+        sources = self.proposals.pairs["source"].to_numpy()
+        for start in range(0, len(self.ids), chunk):
+            low, high = np.searchsorted(sources, [start, start + chunk])
+            before = kept.rows_from(self.ids.slice(start, chunk))
+            rows = self.rows(self.proposals.pairs.slice(low, high - low), before)
+            summary.add(rows)
+            spilled.add(_differing(rows, before))
+            removed.append(before.join(rows, on=list(KEY), how="anti").select(KEY))
+        gone = kept.pages.join(self.inputs, on="page_id", how="anti")["page_id"]
+        removed += [kept.rows_from(gone.slice(at, chunk)).select(KEY) for at in range(0, len(gone), chunk)]
+        deleted = pl.concat(removed) if removed else pl.DataFrame(schema={k: pl.String for k in KEY})
+        return ScoredCandidates(
+            summary,
+            RowChanges(KEY, spilled, deleted),
+            _pages(self.inputs, summary, settings, scored_by),
+            "incremental",
+            why,
+            self.changed.height,
+            self.featured,
+            self.scored,
+            deleted.height,
+        )
+
+    def rows(self, pairs: pl.DataFrame, kept_rows: pl.DataFrame) -> pl.DataFrame:
+        """The scored rows of some sources' proposed `pairs`, from those sources' `kept_rows`: features
+        for the pairs that need them, the ranks again, scores for the rows whose features changed."""
+        builder, proposals = self.builder, self.proposals
+        before = _kept_in_rows(kept_rows, self.index)
+        needed, reused = self._pairs_to_feature(pairs, before)
+        frame = builder.source_features(
+            proposals,
+            pl.concat([builder.pair_features(proposals, needed), reused], how="diagonal_relaxed").sort(PAIR),
+        )
+        frame, rescored = _scored(frame, before, self.probability, self.refitted)
+        self.featured += needed.height
+        self.scored += int(rescored.sum())
+        return _in_page_ids(frame, self.ids)
+
+    def _pairs_to_feature(
+        self, pairs: pl.DataFrame, before: pl.DataFrame
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(needed, reused): the `pairs` whose features are computed again — new pairs, the pairs of a
+        changed page, the pairs whose phrase match or SERP place changed — and the others with their kept
+        LOCAL features."""
+        mentions = of_sources(self.proposals.mentions, pairs).select(*PAIR, *MENTION)
+        pairs = (
+            pairs.join(mentions, on=PAIR, how="left", maintain_order="left")
+            .join(of_sources(self.builder.serp_scores, pairs), on=PAIR, how="left", maintain_order="left")
+            .join(
+                before.select(
+                    *PAIR,
+                    *(pl.col(c).alias(f"{c}_before") for c in PAIR_INPUTS),
+                    pl.lit(True).alias("kept"),
+                ),
+                on=PAIR,
+                how="left",
+                maintain_order="left",
+            )
+        )
+        # a pair without a phrase match or SERP place has nulls here and zeros (offset: null) stored
+        found = [pl.col(c).fill_null(0) if c != "mention_offset" else pl.col(c) for c in PAIR_INPUTS]
+        fresh = (
+            pl.col("kept").is_null()
+            | pl.col("source").is_in(self.changed_rows)
+            | pl.col("target").is_in(self.changed_rows)
+            | pl.any_horizontal(
+                f.ne_missing(pl.col(f"{c}_before")) for f, c in zip(found, PAIR_INPUTS, strict=True)
+            )
+        )
+        needed = pairs.filter(fresh).select(*PAIR, "origins")
+        reused = (
+            pairs.filter(~fresh)
+            .select(*PAIR, "origins")
+            .join(before.select(*PAIR, *LOCAL), on=PAIR, how="left", maintain_order="left")
+        )
+        return needed, reused
 
 
 def _kept_in_rows(rows: pl.DataFrame, index: pl.DataFrame) -> pl.DataFrame:
@@ -310,47 +377,6 @@ def _kept_in_rows(rows: pl.DataFrame, index: pl.DataFrame) -> pl.DataFrame:
         .drop(KEY)
         .with_columns(pl.col("mention_offset").cast(pl.Int64))
     )
-
-
-def _pairs_to_feature(
-    builder: CandidateBuilder, proposals: Proposals, before: pl.DataFrame, changed_rows: pl.Series
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(needed, reused): the proposed pairs whose features are computed again — new pairs, the pairs of a
-    changed page, the pairs whose phrase match or SERP place changed — and the others with their kept
-    LOCAL features."""
-    pairs = (
-        proposals.pairs.join(
-            proposals.mentions.select(*PAIR, *MENTION), on=PAIR, how="left", maintain_order="left"
-        )
-        .join(
-            serp_scores(builder.serp, builder.options.serp_depth), on=PAIR, how="left", maintain_order="left"
-        )
-        .join(
-            before.select(
-                *PAIR, *(pl.col(c).alias(f"{c}_before") for c in PAIR_INPUTS), pl.lit(True).alias("kept")
-            ),
-            on=PAIR,
-            how="left",
-            maintain_order="left",
-        )
-    )
-    # a pair without a phrase match or SERP place has nulls here and zeros (offset: null) stored
-    found = [pl.col(c).fill_null(0) if c != "mention_offset" else pl.col(c) for c in PAIR_INPUTS]
-    fresh = (
-        pl.col("kept").is_null()
-        | pl.col("source").is_in(changed_rows)
-        | pl.col("target").is_in(changed_rows)
-        | pl.any_horizontal(
-            f.ne_missing(pl.col(f"{c}_before")) for f, c in zip(found, PAIR_INPUTS, strict=True)
-        )
-    )
-    needed = pairs.filter(fresh).select(*PAIR, "origins")
-    reused = (
-        pairs.filter(~fresh)
-        .select(*PAIR, "origins")
-        .join(before.select(*PAIR, *LOCAL), on=PAIR, how="left", maintain_order="left")
-    )
-    return needed, reused
 
 
 def _scored(

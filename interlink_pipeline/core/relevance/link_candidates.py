@@ -23,7 +23,12 @@ from scipy import sparse
 from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.page_neighbours import Increment
-from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, own_features
+from interlink_pipeline.core.relevance.candidate_features import (
+    FEATURES,
+    Proposals,
+    own_features,
+    serp_scores,
+)
 from interlink_pipeline.core.relevance.link_signals import (
     adamic_adar_top,
     adamic_adar_weights,
@@ -66,6 +71,7 @@ class CandidateBuilder:
         self.searches: dict[str, Increment] = {}  # per field, when kept in a NeighbourStore
         self.neighbours = {name: self._neighbours(name) for name in TEXT_FIELDS if name in signals.vectors}
         self.serp = signals.serp.filter(pl.col("rank") <= self.options.serp_depth)
+        self.serp_scores = serp_scores(self.serp, self.options.serp_depth)  # source, target, serp_score
         kept_parents, kept_siblings = self._kept_siblings()
         self.fixed = pl.concat(
             [
@@ -199,7 +205,7 @@ class CandidateBuilder:
     def pair_features(self, proposals: Proposals, pairs: pl.DataFrame) -> pl.DataFrame:
         """`pairs` (some of the proposals) with the FEATURES a pair has on its own; source_features adds
         the others once every candidate of their sources is there."""
-        return own_features(pairs, self.signals, proposals, self.hierarchy, self.serp, self.options)
+        return own_features(pairs, self.signals, proposals, self.hierarchy, self.serp_scores)
 
     def source_features(self, proposals: Proposals, pairs: pl.DataFrame) -> pl.DataFrame:
         """Every candidate of some sources, in (source, target) order, with the FEATURES computed over

@@ -33,8 +33,17 @@ class SiteTables:
     ) -> dict[str, ValidationReport]:
         return store.replace_site_rows(self.path, site, frames, lock_timeout_s=self.lock_timeout_s)
 
-    def read_site(self, table: str, site: str, columns: list[str] | None = None) -> pl.DataFrame:
-        return store.read_site(self.path, table, site, columns, lock_timeout_s=self.lock_timeout_s)
+    def read_site(
+        self,
+        table: str,
+        site: str,
+        columns: list[str] | None = None,
+        *,
+        matching: pl.DataFrame | None = None,
+    ) -> pl.DataFrame:
+        return store.read_site(
+            self.path, table, site, columns, matching=matching, lock_timeout_s=self.lock_timeout_s
+        )
 
     def read_site_required(
         self, table: str, site: str, step: str, columns: list[str] | None = None

@@ -40,21 +40,6 @@ from interlink_pipeline.core.warehouse.database import (
 )
 
 
-@dataclass(frozen=True)
-class RowChanges:
-    """A patch to one site's rows of a large table: the `upserted` rows replace the stored rows with the
-    same key (or are added), and the stored rows whose key is in `deleted` go. A re-crawl that changes
-    a few thousand of a million rows writes those, not the million."""
-
-    key: tuple[str, ...]  # the table's key within a site
-    upserted: pl.DataFrame  # whole rows
-    deleted: pl.DataFrame  # the key columns of the rows to remove
-
-    @property
-    def height(self) -> int:
-        return self.upserted.height
-
-
 class SpilledRows:
     """All of a site's rows of one table, too many to hold at once: each chunk added gets the site, is
     validated, and is spilled to a Parquet file in a folder of its own under `parent`; replace_site_rows
@@ -94,6 +79,26 @@ class SpilledRows:
         failures = pl.concat(self._failures) if self._failures else NO_FAILURES
         return ValidationReport(self.table, self.height, failures)
 
+    def parquet_scan(self) -> str:
+        """SQL that reads the spilled rows (there are files: rows were added)."""
+        return f"read_parquet([{', '.join(sql_literal(str(file)) for file in self.files)}])"
+
+
+@dataclass(frozen=True)
+class RowChanges:
+    """A patch to one site's rows of a large table: the `upserted` rows replace the stored rows with the
+    same key (or are added), and the stored rows whose key is in `deleted` go. A re-crawl that changes
+    a few thousand of a million rows writes those, not the million; the upserted rows are spilled as
+    they are found, so even a patch of every row holds a chunk at a time."""
+
+    key: tuple[str, ...]  # the table's key within a site
+    upserted: SpilledRows  # whole rows
+    deleted: pl.DataFrame  # the key columns of the rows to remove
+
+    @property
+    def height(self) -> int:
+        return self.upserted.height
+
 
 def _remove_abandoned_spills(parent: Path) -> None:
     """Remove the spill folders this host's killed processes left (named host-pid-…: a process that
@@ -128,10 +133,10 @@ def replace_site_rows(
 
     Raises ContractError (nothing written) when a frame breaks its schema or holds another site's rows.
     """
-    for table, frame in frames.items():
+    written = {t: f.upserted if isinstance(f, RowChanges) else f for t, f in frames.items()}
+    for table, frame in written.items():
         if isinstance(frame, SpilledRows) and (frame.table, frame.site) != (table, site):
             raise ValueError(f"{table}: spilled rows of {frame.table} for '{frame.site}', not for '{site}'")
-    written = {t: f.upserted if isinstance(f, RowChanges) else f for t, f in frames.items()}
     reports = {
         table: frame.report() if isinstance(frame, SpilledRows) else validate(table, frame)
         for table, frame in written.items()
@@ -148,8 +153,8 @@ def replace_site_rows(
                 _delete_keys(con, table, site, frame)
             else:
                 con.execute(f"DELETE FROM {quoted_table(table)} WHERE site = ?", [site])
-            if isinstance(frame, SpilledRows):
-                _insert_spilled(con, frame)
+            if isinstance(written[table], SpilledRows):
+                _insert_spilled(con, written[table])
             else:
                 insert_rows(con, table, written[table])
             if isinstance(frame, RowChanges):  # only the patch was checked: say how many rows there are
@@ -164,8 +169,7 @@ def _insert_spilled(con: duckdb.DuckDBPyConnection, rows: SpilledRows) -> None:
     """Insert spilled rows in one statement; a key they repeat across chunks fails the write (ContractError,
     rolled back with the transaction)."""
     if rows.files:
-        files = ", ".join(sql_literal(str(file)) for file in rows.files)
-        con.execute(f"INSERT INTO {quoted_table(rows.table)} BY NAME SELECT * FROM read_parquet([{files}])")
+        con.execute(f"INSERT INTO {quoted_table(rows.table)} BY NAME SELECT * FROM {rows.parquet_scan()}")
     fault_point(f"after-insert:{rows.table}")
     duplicated = _duplicated_keys(con, rows.table, rows.site)
     if duplicated:
@@ -175,16 +179,18 @@ def _insert_spilled(con: duckdb.DuckDBPyConnection, rows: SpilledRows) -> None:
 
 def _delete_keys(con: duckdb.DuckDBPyConnection, table: str, site: str, changes: RowChanges) -> None:
     """Delete the site's rows whose key is deleted or upserted by `changes`."""
-    keys = pl.concat([changes.deleted.select(changes.key), changes.upserted.select(changes.key)])
-    if keys.is_empty():
-        return
-    con.register("changed_keys", keys.to_arrow())
+    columns = ", ".join(f'"{k}"' for k in changes.key)
+    keys = [f"SELECT {columns} FROM deleted_keys"]
+    if changes.upserted.files:
+        keys.append(f"SELECT {columns} FROM {changes.upserted.parquet_scan()}")
+    con.register("deleted_keys", changes.deleted.select(changes.key).to_arrow())
     match = " AND ".join(f'stored."{k}" = changed_keys."{k}"' for k in changes.key)
     con.execute(
-        f"DELETE FROM {quoted_table(table)} stored USING changed_keys WHERE stored.site = ? AND {match}",
+        f"DELETE FROM {quoted_table(table)} stored USING ({' UNION ALL '.join(keys)}) changed_keys "
+        f"WHERE stored.site = ? AND {match}",
         [site],
     )
-    con.unregister("changed_keys")
+    con.unregister("deleted_keys")
 
 
 def update_site_rows(
@@ -277,17 +283,25 @@ def read_site(
     site: str,
     columns: list[str] | None = None,
     *,
+    matching: pl.DataFrame | None = None,
     lock_timeout_s: float = LOCK_TIMEOUT_S,
 ) -> pl.DataFrame:
-    """A site's rows of a table (an empty frame of the right schema when there are none)."""
+    """A site's rows of a table (an empty frame of the right schema when there are none); with `matching`,
+    only the rows equal to one of its rows in its columns (a few pages' rows of a large table)."""
     wanted = columns or list(table_columns(table))
-    unknown = set(wanted) - set(table_columns(table))
+    named = set(wanted) | set(matching.columns if matching is not None else ())
+    unknown = named - set(table_columns(table))
     if unknown:
         raise ValueError(f"{table} has no column(s) {sorted(unknown)}")
     with connect(path, lock_timeout_s=lock_timeout_s) as con:
         ensure_tables(con, [table])
-        select = ", ".join(f'"{c}"' for c in wanted)
-        result = con.execute(f"SELECT {select} FROM {quoted_table(table)} WHERE site = ?", [site]).pl()
+        select = ", ".join(f'stored."{c}"' for c in wanted)
+        sql = f"SELECT {select} FROM {quoted_table(table)} stored"
+        if matching is not None:
+            con.register("matching", matching.to_arrow())
+            on = " AND ".join(f'stored."{c}" = matching."{c}"' for c in matching.columns)
+            sql += f" SEMI JOIN matching ON {on}"
+        result = con.execute(f"{sql} WHERE stored.site = ?", [site]).pl()
     return result.cast({c: dtype for c, dtype in empty_frame(table).select(wanted).schema.items()})
 
 

@@ -3,6 +3,7 @@ the changes touch is built and written again."""
 
 import time
 
+import polars as pl
 from dagster import AssetExecutionContext, Config
 from pydantic import Field
 
@@ -29,11 +30,14 @@ from interlink_pipeline.defs.writes import persist, user_errors, with_site
 
 
 def _kept_candidates(warehouse: Warehouse, site: str) -> KeptCandidates:
-    """The site's last candidate build, as stored: an incremental build starts from it."""
-    return KeptCandidates(
-        warehouse.read_site("ml.link_candidates", site, [*KEY, *STORED]),
-        warehouse.read_site("ml.candidate_pages", site, list(PAGE_STATE)),
-    )
+    """The site's last candidate build, as stored: an incremental build starts from it, reading its rows
+    a chunk of source pages at a time."""
+
+    def rows_from(sources: pl.Series) -> pl.DataFrame:
+        matching = pl.DataFrame({"source_page_id": sources})
+        return warehouse.read_site("ml.link_candidates", site, [*KEY, *STORED], matching=matching)
+
+    return KeptCandidates(warehouse.read_site("ml.candidate_pages", site, list(PAGE_STATE)), rows_from)
 
 
 class LinkCandidatesConfig(Config):
