@@ -75,6 +75,26 @@ def test_url_key_single_value_matches_batch():
     assert url_key("not a url") is None
 
 
+def test_repeated_urls_are_parsed_once_and_given_back_row_for_row():
+    """A links export repeats its pages' URLs: each distinct one is parsed once, and every row, nulls and
+    invalid URLs included, gets what that URL gives alone."""
+    urls = [
+        "https://A.example/x/?utm_source=1&b=2",
+        None,
+        "not a url",
+        "https://A.example/x/?utm_source=1&b=2",
+        "http://a.example:80/blog/page/2/",
+        None,
+        "not a url",
+    ]
+    together = url_parts(pl.Series(urls * 3))
+    alone = pl.concat([url_parts(pl.Series([url], dtype=pl.String)) for url in urls * 3])
+    assert together.equals(alone) and together.height == 21
+    assert together["url_key"][:5].to_list() == [
+        "a.example/x?b=2", None, None, "a.example/x?b=2", "a.example/blog/page/2",
+    ]  # fmt: skip
+
+
 def test_stable_ids_are_deterministic_and_distinct():
     ids = stable_ids(pl.Series(["a", "b", "a"]))
     assert ids[0] == ids[2] != ids[1]

@@ -69,9 +69,19 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
     Columns: url_valid, scheme, host, path, query (tracking parameters removed, order kept),
     had_tracking_params, url (live form), url_key (identity), is_paginated_url, series_key (the key of
     the first page of the paginated series the URL belongs to: its own key when it is not paginated).
-    One regex pass over all rows; query parameters are only split for the rows that have a query.
+    One regex pass over the distinct URLs (a links export repeats each page's URL as often as it links);
+    query parameters are only split for the URLs that have a query.
     """
-    return _assembled(_with_queries(_split(urls)))
+    urls = urls.cast(pl.String)
+    distinct = urls.unique()
+    if len(distinct) == len(urls):
+        return _assembled(_with_queries(_split(urls)))
+    parsed = _assembled(_with_queries(_split(distinct))).with_columns(distinct.alias("input"))
+    return (
+        pl.DataFrame({"input": urls})
+        .join(parsed, on="input", how="left", nulls_equal=True, maintain_order="left")
+        .drop("input")
+    )
 
 
 def _split(urls: pl.Series) -> pl.DataFrame:
