@@ -74,8 +74,6 @@ def url_parts(urls: pl.Series) -> pl.DataFrame:
     """
     urls = urls.cast(pl.String)
     distinct = urls.unique()
-    if len(distinct) == len(urls):
-        return _assembled(_with_queries(_split(urls)))
     parsed = _assembled(_with_queries(_split(distinct))).with_columns(distinct.alias("input"))
     return (
         pl.DataFrame({"input": urls})
