@@ -1,7 +1,9 @@
 """Embedding benchmark: our CPU encoder against plain `SentenceTransformer.encode`, the quality of its
-vectors against that fp32 baseline, the page_embeddings step cold vs incremental, and 1M-title memory.
+vectors against that fp32 baseline, the page_embeddings step cold vs incremental, 1M-title memory, and
+the int8 encoder against fp32 (speed, and the share of neighbours its check measures).
 
     python -m benchmarks.bench_embeddings [--sizes 10000 100000] [--repeats 3] [--million]
+    python -m benchmarks.bench_embeddings --parts int8 --sizes 10000
 """
 
 from __future__ import annotations
@@ -89,6 +91,28 @@ RESULT = {{"seconds": time.monotonic() - started, "pages": run.pages, "embedded"
           "changed_texts": changed, "load_seconds": run.load_seconds}}
 """
 
+# The int8 encoder against its fp32 reference on a site's distinct texts: each one's speed, and the
+# neighbour recall int8_check measures (on the sample of texts the check draws).
+INT8 = """
+import time
+import polars as pl
+from interlink_pipeline.core.ml import int8_check
+from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder
+from interlink_pipeline.core.urls import stable_ids
+texts = pl.read_parquet({texts!r}).select("text").unique()
+texts = texts.with_columns(stable_ids(texts["text"], 32).alias("text_hash"))
+int8 = load_encoder(EncoderSettings(int8=True))
+seconds = {{}}
+for name, encoder in (("fp32", int8.reference), ("int8", int8)):
+    started = time.monotonic()
+    encoder.encode(texts["text"].to_list())
+    seconds[name] = time.monotonic() - started
+int8_check.INT8_MIN_RECALL = 0.0  # measure, do not gate
+RESULT = {{"seconds": seconds["int8"], "fp32_seconds": seconds["fp32"], "texts": texts.height,
+          "recall": int8_check.check_int8(int8, texts),
+          "checked": min(texts.height, int8_check.INT8_CHECK_TEXTS)}}
+"""
+
 MILLION = """
 import shutil, tempfile, time
 from pathlib import Path
@@ -129,6 +153,8 @@ def real_texts(name: str) -> str:
     export = {
         "nutrisport": SHARED_CRAWLS / "nutrisport/internal_html.csv",
         "lightchiropractic": SHARED_CRAWLS / "lightchiropractic/internal_all.csv",
+        "hugodocs": SHARED_CRAWLS / "hugodocs/internal_html.csv",
+        "cppdocs": SHARED_CRAWLS / "cppdocs/internal_html.csv",
         "sample": SAMPLE_DIR / "internal_all.csv",
     }[name]
     site = infer_site(export)
@@ -146,11 +172,11 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=["throughput", "quality", "asset"],
-        choices=["throughput", "quality", "asset"],
+        choices=["throughput", "quality", "asset", "int8"],
         help="which measurements to run",
     )
     args = parser.parse_args()
-    payload: dict = {"throughput": {}, "quality": {}, "asset": {}}
+    payload: dict = {"throughput": {}, "quality": {}, "asset": {}, "int8": {}}
     speed_rows, quality_rows = [], []
     for size in args.sizes if "throughput" in args.parts else []:
         template, texts = pages_warehouse(size)
@@ -196,6 +222,23 @@ def main() -> None:
             ]
         )
         payload["quality"][name] = quality
+    int8_rows = []
+    int8_sets = ["sample", "nutrisport", "lightchiropractic", "hugodocs", "cppdocs", *args.sizes]
+    for name in int8_sets if "int8" in args.parts else []:
+        texts = pages_warehouse(name)[1] if isinstance(name, int) else real_texts(name)
+        run = measure("int8", 0, INT8.format(texts=texts), 1).runs[0]
+        label = f"generated {name:,}" if isinstance(name, int) else name
+        int8_rows.append(
+            [
+                f"{label} ({run['texts']:,})",
+                f"{run['texts'] / run['fp32_seconds']:,.0f}",
+                f"{run['texts'] / run['seconds']:,.0f}",
+                f"{run['fp32_seconds'] / run['seconds']:.2f}×",
+                f"{run['recall']:.3f} ({run['checked']:,})",
+                "yes" if run["recall"] >= 0.95 else "no: fp32",
+            ]
+        )
+        payload["int8"][str(name)] = run
     asset_rows = []
     size = max(args.sizes)
     template, _ = pages_warehouse(size)
@@ -256,6 +299,12 @@ def main() -> None:
         f"page_embeddings step (load + embed + write), median of {args.repeats} runs",
         asset_rows,
         ["pages", "cold s", "1% changed s", "speed-up", "changed texts", "re-embedded", "peak RSS MB"],
+    )
+    print_table(
+        "int8 against fp32 (one run each, the same process): texts/s, and the share of each text's 10 "
+        "nearest kept (the check's sample of texts)",
+        int8_rows,
+        ["texts", "fp32 texts/s", "int8 texts/s", "speed-up", "top-10 kept", "int8 used"],
     )
     print(f"\nraw results: {save('embeddings', payload)}")
 

@@ -1,6 +1,7 @@
 """Embeddings: the bundled offline model, backends, the cache, and the page_embeddings asset."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.ml import int8_check
 from interlink_pipeline.core.ml.encoders import EncoderSettings, load_encoder
 from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL, model_fingerprint, resolve_model_dir
 from interlink_pipeline.core.ml.page_embeddings import embed_site
@@ -135,6 +137,50 @@ def test_bad_model_settings(tmp_path):
         load_encoder(EncoderSettings(device="cuda"))
     with pytest.raises(InputError, match="unknown device 'tpu'"):
         load_encoder(EncoderSettings(device="tpu"))
+    with pytest.raises(
+        InputError, match=r"int8 runs on the CPU with the ONNX backend \(device is 'cpu', backend"
+    ):
+        load_encoder(EncoderSettings(int8=True, backend="torch"))
+
+
+def test_neighbour_recall_counts_what_int8_keeps_and_ties_as_kept():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(200, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert int8_check.neighbour_recall(vectors, vectors, 10) == 1.0
+    assert int8_check.neighbour_recall(vectors, vectors[rng.permutation(200)], 10) < 0.2  # unrelated
+    # each text three times: its nearest is either copy (a tie), and int8 picking the other one loses nothing
+    tied = np.repeat(vectors[:20], 3, axis=0)
+    assert int8_check.neighbour_recall(tied, tied + rng.normal(scale=1e-4, size=tied.shape), 1) == 1.0
+
+
+def test_int8_is_used_only_where_it_keeps_the_sites_neighbours(encoder, warehouse_path, crawls, monkeypatch):
+    """Dynamic int8 keeps 92.7% of each lightchiropractic title's 10 nearest under fp32 (measured): the
+    step fails, says so and writes nothing. Where a site keeps enough (the bar lowered to stand for one),
+    its vectors are int8's, cached apart from fp32's."""
+    pages = _pages_in_warehouse(warehouse_path, crawls / "lightchiropractic/internal_all.csv", LIGHT)
+    int8 = load_encoder(EncoderSettings(int8=True))
+    assert int8.model_id == f"{encoder.model_id}/int8" and int8.reference.model_id == encoder.model_id
+    with pytest.raises(InputError) as error:
+        embed_site(warehouse_path, LIGHT, int8.model_id, lambda: int8)
+    kept = re.fullmatch(
+        r"int8 keeps (\d+\.\d)% of the 10 nearest neighbours of 97 of this site's texts under fp32, under "
+        r"the 95% it needs: set the embedder's int8 to false \(fp32\)\.",
+        str(error.value),
+    )
+    assert kept and 85 < float(kept[1]) < 95, error.value
+    with duckdb.connect(str(warehouse_path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM ml.embedding_cache").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM ml.page_embeddings").fetchone()[0] == 0
+
+    monkeypatch.setattr(int8_check, "INT8_MIN_RECALL", 0.85)
+    run = embed_site(warehouse_path, LIGHT, int8.model_id, lambda: int8)
+    assert run.int8_recall == pytest.approx(float(kept[1]) / 100, abs=5e-4) and run.embedded == 97
+    stored = _stored(warehouse_path, LIGHT).join(pages.select("page_id", "text"), on="page_id")
+    assert set(stored["model"]) == {int8.model_id}
+    vectors = np.array(stored["vector"].to_list(), dtype=np.float32)
+    cosine = (vectors * encoder.encode(stored["text"].to_list())).sum(axis=1)
+    assert cosine.min() > 0.95 and cosine.max() < 0.99999  # close to fp32, and not fp32
 
 
 def test_cache_hits_misses_and_exactly_the_changed_texts(encoder, warehouse_path):
@@ -177,7 +223,7 @@ def test_a_run_that_dies_midway_resumes_from_the_cache(encoder, warehouse_path):
     _pages_in_warehouse(warehouse_path, SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST)
 
     class DiesOnThirdChunk:
-        model_id, dim, device, backend = encoder.model_id, encoder.dim, "cpu", "test"
+        model_id, dim, device, backend, reference = encoder.model_id, encoder.dim, "cpu", "test", None
         calls = 0
 
         def encode(self, texts):
@@ -201,7 +247,7 @@ def test_bad_vectors_are_never_stored(encoder, warehouse_path):
     before = _stored(warehouse_path, SAMPLE_HOST)
 
     class Unnormalised:
-        model_id, dim, device, backend = "broken@0", 384, "cpu", "test"
+        model_id, dim, device, backend, reference = "broken@0", 384, "cpu", "test", None
 
         def encode(self, texts):
             return np.full((len(texts), 384), 2.0, dtype=np.float32)

@@ -46,6 +46,12 @@ class EncoderSettings:
     )
     batch_size: int | None = setting(None, "Texts per batch (default: 16 onnx, 32 cpu, 256 gpu).")
     half_precision: bool = setting(True, "fp16 on GPUs (vectors cached separately from fp32).")
+    int8: bool = setting(
+        False,
+        "int8 weights on the CPU (ONNX Runtime dynamic quantisation; vectors cached separately): about 2.3x "
+        "faster, and used only if, on a sample of the site's own texts, it keeps at least 95% of each "
+        "text's 10 nearest neighbours under fp32; else the step fails and says how many it kept.",
+    )
     allow_download: bool = setting(
         False, "Let a model missing locally be downloaded from the Hugging Face Hub."
     )
@@ -56,6 +62,7 @@ class TextEncoder(Protocol):
     dim: int
     device: str
     backend: str
+    reference: TextEncoder | None  # the fp32 encoder a quantised one is checked against (int8_check)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm float32 vectors, one row per text, in order."""
@@ -66,10 +73,14 @@ class TextEncoder(Protocol):
 def identify_model(settings: EncoderSettings) -> ModelIdentity:
     """The model's identity (and cache key) without loading it."""
     device = resolve_device(settings.device)
+    if settings.int8 and (device != "cpu" or settings.backend == "torch"):
+        raise InputError(
+            f"int8 runs on the CPU with the ONNX backend (device is '{device}', backend "
+            f"'{settings.backend}'): set int8 to false, or device cpu and backend auto."
+        )
     folder, label = resolve_model_dir(settings.model, settings.allow_download)
-    return ModelIdentity(
-        folder, label, model_fingerprint(folder), device, settings.half_precision and device != "cpu"
-    )
+    half = settings.half_precision and device != "cpu"
+    return ModelIdentity(folder, label, model_fingerprint(folder), device, half, settings.int8)
 
 
 @functools.lru_cache(maxsize=4)
@@ -87,6 +98,11 @@ def load_encoder(settings: EncoderSettings) -> TextEncoder:
         try:
             return OnnxEncoder.load(identity, settings.batch_size or 16)
         except OnnxUnsupported as exc:
+            if identity.int8:
+                raise InputError(
+                    f"int8 needs the ONNX backend, which cannot run {identity.label}: {exc}. "
+                    "Set int8 to false."
+                ) from None
             if settings.backend == "onnx":
                 raise InputError(
                     f"backend 'onnx' cannot run {identity.label}: {exc}. Use auto or torch."

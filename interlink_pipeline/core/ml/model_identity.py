@@ -5,7 +5,7 @@ package, any other sentence-transformers model from a folder or the Hugging Face
 there fails at once with instructions; a download happens only with `allow_download`.
 
 The cache key of a vector, the model id, is the model's name, a hash of the files that determine its
-vectors, and the precision: computing it does not load the model.
+vectors, and the precision (fp16 on GPUs, int8 weights on the CPU): computing it does not load the model.
 """
 
 from __future__ import annotations
@@ -32,11 +32,17 @@ class ModelIdentity:
     fingerprint: str
     device: str
     half: bool
+    int8: bool = False
 
     @property
     def model_id(self) -> str:
-        """name@content-hash[/fp16]: the embedding cache key (same files, same id, wherever they are)."""
-        return f"{self.label}@{self.fingerprint}" + ("/fp16" if self.half else "")
+        """name@content-hash[/fp16|/int8]: the embedding cache key (same files, same id, anywhere)."""
+        return f"{self.label}@{self.fingerprint}" + ("/fp16" if self.half else "/int8" if self.int8 else "")
+
+    @property
+    def files_id(self) -> str:
+        """name-content-hash: the model's files whatever the precision (its exported graphs' folder)."""
+        return f"{self.label}-{self.fingerprint}"
 
 
 def resolve_device(requested: str) -> str:

@@ -21,6 +21,7 @@ import polars as pl
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.ml.encoders import TextEncoder
+from interlink_pipeline.core.ml.int8_check import check_int8
 from interlink_pipeline.core.warehouse.contract import ValidationReport
 from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.core.warehouse.store import merge_rows, query, read_site, update_site_rows
@@ -62,6 +63,7 @@ class EmbeddingRun:
     chunks: int
     encoder: TextEncoder | None  # None when every text was cached (the model was not loaded)
     load_seconds: float
+    int8_recall: float | None  # the int8 encoder's neighbour recall against fp32 (int8_check), when run
 
     @property
     def texts_per_second(self) -> float:
@@ -133,7 +135,7 @@ def fill_cache(
         {"wanted": distinct.select("text_hash")},
     )["text_hash"]
     todo = distinct.filter(~pl.col("text_hash").is_in(cached.implode()))
-    encoder = None
+    encoder = int8_recall = None
     load_seconds = embed_seconds = 0.0
     chunks = 0
     if todo.height:
@@ -142,6 +144,7 @@ def fill_cache(
         load_seconds = time.monotonic() - started
         if encoder.model_id != model_id:
             raise ValueError(f"the loaded model is {encoder.model_id}, not {model_id}")
+        int8_recall = check_int8(encoder, distinct)
     for chunk in todo.iter_slices(chunk_size):
         started = time.monotonic()
         vectors = encoder.encode(chunk["text"].to_list())
@@ -158,6 +161,7 @@ def fill_cache(
         "chunks": chunks,
         "encoder": encoder,
         "load_seconds": load_seconds,
+        "int8_recall": int8_recall,
     }
 
 

@@ -30,6 +30,7 @@ class TorchEncoder:
     """sentence-transformers on any torch device; half precision on GPUs."""
 
     backend = "torch"
+    reference = None  # never quantised
 
     def __init__(self, st: Any, identity: ModelIdentity, batch_size: int):
         if identity.half:

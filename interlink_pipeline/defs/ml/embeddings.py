@@ -88,6 +88,7 @@ def page_embeddings(
         "embed_seconds": MetadataValue.float(run.embed_seconds),
         "model_load_seconds": MetadataValue.float(run.load_seconds),
         "chunks_committed": run.chunks,
+        **({"int8_neighbour_recall": MetadataValue.float(run.int8_recall)} if run.int8_recall else {}),
         "preview": table_preview(preview),
     }
     yield from materialized(context, site, {"ml.page_embeddings": run.report}, metadata, started)
