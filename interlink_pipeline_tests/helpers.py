@@ -31,7 +31,7 @@ SERP_STEPS = ["raw_crawl", "pages", "serp_results"]
 # what is measured and published from the plan
 UPSTREAM = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "serp_results",
             "similarity_pairs", "topic_clusters"]  # fmt: skip
-UP_TO_PLAN = [*UPSTREAM, "link_ranker", "link_candidates", "link_plan"]
+UP_TO_PLAN = [*UPSTREAM, "link_decisions", "link_ranker", "link_candidates", "link_plan"]
 AFTER_PLAN = [
     "link_backtest",
     "marts",

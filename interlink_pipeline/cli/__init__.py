@@ -26,11 +26,19 @@ EXAMPLES = {
     "register": "interlink register crawl/internal_all.csv --links crawl/all_inlinks.csv --run",
     "materialize": "interlink materialize --site www.example.com --config plan.yaml --out-link-budget 15",
     "backtest": "interlink backtest --site www.example.com --fraction 0.2 --seed 1",
+    "decisions": "interlink decisions import interlink_plan.xlsx --site www.example.com",
     "generate-site": "interlink generate-site --pages 5000 --host www.shop.example --out data/shop",
     "sites": "interlink sites",
     "status": "interlink status --site www.example.com",
     "sql": "interlink sql   (then: SELECT * FROM marts.site_health;)",
 }
+DECISIONS_SUMMARY = "import an editor's decisions (accept, reject) about planned links"
+DECISIONS_DESCRIPTION = (
+    "Read the plan's workbook or CSV with its decision column filled in (accept, reject, or blank for no "
+    "decision; a note column is kept), check it against the site's pages, keep it in the site's decisions/ "
+    "folder and write graph.link_decisions. A file with an unknown URL or decision word, a link decided both "
+    "ways, another site's URLs or formulas in its cells is refused whole."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             "register": commands.register,
             "materialize": commands.materialize,
             "backtest": commands.backtest,
+            "decisions": commands.decisions,
             "generate-site": commands.generate,
             "sites": commands.sites,
             "status": commands.status,
@@ -128,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     backtest.add_argument("--site", required=True, help="a materialised site")
     backtest.add_argument("--fraction", type=float, default=0.2, help="share of link pairs hidden (0.2)")
     backtest.add_argument("--seed", type=_seed, default=0, help="which links are hidden (0)")
+    _decisions_command(command("decisions", DECISIONS_SUMMARY, DECISIONS_DESCRIPTION))
     generate = command("generate-site", "write a synthetic site's exports and ground truth")
     generate.add_argument("--pages", type=_pages, default=1700, help="linkable pages, about (1700)")
     generate.add_argument("--seed", type=_seed, default=7, help="the same seed writes the same site (7)")
@@ -139,6 +149,13 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--site", required=True, help="a registered site")
     command("sql", "open a DuckDB shell on the analysts' snapshot (read-only; .quit leaves)")
     return parser
+
+
+def _decisions_command(decisions: argparse.ArgumentParser) -> None:
+    action = decisions.add_subparsers(dest="action", required=True)
+    imported = action.add_parser("import", help="import one decisions file (CSV or XLSX)")
+    imported.add_argument("file", type=Path, help="the edited link_plan CSV or interlink_plan.xlsx")
+    imported.add_argument("--site", required=True, help="a materialised site")
 
 
 def _settings_options(command: argparse.ArgumentParser) -> None:

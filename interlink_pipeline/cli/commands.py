@@ -103,6 +103,37 @@ def backtest(args: argparse.Namespace) -> int:
     return code
 
 
+def decisions(args: argparse.Namespace) -> int:
+    """Check an editor's decisions file against the site's pages, keep it in the site's decisions/ folder
+    and run link_decisions for the site; a file refused is not kept."""
+    from datetime import UTC, datetime
+
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.graph.decisions import decision_rows, read_decisions
+    from interlink_pipeline.core.ingest.inbox import default_inbox, place_decisions
+
+    site = registered(args.site)
+    pages = warehouse_resource().read_site("staging.pages", site, ["page_id"])["page_id"]
+    if pages.is_empty():
+        raise InputError(
+            f"{site} has no pages yet: materialise it first (interlink materialize --site {site})."
+        )
+    now = datetime.now(UTC).replace(tzinfo=None)
+    rows = decision_rows(site, read_decisions(args.file, site), pages, args.file.name, now)
+    placed = place_decisions(default_inbox(), site, args.file)
+    code = run_site(site, ["link_decisions"])
+    if code != 0:
+        placed.unlink(missing_ok=True)
+        return code
+    said = rows["decision"].value_counts()
+    counts = dict(zip(said["decision"], said["count"], strict=True))
+    print(
+        f"{args.file.name}: {counts.get('accept', 0):,} accepted and {counts.get('reject', 0):,} rejected "
+        f"links imported for {site} (kept as {placed})"
+    )
+    return 0
+
+
 def generate(args: argparse.Namespace) -> int:
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.urls import normalize_host

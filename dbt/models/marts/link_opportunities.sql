@@ -3,6 +3,7 @@
 -- evidence behind it; `priority` orders each source page's links (hubs first, then by score).
 select
     l.site || '|' || l.source_page_id || '|' || l.target_page_id as link_key,
+    l.link_id,
     l.site,
     l.source_page_id,
     l.source_url,

@@ -15,6 +15,7 @@ import polars as pl
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph.anchors import plan_anchors
 from interlink_pipeline.core.graph.centrality import KeptCentrality
+from interlink_pipeline.core.graph.decisions import link_ids
 from interlink_pipeline.core.graph.metrics import GraphSummary, click_depth
 from interlink_pipeline.core.graph.plan_invariants import check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows
@@ -312,6 +313,7 @@ def plan_rows(
         pl.lit(site).alias("site"),
         pl.Series("source_page_id", ids.gather(planned["source"]), dtype=pl.String),
         pl.Series("target_page_id", ids.gather(planned["target"]), dtype=pl.String),
+        link_ids(site, ids.gather(planned["source"]), ids.gather(planned["target"])),
         pl.Series("source_url", urls.gather(planned["source"]), dtype=pl.String),
         pl.Series("target_url", urls.gather(planned["target"]), dtype=pl.String),
         "anchor_text",

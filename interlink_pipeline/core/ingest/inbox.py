@@ -1,6 +1,6 @@
 """The drop folder: `<inbox>/<site>/` holds a site's crawl export and, optionally, its All Inlinks export,
 a queries file (page URL -> main query, e.g. a Search Console export) and a page-text file (page URL ->
-body text).
+body text); and `<inbox>/<site>/decisions/` editors' decisions about its planned links (core/graph/decisions).
 
 A file whose name contains "inlink" is the links export; one whose name contains "quer" or "keyword" is
 the queries file; one with the word "text" in its name (page_text.csv) is the page-text file; any other
@@ -16,6 +16,7 @@ import re
 import shutil
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -31,6 +32,7 @@ EXPORT_SUFFIXES = {".csv", ".tsv", ".txt", ".xlsx", ".xlsm"}
 # A file modified more recently than this may still be being copied in; it waits for the next scan.
 SETTLE_SECONDS = 2.0
 SUPERSEDED = "superseded"  # a site's exports that a newer crawl replaced, kept but no longer read
+DECISIONS = "decisions"  # a site's decisions files, every one kept: the history of its editors' decisions
 
 
 def default_inbox(env: Environment | None = None) -> str:
@@ -131,6 +133,31 @@ def scan_inbox(
                 SiteDrop(site, files["crawl"], files.get("links"), files.get("queries"), files.get("text"))
             )
     return InboxScan(drops, problems)
+
+
+def decision_files(root: str | Path, site: str, *, settled_before: float | None = None) -> list[Path]:
+    """The site's decisions files, oldest first (by modification time, then name)."""
+    folder = site_folder(root, site) / DECISIONS
+    found = [
+        path
+        for path in (folder.iterdir() if folder.is_dir() else [])
+        if path.is_file()
+        and not path.name.startswith((".", "~$"))
+        and path.suffix.lower() in EXPORT_SUFFIXES
+        and (settled_before is None or path.stat().st_mtime <= settled_before)
+    ]
+    return sorted(found, key=lambda path: (path.stat().st_mtime, path.name))
+
+
+def place_decisions(root: str | Path, site: str, src: Path) -> Path:
+    """A decisions file copied into the site's decisions/ folder (atomically), under a name that says when
+    it was imported: files of the same name imported twice are both kept."""
+    folder = site_folder(root, site) / DECISIONS
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{datetime.now(UTC):%Y%m%d-%H%M%S-%f}-{src.name}"
+    with replaced_atomically(target) as tmp:
+        shutil.copyfile(src, tmp)
+    return target
 
 
 def resolve_export(root: str | Path, site: str, name: str) -> Path:

@@ -13,10 +13,17 @@ from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
 from interlink_pipeline.core.publish.report import ReportData
 from interlink_pipeline.core.warehouse import store
 
+# an editor fills in decision (accept, reject) and note, and imports the file: `interlink decisions import`
 PLAN_SQL = """
-SELECT source_url, source_title, target_url, target_title, anchor_text, reason, evidence, placement,
-       probability, score, similarity, target_cluster, priority
-FROM marts.link_opportunities WHERE site = ? ORDER BY source_url, priority, target_url
+WITH standing AS (
+    SELECT link_id, decision, note FROM graph.link_decisions WHERE site = $1
+    QUALIFY row_number() OVER (PARTITION BY link_id ORDER BY decided_at DESC, source_file DESC) = 1
+)
+SELECT o.link_id, o.source_url, o.source_title, o.target_url, o.target_title, o.anchor_text, o.reason,
+       o.evidence, o.placement, o.probability, o.score, o.similarity, o.target_cluster, o.priority,
+       d.decision, d.note
+FROM marts.link_opportunities o LEFT JOIN standing d USING (link_id)
+WHERE o.site = $1 ORDER BY o.source_url, o.priority, o.target_url
 """
 # The site's pages in a CTE, joined by page id alone: joined on (site, page_id) twice, the pages' two copies
 # share `site`, and on a lake (no distinct-count statistics) DuckDB joined them to each other on site first:

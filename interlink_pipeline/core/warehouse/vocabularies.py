@@ -26,5 +26,7 @@ PLAN_REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge"
 STRUCTURAL_REASONS = ("orphan-rescue", "component-bridge", "depth-shortcut")
 # graph.link_plan_changes.change: a link against the plan before
 PLAN_CHANGES = ("kept", "added", "removed")
+# graph.link_decisions.decision: what an editor decided about a planned link
+DECISIONS = ("accept", "reject")
 # graph.site_metrics.links_known: how the site's existing links are known (All Inlinks, the crawl's counts)
 LINKS_KNOWN = ("links", "counts", "none")

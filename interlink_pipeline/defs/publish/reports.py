@@ -39,7 +39,9 @@ def site_folder(warehouse: Warehouse, site: str) -> Path:
     "workbook per site "
     "(header row, fitted columns, formula injection neutralised; a cell past a workbook's 32,767 "
     "characters cut there, whole in the CSV); a file whose rows did not change since the last run is left "
-    "as it was. Written for the run's last step to publish.",
+    "as it was. The plan's rows carry their link id and the standing decision and note, for an editor to "
+    "fill in and import. Written for the run's last step to publish.",
+    tables=("graph.link_decisions",),
 )
 def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()

@@ -12,6 +12,7 @@ import pandera.polars as pa
 from interlink_pipeline.core.warehouse.schemas.candidates import CandidatePage, LinkCandidate
 from interlink_pipeline.core.warehouse.schemas.graph import (
     BacktestRun,
+    LinkDecision,
     LinkPlanChange,
     PageMetrics,
     PlannedLink,
@@ -54,6 +55,7 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "ml.link_ranker_runs": LinkRankerRun,
     "ml.link_candidates": LinkCandidate,
     "ml.candidate_pages": CandidatePage,
+    "graph.link_decisions": LinkDecision,
     "graph.link_plan": PlannedLink,
     "graph.page_metrics": PageMetrics,
     "graph.link_plan_changes": LinkPlanChange,

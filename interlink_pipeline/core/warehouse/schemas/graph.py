@@ -6,13 +6,19 @@ from __future__ import annotations
 import pandera.polars as pa
 import polars as pl
 
-from interlink_pipeline.core.warehouse.schemas.bases import PageTable, PairTable, SiteTable
-from interlink_pipeline.core.warehouse.vocabularies import LINKS_KNOWN, PLAN_CHANGES, PLAN_REASONS
+from interlink_pipeline.core.warehouse.schemas.bases import PAGE_ID_LENGTH, PageTable, PairTable, SiteTable
+from interlink_pipeline.core.warehouse.vocabularies import DECISIONS, LINKS_KNOWN, PLAN_CHANGES, PLAN_REASONS
+
+LINK_ID = (
+    "Stable link id: MD5 prefix of the site and both page ids; the same pair of URLs keeps its id across "
+    "plans, so an editor's decision about it holds on the next crawl."
+)
 
 
 class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")):
     """graph.link_plan: the links to add, each with its anchor text, score and reason."""
 
+    link_id: str = pa.Field(str_length=PAGE_ID_LENGTH, description=LINK_ID)
     source_url: str = pa.Field(description="URL of the page to place the link on.")
     target_url: str = pa.Field(description="URL to link to.")
     anchor_text: str = pa.Field(
@@ -61,6 +67,22 @@ class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")
     alternative_source_urls: pl.List(pl.String) = pa.Field(
         description="A structural link's next best sources, best first (up to three; empty for the others)."
     )
+
+
+class LinkDecision(PairTable, unique=("site", "link_id", "source_file")):
+    """graph.link_decisions: editors' decisions about planned links, one row per link and decisions file
+    (history kept); a link's newest decision stands."""
+
+    link_id: str = pa.Field(str_length=PAGE_ID_LENGTH, description=LINK_ID)
+    source_url: str = pa.Field(description="URL of the page the link goes on, as the file gave it.")
+    target_url: str = pa.Field(description="URL the link points to, as the file gave it.")
+    decision: str = pa.Field(isin=list(DECISIONS), description="accept or reject.")
+    note: str = pa.Field(nullable=True, description="The editor's note, when the file has one.")
+    decided_at: pl.Datetime = pa.Field(
+        description="When the decisions file was imported (UTC): the newest decision of a link stands."
+    )
+    source_file: str = pa.Field(description="The decisions file, as stored in the site's decisions/ folder.")
+    row_number: pl.Int64 = pa.Field(ge=1, description="1-based data row in that file.")
 
 
 class PageMetrics(PageTable, unique=("site", "page_id")):

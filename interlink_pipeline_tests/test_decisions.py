@@ -1,0 +1,217 @@
+"""Editors' decisions about planned links: link ids, decisions files in (the CLI, the link_decisions step),
+and what a refused file leaves (nothing)."""
+
+import shutil
+
+import duckdb
+import openpyxl
+import polars as pl
+import pytest
+
+from interlink_pipeline.core.graph.decisions import link_ids
+from interlink_pipeline.core.publish.warehouse_reads import spreadsheet_tables
+from interlink_pipeline.sample import SAMPLE_HOST
+from interlink_pipeline_tests.helpers import SAMPLE_DIR, call_cli, failure_message, run_cli, run_site
+from interlink_pipeline_tests.site_runs import instance_at
+
+
+@pytest.fixture
+def sample_cli(cli_env, tmp_path, sample_site):
+    """The command's environment over a copy of the session's sample (planned, exported), registered."""
+    sample = sample_site.folder.copy(tmp_path / "sample")
+    env = {**cli_env, "INTERLINK_WAREHOUSE": str(sample.warehouse), "INTERLINK_INBOX": str(sample.inbox)}
+    done = call_cli(
+        env,
+        "register",
+        str(SAMPLE_DIR / "internal_all.csv"),
+        "--links",
+        str(SAMPLE_DIR / "all_inlinks.csv"),
+    )
+    assert done.returncode == 0, done.stderr
+    return env, sample
+
+
+def _decisions(sample) -> pl.DataFrame:
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        return con.execute("SELECT * FROM graph.link_decisions ORDER BY decided_at, row_number").pl()
+
+
+def _workbook(sample):
+    return sample.warehouse.parent / "exports" / SAMPLE_HOST / "interlink_plan.xlsx"
+
+
+def _plan(sample) -> pl.DataFrame:
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        return con.execute("SELECT * FROM graph.link_plan ORDER BY source_url, target_url").pl()
+
+
+def test_link_ids_are_stable_and_name_the_pair():
+    sources, targets = pl.Series(["a" * 16, "b" * 16]), pl.Series(["b" * 16, "a" * 16])
+    ids = link_ids("www.x.example", sources, targets)
+    assert ids.str.len_chars().to_list() == [16, 16] and ids[0] != ids[1]  # a link and its reverse differ
+    assert ids.equals(link_ids("www.x.example", sources, targets))
+    assert not ids.equals(link_ids("www.y.example", sources, targets))  # another site, other ids
+
+
+def test_an_edited_workbook_round_trips_and_the_newest_decision_stands(sample_cli, tmp_path):
+    """An editor fills in the plan's workbook with openpyxl (20 rejects, 20 accepts, a note), the command
+    imports it; the spreadsheets show the decisions; a later CSV changes one, and both are kept."""
+    env, sample = sample_cli
+    plan = _plan(sample)
+    assert plan["link_id"].n_unique() == plan.height
+    assert plan["link_id"].equals(link_ids(SAMPLE_HOST, plan["source_page_id"], plan["target_page_id"]))
+    workbook = openpyxl.load_workbook(_workbook(sample))
+    sheet = workbook["link_plan"]
+    header = [cell.value for cell in sheet[1]]
+    assert header[0] == "link_id" and header[-2:] == ["decision", "note"]
+    decision, note, link = header.index("decision") + 1, header.index("note") + 1, header.index("link_id") + 1
+    decided = {}
+    for row in range(2, 42):
+        word = "reject" if row < 22 else "Accept"
+        sheet.cell(row, decision, word)
+        decided[sheet.cell(row, link).value] = word.lower()
+    sheet.cell(2, note, "off topic for this guide")
+    edited = tmp_path / "plan_reviewed.xlsx"
+    workbook.save(edited)
+
+    done = run_cli(env, "decisions", "import", str(edited), "--site", SAMPLE_HOST)  # it runs a step
+    assert done.returncode == 0, done.stderr
+    assert "plan_reviewed.xlsx: 20 accepted and 20 rejected links imported" in done.stdout
+    stored = _decisions(sample)
+    assert dict(zip(stored["link_id"], stored["decision"], strict=True)) == decided
+    assert stored.filter(pl.col("note").is_not_null())["note"].to_list() == ["off topic for this guide"]
+    kept = list((sample.inbox / SAMPLE_HOST / "decisions").iterdir())
+    assert [p.name.endswith("-plan_reviewed.xlsx") for p in kept] == [True]
+    assert set(stored["source_file"]) == {kept[0].name}
+    rows = spreadsheet_tables(sample.warehouse, SAMPLE_HOST, lock_timeout_s=10)["link_plan"]
+    shown = rows.filter(pl.col("decision").is_not_null())
+    assert dict(zip(shown["link_id"], shown["decision"], strict=True)) == decided
+
+    changed = next(link for link, word in decided.items() if word == "accept")
+    first = plan.filter(pl.col("link_id") == changed).row(0, named=True)
+    later = tmp_path / "second_thoughts.csv"
+    pl.DataFrame(
+        {"source_url": [first["source_url"]], "target_url": [first["target_url"]], "decision": ["rejected"]}
+    ).write_csv(later)
+    done = run_cli(env, "decisions", "import", str(later), "--site", SAMPLE_HOST)
+    assert done.returncode == 0, done.stderr
+    history = _decisions(sample).filter(pl.col("link_id") == changed)
+    assert history["decision"].to_list() == ["accept", "reject"]  # both kept, oldest first
+    rows = spreadsheet_tables(sample.warehouse, SAMPLE_HOST, lock_timeout_s=10)["link_plan"]
+    assert rows.filter(pl.col("link_id") == changed)["decision"].to_list() == ["reject"]  # the newest stands
+
+
+def _plan_csv(sample, path, decisions: list[str], **changes) -> None:
+    """The plan's CSV as an editor saves it: its first rows decided, columns as exported (`changes`
+    replace whole columns)."""
+    rows = _plan(sample).head(len(decisions)).select("link_id", "source_url", "target_url")
+    rows = rows.with_columns(pl.Series("decision", decisions), pl.lit(None, dtype=pl.String).alias("note"))
+    rows.with_columns(**{name: pl.Series(values) for name, values in changes.items()}).write_csv(path)
+
+
+def _with_formula(sample, path) -> None:
+    workbook = openpyxl.load_workbook(_workbook(sample))
+    sheet = workbook["link_plan"]
+    sheet.cell(2, [c.value for c in sheet[1]].index("decision") + 1, '=IF(TRUE,"accept","reject")')
+    workbook.save(path)
+
+
+def _in_cp1252(sample, path) -> None:
+    _plan_csv(sample, path, ["accept"])
+    frame = pl.read_csv(path).with_columns(pl.lit("très pertinent").alias("note"))
+    path.write_bytes(frame.write_csv().encode("cp1252"))
+
+
+BAD_FILES = {
+    "an unknown decision word": (
+        lambda sample, path: _plan_csv(sample, path, ["accept", "maybe", "reject", "later"]),
+        "bad.csv: a decision is accept or reject (or blank for none), not row 2: 'maybe'; row 4: 'later'.",
+    ),
+    "a link decided both ways": (
+        lambda sample, path: _plan_csv(
+            sample,
+            path,
+            ["accept", "reject"],
+            link_id=[_plan(sample)["link_id"][0]] * 2,
+            source_url=[_plan(sample)["source_url"][0]] * 2,
+            target_url=[_plan(sample)["target_url"][0]] * 2,
+        ),
+        "bad.csv: rows decide the same link both ways: row 1: accept",
+    ),
+    "URLs that are not the site's pages": (
+        lambda sample, path: _plan_csv(
+            sample,
+            path,
+            ["accept", "reject"],
+            link_id=[None, None],
+            target_url=[f"https://{SAMPLE_HOST}/no-such-page/", f"https://{SAMPLE_HOST}/tents/missing/"],
+        ),
+        f"bad.csv: 2 URL(s) are not pages of {SAMPLE_HOST} in its latest crawl (a page the crawl excluded, "
+        f"or a typo?): row 1: https://{SAMPLE_HOST}/no-such-page/; row 2: https://{SAMPLE_HOST}/tents/missing/.",
+    ),
+    "another site's file": (
+        lambda sample, path: _plan_csv(
+            sample,
+            path,
+            ["accept"] * 3,
+            source_url=["https://www.other.example/a/"] * 3,
+            target_url=["https://www.other.example/b/"] * 3,
+        ),
+        f"bad.csv: these decisions are not for {SAMPLE_HOST}: 6 of its 6 URLs are on other hosts, most on "
+        "'www.other.example' (6). Import it for its own site: --site www.other.example.",
+    ),
+    "a link id that is not its URLs' link": (
+        lambda sample, path: _plan_csv(sample, path, ["accept", "accept"], link_id=["0" * 16, None]),
+        "bad.csv: a link id is not the id of its row's URLs (were rows sorted or pasted with only some of "
+        "their columns?): row 1: 0000000000000000",
+    ),
+    "a workbook with formulas": (
+        _with_formula,
+        "bad.xlsx: 1 cell(s) hold formulas (link_plan!",
+    ),
+    "another encoding": (
+        _in_cp1252,
+        "bad.csv: not UTF-8 or UTF-16 text: byte 0xe8 at offset",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_a_bad_decisions_file_is_refused_whole_and_nothing_is_kept(sample_cli, tmp_path, case):
+    env, sample = sample_cli
+    make, message = BAD_FILES[case]
+    bad = tmp_path / ("bad.xlsx" if "workbook" in case else "bad.csv")
+    make(sample, bad)
+    done = call_cli(env, "decisions", "import", str(bad), "--site", SAMPLE_HOST)  # refused before any run
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {message}"), done.stderr
+    assert _decisions(sample).is_empty() and not (sample.inbox / SAMPLE_HOST / "decisions").exists()
+
+
+def test_the_step_reads_each_new_file_once_and_refuses_a_bad_one_whole(sample_cli, tmp_path):
+    """Files dropped into decisions/ by hand: the step imports a new good one, keeps what it imported when
+    it runs again, and fails on a bad one with its message, writing nothing; removing a file removes its
+    decisions."""
+    _, sample = sample_cli
+    folder = sample.inbox / SAMPLE_HOST / "decisions"
+    folder.mkdir()
+    _plan_csv(sample, folder / "week1.csv", ["accept", "reject", None])
+
+    def step():
+        with instance_at(tmp_path / "home") as instance:
+            return run_site(sample.warehouse, sample.inbox, instance, SAMPLE_HOST, steps=["link_decisions"])
+
+    assert step().success
+    first = _decisions(sample)
+    assert first["decision"].to_list() == ["accept", "reject"] and set(first["source_file"]) == {"week1.csv"}
+    assert step().success and _decisions(sample).equals(first)  # read once: kept as imported
+    _plan_csv(sample, tmp_path / "bad.csv", ["accept", "perhaps"])
+    shutil.copyfile(tmp_path / "bad.csv", folder / "week2.csv")
+    failed = step()
+    assert not failed.success
+    assert "week2.csv: a decision is accept or reject (or blank for none), not row 2: 'perhaps'." in (
+        failure_message(failed)
+    )
+    assert _decisions(sample).equals(first)
+    (folder / "week2.csv").unlink()
+    (folder / "week1.csv").unlink()
+    assert step().success and _decisions(sample).is_empty()
