@@ -137,3 +137,48 @@ def test_how_often_the_drop_folder_is_scanned_is_a_setting(monkeypatch):
     finally:
         monkeypatch.delenv(sensors.INBOX_SCAN_ENV)
         importlib.reload(sensors)
+
+
+def test_a_decisions_file_starts_link_decisions_for_its_site_alone(sample_site, tmp_path, instance, crawls):
+    """A decisions file dropped into a planned site's decisions/ folder: one run of link_decisions for that
+    site, which writes its decisions and no other site's; its removal is a change too."""
+    import duckdb
+    import polars as pl
+
+    sample = sample_site.folder.copy(tmp_path / "sample")
+    register_crawl(sample.inbox, LIGHT, crawls / "lightchiropractic/internal_all.csv")
+    defs = build_defs(str(sample.warehouse), str(sample.inbox))
+    instance.add_dynamic_partitions("sites", [SAMPLE_HOST, LIGHT])
+    _settle(sample.inbox)
+    crawls_run, _ = _tick(defs, instance)
+    assert sorted(r.partition_key for r in crawls_run.run_requests) == [SAMPLE_HOST, LIGHT]
+
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        plan = con.execute("SELECT source_url, target_url FROM graph.link_plan LIMIT 2").pl()
+    folder = sample.inbox / SAMPLE_HOST / "decisions"
+    folder.mkdir()
+    plan.with_columns(pl.Series("decision", ["accept", "reject"])).write_csv(folder / "review.csv")
+    _settle(sample.inbox)
+    result, _ = _tick(defs, instance, crawls_run.cursor)
+    (request,) = result.run_requests
+    assert request.partition_key == SAMPLE_HOST and request.run_key.startswith(f"{SAMPLE_HOST}:decisions:")
+    assert request.asset_selection == [dg.AssetKey(["graph", "link_decisions"])]
+    run = defs.resolve_job_def("site_pipeline").execute_in_process(
+        partition_key=SAMPLE_HOST,
+        instance=instance,
+        asset_selection=request.asset_selection,
+        tags=request.tags,
+    )
+    assert run.success
+    written = {e.asset_key.to_user_string() for e in run.get_asset_materialization_events()}
+    assert written == {"graph/link_decisions"}
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        stored = con.execute("SELECT site, decision FROM graph.link_decisions ORDER BY row_number").fetchall()
+    assert stored == [(SAMPLE_HOST, "accept"), (SAMPLE_HOST, "reject")]
+
+    again, _ = _tick(defs, instance, result.cursor)
+    assert not again.run_requests  # the same files: nothing to do
+    (folder / "review.csv").unlink()
+    removed, _ = _tick(defs, instance, again.cursor)
+    (request,) = removed.run_requests
+    assert request.partition_key == SAMPLE_HOST and request.run_key.endswith(":none")

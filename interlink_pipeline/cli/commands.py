@@ -111,6 +111,7 @@ def decisions(args: argparse.Namespace) -> int:
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.graph.decisions import decision_rows, read_decisions
     from interlink_pipeline.core.ingest.inbox import default_inbox, place_decisions
+    from interlink_pipeline.defs.ingest.inbox_sensor import decisions_run_key
 
     site = registered(args.site)
     pages = warehouse_resource().read_site("staging.pages", site, ["page_id"])["page_id"]
@@ -121,7 +122,7 @@ def decisions(args: argparse.Namespace) -> int:
     now = datetime.now(UTC).replace(tzinfo=None)
     rows = decision_rows(site, read_decisions(args.file, site), pages, args.file.name, now)
     placed = place_decisions(default_inbox(), site, args.file)
-    code = run_site(site, ["link_decisions"])
+    code = run_site(site, ["link_decisions"], run_key=decisions_run_key(default_inbox(), site))
     if code != 0:
         placed.unlink(missing_ok=True)
         return code

@@ -86,23 +86,27 @@ def registered(name: str) -> str:
     return site
 
 
-def run_site(site: str, steps: list[str] | None = None, run_config: dict | None = None) -> int:
+def run_site(
+    site: str, steps: list[str] | None = None, run_config: dict | None = None, run_key: str | None = None
+) -> int:
     """Materialise the site's pipeline (or just `steps`) in process and print what was written; one run
-    of a site at a time."""
+    of a site at a time. `run_key`: the inbox files a run of some steps read (a whole run's is known)."""
     instance = dagster_instance()
     _release_dead_runs(instance)
     with _site_lock(instance, site):
-        return _execute(instance, site, steps, run_config)
+        return _execute(instance, site, steps, run_config, run_key)
 
 
-def _execute(instance, site: str, steps: list[str] | None, run_config: dict | None) -> int:
+def _execute(
+    instance, site: str, steps: list[str] | None, run_config: dict | None, run_key: str | None = None
+) -> int:
     from interlink_pipeline.core.ingest.inbox import default_inbox
     from interlink_pipeline.definitions import defs
     from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
     from interlink_pipeline.defs.jobs import step_keys
 
     tags = {"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
-    key = inbox_run_key(default_inbox(), site) if steps is None else None
+    key = inbox_run_key(default_inbox(), site) if steps is None else run_key
     started = time.monotonic()
     job = defs.resolve_job_def("site_pipeline")
     selection = step_keys(defs, steps) if steps else None

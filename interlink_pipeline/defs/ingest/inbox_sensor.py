@@ -1,9 +1,13 @@
-"""The crawl inbox sensor: a new or changed export in <inbox>/<site>/ starts that site's pipeline."""
+"""The crawl inbox sensor: a new or changed export in <inbox>/<site>/ starts that site's pipeline; a new,
+changed or removed file in <inbox>/<site>/decisions/ starts that site's link_decisions."""
 
+import hashlib
 import json
+import time
 from pathlib import Path
 
 from dagster import (
+    AssetKey,
     DagsterRunStatus,
     DefaultSensorStatus,
     RunRequest,
@@ -15,7 +19,7 @@ from dagster import (
 )
 
 from interlink_pipeline.core.environment import INBOX_SCAN_ENV, environment
-from interlink_pipeline.core.ingest.inbox import scan_inbox
+from interlink_pipeline.core.ingest.inbox import SETTLE_SECONDS, decision_files, scan_inbox
 from interlink_pipeline.core.ingest.tabular_files import file_digest
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.partitions import site_partitions
@@ -70,6 +74,43 @@ def inbox_run_key(root: str | Path, site: str) -> str | None:
     return run_key(site, file_digest(drop.crawl_file), *digests)
 
 
+def decisions_key(site: str, digests: list[tuple[str, str]]) -> str | None:
+    """The run key of a site's decisions files ((name, content digest), oldest first); None when none."""
+    if not digests:
+        return None
+    return f"{site}:decisions:{hashlib.sha256(json.dumps(digests).encode()).hexdigest()[:16]}"
+
+
+def decisions_run_key(root: str | Path, site: str) -> str | None:
+    """The run key of the site's decisions files now in the drop folder: `interlink decisions import` tags
+    its run with it, so the sensor does not repeat it."""
+    return decisions_key(site, [(path.name, file_digest(path)) for path in decision_files(root, site)])
+
+
+def _decisions_request(
+    context: SensorEvaluationContext, root: str, site: str, seen: dict[str, list], state: dict
+) -> RunRequest | None:
+    """A run of link_decisions for `site` when its decisions/ folder changed since the last request (files
+    added, changed or removed); `seen` gets the files' digests, `state` (the cursor's) the key."""
+    digests = []
+    for path in decision_files(root, site, settled_before=time.time() - SETTLE_SECONDS):
+        digest, seen[str(path)] = _digest(path, state["files"])
+        digests.append((path.name, digest))
+    before = state["requested"].get(f"{site} decisions")
+    key = decisions_key(site, digests) or (before and not before.endswith(":none") and f"{before}:none")
+    if not key or before == key:
+        return None
+    state["requested"][f"{site} decisions"] = key
+    if _already_run(context.instance, key):
+        return None
+    return RunRequest(
+        run_key=key,
+        partition_key=site,
+        asset_selection=[AssetKey(["graph", "link_decisions"])],
+        tags={"interlink/trigger": "inbox-decisions", RUN_KEY_TAG: key},
+    )
+
+
 def _already_run(instance, key: str) -> bool:
     runs = instance.get_run_records(
         RunsFilter(tags={RUN_KEY_TAG: key}, statuses=[DagsterRunStatus.SUCCESS]), limit=1
@@ -95,7 +136,11 @@ def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
     next_files: dict[str, list] = {}
     run_requests: list[RunRequest] = []
     new_sites: list[str] = []
+    decided: list[RunRequest] = []
     for drop in scan.drops:
+        if drop.site in known_sites:
+            state = {"files": files, "requested": requested}
+            decided += filter(None, [_decisions_request(context, inbox.root, drop.site, next_files, state)])
         crawl_digest, next_files[str(drop.crawl_file)] = _digest(drop.crawl_file, files)
         links_digest = queries_digest = text_digest = None
         if drop.links_file is not None:
@@ -128,6 +173,8 @@ def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
             )
         )
     cursor = json.dumps({"files": next_files, "requested": requested}, sort_keys=True)
+    crawled = {request.partition_key for request in run_requests}  # a whole run reads the decisions too
+    run_requests += [request for request in decided if request.partition_key not in crawled]
     if not run_requests:
         return SensorResult(skip_reason=SkipReason("no new or changed crawl exports"), cursor=cursor)
     return SensorResult(
