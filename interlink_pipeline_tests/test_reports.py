@@ -129,7 +129,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
     workbook = openpyxl.load_workbook(folder / "interlink_plan.xlsx")
     assert workbook.sheetnames == ["link_plan", "similar_pages", "topics", "changes_since_last_run"]
     sheet = workbook["link_plan"]
-    assert sheet.max_row == plan_rows + 1 and sheet["A1"].value == "source_url" and sheet["A1"].font.b
+    assert sheet.max_row == plan_rows + 1 and sheet["A1"].value == "link_id" and sheet["A1"].font.b
     assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref.startswith("A1:")
     assert 10 < sheet.column_dimensions["A"].width <= exports.MAX_COLUMN_WIDTH + 2
     cells = [
