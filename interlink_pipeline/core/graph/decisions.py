@@ -16,15 +16,16 @@ import polars as pl
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_columns import Field
-from interlink_pipeline.core.ingest.crawl_exports import MIN_SITE_SHARE
+from interlink_pipeline.core.ingest.crawl_exports import MIN_SITE_SHARE, host_counts
 from interlink_pipeline.core.ingest.tabular_files import (
     XLSX_SUFFIXES,
+    NotUnicodeText,
     detect_encoding,
     mapped_positions,
     open_table,
     read_columns,
 )
-from interlink_pipeline.core.urls import hosts, stable_ids, url_parts
+from interlink_pipeline.core.urls import stable_ids, url_parts
 from interlink_pipeline.core.warehouse.vocabularies import DECISIONS
 
 DECISION_FIELDS = (
@@ -58,10 +59,10 @@ def read_decisions(path: Path, site: str) -> pl.DataFrame:
     elif path.is_file():
         try:
             detect_encoding(path)
-        except InputError as exc:
+        except NotUnicodeText as exc:
             raise InputError(
-                f"{path.name}: {str(exc).split(': ', 1)[1].split('. ')[0]}: save it from the spreadsheet as "
-                "CSV UTF-8 (or import the workbook itself)."
+                f"{path.name}: {exc.problem}: save it from the spreadsheet as CSV UTF-8 (or import the "
+                "workbook itself)."
             ) from None
     table = open_table(path, DECISION_FIELDS[0])
     positions = mapped_positions(table, DECISION_FIELDS, None)
@@ -203,15 +204,13 @@ def _refuse_formulas(path: Path) -> None:
 
 
 def _check_site(rows: pl.DataFrame, site: str, path: Path) -> None:
-    found = hosts(pl.concat([rows["source_url"], rows["target_url"]])).drop_nulls()
-    if found.is_empty():
+    found, on_site, top = host_counts(pl.concat([rows["source_url"], rows["target_url"]]), site)
+    if not found:
         raise InputError(f"{path.name}: none of its URLs is an http(s) URL.")
-    on_site = int((found == site).sum())
-    if on_site / found.len() < MIN_SITE_SHARE:
-        top, count = found.value_counts(sort=True).row(0)
+    if on_site / found < MIN_SITE_SHARE:
         raise InputError(
-            f"{path.name}: these decisions are not for {site}: {found.len() - on_site} of its {found.len()} "
-            f"URLs are on other hosts, most on '{top}' ({count}). Import it for its own site: --site {top}."
+            f"{path.name}: these decisions are not for {site}: {found - on_site} of its {found} URLs are on "
+            f"other hosts, most on '{top[0]}' ({top[1]}). Import it for its own site: --site {top[0]}."
         )
 
 

@@ -257,7 +257,7 @@ def _extra_positions(
 def _check_destinations(links: pl.DataFrame, site: str, path: Path) -> None:
     """A links export whose links mostly leave the site is not the site's link graph: most likely an
     External links export, registered by mistake."""
-    found, on_site, top = _host_counts(links["target_url"], site)
+    found, on_site, top = host_counts(links["target_url"], site)
     if found and on_site / found < MIN_SITE_SHARE:
         raise InputError(
             f"{path}: only {on_site} of these {found} links go to a page of '{site}'; most go to "
@@ -267,7 +267,7 @@ def _check_destinations(links: pl.DataFrame, site: str, path: Path) -> None:
 
 
 def _check_site(frame: pl.DataFrame, site: str, path: Path, column: str = "url", what: str = "crawl") -> None:
-    found, on_site, top = _host_counts(frame[column], site)
+    found, on_site, top = host_counts(frame[column], site)
     if not found:
         raise InputError(f"{path}: none of the {frame.height} URLs is an http(s) URL.")
     if on_site / found < MIN_SITE_SHARE:
@@ -277,7 +277,7 @@ def _check_site(frame: pl.DataFrame, site: str, path: Path, column: str = "url",
         )
 
 
-def _host_counts(urls: pl.Series, site: str) -> tuple[int, int, tuple[str, int] | None]:
+def host_counts(urls: pl.Series, site: str) -> tuple[int, int, tuple[str, int] | None]:
     """How many of `urls` are http(s) URLs, how many of those are on `site`, and the commonest host with
     its count."""
     found = hosts(urls).drop_nulls()

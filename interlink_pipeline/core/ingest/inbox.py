@@ -139,14 +139,11 @@ def decision_files(root: str | Path, site: str, *, settled_before: float | None 
     """The site's decisions files, oldest first (by modification time, then name)."""
     folder = site_folder(root, site) / DECISIONS
     found = [
-        path
+        (path.stat().st_mtime, path.name, path)
         for path in (folder.iterdir() if folder.is_dir() else [])
-        if path.is_file()
-        and not path.name.startswith((".", "~$"))
-        and path.suffix.lower() in EXPORT_SUFFIXES
-        and (settled_before is None or path.stat().st_mtime <= settled_before)
+        if path.is_file() and not path.name.startswith((".", "~$")) and path.suffix.lower() in EXPORT_SUFFIXES
     ]
-    return sorted(found, key=lambda path: (path.stat().st_mtime, path.name))
+    return [path for mtime, _, path in sorted(found) if settled_before is None or mtime <= settled_before]
 
 
 def place_decisions(root: str | Path, site: str, src: Path) -> Path:

@@ -136,6 +136,15 @@ def mapped_positions(
     return map_headers(table.headers, fields, column_map, str(table.path))
 
 
+class NotUnicodeText(InputError):
+    """A text file in neither UTF-8 nor UTF-16: `problem` says where, without the advice of how to register
+    it, which depends on what the file is for."""
+
+    def __init__(self, message: str, problem: str):
+        super().__init__(message)
+        self.problem = problem
+
+
 def detect_encoding(path: Path) -> str:
     """UTF-8 (with or without BOM) or UTF-16 (BOM or NUL pattern); anything else is refused loudly."""
     with open(path, "rb") as fh:
@@ -166,11 +175,13 @@ def _check_utf8(path: Path) -> None:
             except UnicodeDecodeError as exc:
                 bad_at = offset + exc.start
                 line = lines + chunk[: exc.start].count(b"\n") + 1
-                raise InputError(
-                    f"{path}: not UTF-8 or UTF-16 text: byte 0x{chunk[exc.start]:02x} at offset {bad_at} "
-                    f"(line {line}) is invalid. Export from Screaming Frog again (it writes UTF-8), or give "
-                    "its real encoding: interlink register … --encoding cp1252 (or latin-1), or the step's "
-                    "encoding setting."
+                byte = f"0x{chunk[exc.start]:02x}"
+                problem = f"not UTF-8 or UTF-16 text: byte {byte} at offset {bad_at} (line {line}) is invalid"
+                raise NotUnicodeText(
+                    f"{path}: {problem}. Export from Screaming Frog again (it writes UTF-8), or give its "
+                    "real encoding: interlink register … --encoding cp1252 (or latin-1), or the step's "
+                    "encoding setting.",
+                    problem,
                 ) from None
             lines += chunk.count(b"\n")
             offset += len(chunk)

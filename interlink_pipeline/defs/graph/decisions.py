@@ -60,8 +60,8 @@ def link_decisions(context: AssetExecutionContext, warehouse: Warehouse, inbox: 
             ),
             10,
         ),
+        "source_folder": MetadataValue.path(str(files[0].parent)) if files else "none yet",
     }
     if new:
         context.log.info(f"{site}: {sum(f.height for f in new):,} decisions from {len(new)} new file(s)")
-    metadata["source_folder"] = MetadataValue.path(str(files[0].parent)) if files else "none yet"
     yield from persist(context, warehouse, site, {"graph.link_decisions": rows}, metadata, started)
