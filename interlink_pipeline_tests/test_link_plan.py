@@ -12,6 +12,7 @@ from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.graph.anchors import anchor_phrases, choose_anchors, mention_span
 from interlink_pipeline.core.graph.centrality import betweenness, centrality
+from interlink_pipeline.core.graph.decided_links import decided_links, sketch_similarity, text_sketch
 from interlink_pipeline.core.graph.metrics import (
     UNREACHABLE,
     adjacency,
@@ -95,6 +96,65 @@ def test_an_orphan_is_rescued_by_its_most_related_page_with_budget():
     assert _links(planned)[(2, 3)] == "orphan-rescue"
     assert (1, 3) not in _links(planned)
     assert planner.out_budget[1] == 0 and planner.stats.unresolved_orphans == []
+
+
+def test_an_accepted_link_is_placed_whatever_its_score_and_a_rejected_one_never():
+    """Page 3 is an orphan whose most related page (1) an editor refused as its source: the rescue comes from
+    page 2. The editor accepted 2 -> 1, which no signal proposes any more: it is planned first all the same,
+    and the rejected topical pair 1 -> 2 (the best candidate) is not."""
+    existing = [(0, 1, True), (0, 2, True)]
+    candidates = [(1, 2, 0.9, "similar"), (2, 0, 0.8, "similar")]
+    site = _site(4, similar=[(3, 1, 0.9), (3, 2, 0.8)], existing=existing, candidates=candidates)
+    accepted = pl.DataFrame(
+        [(2, 1, "topical", 0.4, "similar", "contextual", [])],
+        schema=["source", "target", "reason", "score", "evidence", "placement", "alternatives"],
+        orient="row",
+    ).with_columns(pl.col("score").cast(pl.Float32), pl.col("alternatives").cast(pl.List(pl.Int64)))
+    site = dataclasses.replace(site, accepted=accepted, rejected=frozenset({(1, 3), (1, 2)}))
+    planned, planner = plan_links(site, PlanOptions(hub_links=0, min_probability=0.5))
+    links = _links(planned)
+    assert planned.row(0)[:3] == (2, 1, "topical")  # the accepted link, first
+    assert links[(2, 3)] == "orphan-rescue" and (1, 3) not in links
+    assert (1, 2) not in links and links[(2, 0)] == "topical"
+    assert planner.stats.unresolved_orphans == []
+
+
+def test_a_rejected_link_comes_back_only_when_a_page_was_rewritten():
+    """The text sketch kept with a decision: an edited sentence keeps a long page's link refused, a page
+    rewritten past rejected_returns_below lets it be planned again."""
+    words = [f"w{i}" for i in range(400)]
+    page = " ".join(words)
+    edited = " ".join([*words[:200], "changed", *words[201:]])
+    rewritten = " ".join(words[:100] + [f"new{i}" for i in range(300)])
+    assert sketch_similarity(text_sketch(page), text_sketch(page)) == 1.0
+    assert sketch_similarity(text_sketch(page), text_sketch(edited)) > 0.9
+    assert sketch_similarity(text_sketch(page), text_sketch(rewritten)) < 0.5
+    pages = pl.DataFrame(
+        {"page_id": ["a" * 16, "b" * 16, "c" * 16], "title": ["A", "B", "C"], "h1": [None] * 3,
+         "meta_description": [None] * 3, "body_text": [edited, rewritten, page]}
+    )  # fmt: skip
+    decided_on = {"a" * 16: text_sketch("A " + page), "b" * 16: text_sketch("B " + page)}
+    standing = pl.DataFrame(
+        {"source_page_id": ["a" * 16, "b" * 16], "target_page_id": ["c" * 16, "c" * 16],
+         "decision": ["reject", "reject"], "reason": ["topical", "topical"]}
+    ).with_columns(
+        pl.col("source_page_id")
+        .replace_strict(decided_on, return_dtype=pl.List(pl.Int64))
+        .alias("source_sketch"),
+        pl.lit(text_sketch("C " + page), dtype=pl.List(pl.Int64)).alias("target_sketch"),
+    )  # fmt: skip
+    index = pages.select("page_id", pl.int_range(3, dtype=pl.Int64).alias("i"))
+    previous = pl.DataFrame(
+        schema={"source_page_id": pl.String, "target_page_id": pl.String, "reason": pl.String,
+                "score": pl.Float32, "evidence": pl.String, "placement": pl.String,
+                "alternatives": pl.List(pl.Int64)}
+    )  # fmt: skip
+    decided = decided_links(standing, pages, index, previous, PlanOptions().rejected_returns_below)
+    assert decided.rejected == frozenset({(0, 2)})
+    assert decided.returned["source_page_id"].to_list() == ["b" * 16]
+    assert decided.returned["text_kept"][0] < 0.5
+    never = decided_links(standing, pages, index, previous, 0.0)
+    assert never.rejected == frozenset({(0, 2), (1, 2)}) and never.returned.is_empty()
 
 
 def test_without_a_links_export_the_crawl_counts_make_the_before_and_only_true_orphans_are_rescued():

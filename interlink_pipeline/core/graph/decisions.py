@@ -171,11 +171,6 @@ def _refuse_inconsistent(rows: pl.DataFrame, source_file: str) -> None:
         )
 
 
-def standing_decisions(decisions: pl.DataFrame) -> pl.DataFrame:
-    """Each link's newest decision (graph.link_decisions rows): the one that stands."""
-    return decisions.sort("decided_at", "source_file").unique(["site", "link_id"], keep="last")
-
-
 def _refuse_formulas(path: Path) -> None:
     """A workbook whose cells hold formulas is refused: the stored values are the editor's spreadsheet's
     last computation, not what was typed (and a decision cell =IF(…) is no decision)."""

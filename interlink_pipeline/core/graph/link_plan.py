@@ -15,6 +15,12 @@ import polars as pl
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph.anchors import plan_anchors
 from interlink_pipeline.core.graph.centrality import KeptCentrality
+from interlink_pipeline.core.graph.decided_links import (
+    LIVE_COLUMNS,
+    DecidedLinks,
+    decided_links,
+    links_seen_live,
+)
 from interlink_pipeline.core.graph.decisions import link_ids
 from interlink_pipeline.core.graph.metrics import GraphSummary, click_depth
 from interlink_pipeline.core.graph.plan_invariants import check_plan
@@ -45,7 +51,7 @@ from interlink_pipeline.core.relevance.backtest import (
     run_backtest,
 )
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
-from interlink_pipeline.core.warehouse.site_tables import SiteTables
+from interlink_pipeline.core.warehouse.site_tables import SiteTables, standing_decisions
 from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 
 # what the plan reads of each table
@@ -53,8 +59,8 @@ PAGE_COLUMNS = ("page_id", "url", "url_key", "path", "title", "h1", "meta_descri
                 "is_home", "crawl_id", "text_hash", "crawl_depth", "crawl_inlinks")  # fmt: skip
 CANDIDATE_COLUMNS = ["source_page_id", "target_page_id", "probability", "origins", "mention_offset",
                      "mention_words"]  # fmt: skip
-PREVIOUS_COLUMNS = ["source_page_id", "target_page_id", "source_url", "target_url", "reason", "score",
-                    "evidence", "placement", "alternative_source_urls"]  # fmt: skip
+PREVIOUS_COLUMNS = ["link_id", "source_page_id", "target_page_id", "source_url", "target_url", "reason",
+                    "score", "evidence", "placement", "alternative_source_urls"]  # fmt: skip
 
 
 @dataclass
@@ -140,10 +146,13 @@ def plan_site(
     options: PlanOptions,
     kept: pl.DataFrame | None = None,
     kept_centrality: KeptCentrality | None = None,
+    decided: DecidedLinks | None = None,
 ) -> tuple[pl.DataFrame, Planner]:
     """The plan from scored candidates (source, target, probability, origins) and the existing links,
-    keeping the last plan's `kept` links first (and reusing `kept_centrality` while it holds); the planned
-    links carry the candidate's probability (null when no signal proposed the pair)."""
+    placing the links editors accepted and then the last plan's `kept` links first, never those they
+    rejected (`decided`), and reusing `kept_centrality` while it holds; the planned links carry the
+    candidate's probability (null when no signal proposed the pair)."""
+    decided = decided or DecidedLinks.none()
     scored = candidates.select(
         "source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance")
     )
@@ -158,6 +167,8 @@ def plan_site(
         vectors=inputs.vectors,
         sections=inputs.sections,
         kept=kept,
+        accepted=decided.accepted,
+        rejected=decided.rejected,
         kept_centrality=kept_centrality,
         counted_inlinks=inputs.counted_inlinks,
     )
@@ -198,10 +209,15 @@ def within_reach(planner: Planner) -> np.ndarray:
 
 
 def backtest_plan(
-    signals: SiteSignals, links: LinkGraph, base: PlanInputs, hiding: HiddenLinks, setup: BacktestSetup
+    signals: SiteSignals,
+    links: LinkGraph,
+    base: PlanInputs,
+    hiding: HiddenLinks,
+    setup: BacktestSetup,
+    decided: pl.DataFrame | None = None,
 ) -> BacktestResult:
-    """The site's backtest: candidates, ranker and plan rebuilt without what `hiding` hides, scored
-    against it (see relevance/backtest.py)."""
+    """The site's backtest: candidates, ranker (learning from the editors' `decided` pairs) and plan
+    rebuilt without what `hiding` hides, scored against it (see relevance/backtest.py)."""
     hidden = hiding.scored(links)
     return run_backtest(
         signals,
@@ -212,7 +228,19 @@ def backtest_plan(
         setup.candidates,
         setup.ranker,
         setup.k,
+        decided,
     )
+
+
+@dataclass
+class PlanHistory:
+    """What a site's plan carries over from its earlier runs and its editors."""
+
+    previous: pl.DataFrame  # the last plan: graph.link_plan rows (PREVIOUS_COLUMNS)
+    fingerprints: pl.DataFrame  # each page's fingerprint then: page_id, plan_fingerprint
+    kept_centrality: KeptCentrality | None  # the last sampled centrality estimate
+    decisions: pl.DataFrame  # graph.link_decisions rows
+    live: pl.DataFrame  # graph.live_links rows: the links seen live so far
 
 
 @dataclass
@@ -223,6 +251,8 @@ class SitePlan:
     changes: pl.DataFrame  # graph.link_plan_changes
     page_rows: pl.DataFrame  # graph.page_metrics
     site_rows: pl.DataFrame  # graph.site_metrics
+    live: pl.DataFrame  # graph.live_links
+    decided: DecidedLinks
     checks: list[Invariant]  # PLAN_INVARIANTS on the plan
     planner: Planner
     before: GraphSummary | None  # None when the existing links are unknown (no All Inlinks export)
@@ -233,28 +263,32 @@ def build_site_plan(
     site: str,
     inputs: PlanInputs,
     candidates: pl.DataFrame,
-    previous: pl.DataFrame,
-    fingerprints_before: pl.DataFrame,
+    history: PlanHistory,
     options: PlanOptions,
-    kept_centrality: KeptCentrality | None,
     computed_at: datetime,
 ) -> SitePlan:
     """The site's plan from its inputs and scored candidates (ml.link_candidates, by page id), keeping what
-    the last plan (`previous`: graph.link_plan rows) still may, given the pages' fingerprints then
-    (`fingerprints_before`: page_id, plan_fingerprint)."""
+    the last plan still may and what editors accepted, never what they rejected (see decided_links.py)."""
     candidates = indexed(candidates, inputs.index, {"source_page_id": "source", "target_page_id": "target"})
     pages = inputs.pages
     fingerprints = pages.select("page_id", page_fingerprints(pages)).join(inputs.index, on="page_id")
-    kept, dropped = links_to_keep(
-        with_alternatives(previous, pages["url"]), fingerprints_before, fingerprints
-    )
+    previous = with_alternatives(history.previous, pages["url"])
+    kept, dropped = links_to_keep(previous, history.fingerprints, fingerprints)
+    standing = standing_decisions(history.decisions)
+    decided = decided_links(standing, pages, inputs.index, previous, options.rejected_returns_below)
     planned, planner = plan_site(
-        inputs, candidates, inputs.existing, options, kept if options.keep_previous else None, kept_centrality
+        inputs,
+        candidates,
+        inputs.existing,
+        options,
+        kept if options.keep_previous else None,
+        history.kept_centrality,
+        decided,
     )
     anchors, offsets = plan_anchors(pages, planned, candidates, options, inputs.taken)
     plan = plan_rows(site, pages, planned, anchors, offsets, options.min_probability)
     refused = refused_links(pages["page_id"], planner.refused)
-    changes = plan_changes(previous, plan, pl.concat([dropped, refused])).with_columns(
+    changes = plan_changes(history.previous, plan, pl.concat([dropped, refused])).with_columns(
         pl.lit(site).alias("site"), pl.lit(computed_at).dt.cast_time_unit("us").alias("computed_at")
     )
     before, after = before_and_after(planner)
@@ -266,6 +300,8 @@ def build_site_plan(
         site_metrics_rows(
             site, pages["crawl_id"][0], computed_at, before, after, planned.height, inputs.links_known
         ),
+        live_links(site, inputs, history, standing, computed_at),
+        decided,
         check_plan(
             planned, anchors, inputs.existing, planner, after.summary.orphan_pages, options, inputs.taken
         ),
@@ -273,6 +309,28 @@ def build_site_plan(
         before.summary if before is not None else None,
         after.summary,
     )
+
+
+def live_links(
+    site: str, inputs: PlanInputs, history: PlanHistory, standing: pl.DataFrame, now: datetime
+) -> pl.DataFrame:
+    """graph.live_links: the links seen live so far, and those of the last plan or accepted by an editor
+    that this crawl's All Inlinks shows in a page's content (a crawl without it shows none)."""
+    if inputs.links_known != "links":
+        return history.live
+    decision = standing.select("link_id", "decision")
+    watched = pl.concat(
+        [
+            history.previous.select(LIVE_COLUMNS).join(decision, on="link_id", how="left"),
+            standing.filter(pl.col("decision") == "accept").select(*LIVE_COLUMNS, "decision"),
+        ]
+    )
+    ids, n = inputs.pages["page_id"], inputs.pages.height
+    content = inputs.existing.filter(pl.col("content") & (pl.col("source") < n) & (pl.col("target") < n))
+    pairs = pl.DataFrame(
+        {"source_page_id": ids.gather(content["source"]), "target_page_id": ids.gather(content["target"])}
+    )
+    return links_seen_live(site, watched, pairs, history.live, inputs.pages["crawl_id"][0], now)
 
 
 def with_alternatives(previous: pl.DataFrame, urls: pl.Series) -> pl.DataFrame:
@@ -347,22 +405,26 @@ def centrality_path(tables: SiteTables, site: str) -> Path:
 
 def plan_for_site(
     tables: SiteTables, site: str, options: PlanOptions, now: datetime
-) -> tuple[SitePlan, PlanInputs, int]:
-    """The site's plan from the warehouse's tables and its kept centrality, with the inputs it was built on
-    and the number of links of the last plan."""
+) -> tuple[SitePlan, PlanInputs, PlanHistory]:
+    """The site's plan from the warehouse's tables and its kept centrality, with the inputs and the history
+    it was built on."""
     inputs = read_plan_inputs(tables, site)
-    previous = tables.read_site("graph.link_plan", site, PREVIOUS_COLUMNS)
+    history = PlanHistory(
+        tables.read_site("graph.link_plan", site, PREVIOUS_COLUMNS),
+        tables.read_site("graph.page_metrics", site, ["page_id", "plan_fingerprint"]),
+        load_state(centrality_path(tables, site), KeptCentrality),
+        tables.read_site("graph.link_decisions", site),
+        tables.read_site("graph.live_links", site),
+    )
     result = build_site_plan(
         site,
         inputs,
         tables.read_site("ml.link_candidates", site, CANDIDATE_COLUMNS),
-        previous,
-        tables.read_site("graph.page_metrics", site, ["page_id", "plan_fingerprint"]),
+        history,
         options,
-        load_state(centrality_path(tables, site), KeptCentrality),
         now,
     )
-    return result, inputs, previous.height
+    return result, inputs, history
 
 
 def keep_centrality(tables: SiteTables, site: str, result: SitePlan) -> None:

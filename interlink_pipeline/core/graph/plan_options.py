@@ -50,6 +50,13 @@ class PlanOptions:
         "Keep the previous plan's links whose pages are unchanged (a plan the team has half shipped stays"
         " put); false plans from scratch.",
     )
+    rejected_returns_below: float = setting(
+        0.5,
+        "A link an editor rejected is planned again only once one of its pages keeps less than this share "
+        "of its text's word triples since the decision (0: never again).",
+        ge=0,
+        le=1,
+    )
 
 
 def check_options(options: PlanOptions) -> None:

@@ -56,6 +56,10 @@ class SiteGraph:
     # the last plan's links to keep (source, target page indices, reason, score, evidence, placement,
     # alternatives), in the order they were planned; kept first, before any new link
     kept: pl.DataFrame | None = None
+    # links editors accepted (the columns of `kept`), placed before all others, and the pairs they rejected,
+    # never planned (see decided_links.py)
+    accepted: pl.DataFrame | None = None
+    rejected: frozenset[tuple[int, int]] = frozenset()
     kept_centrality: KeptCentrality | None = None  # the last run's sampled estimate, reused while it holds
     # each page's in-links as the crawl counted them, when that is all that is known of the existing links
     # (`existing` then only carries the crawl's click depths)
@@ -137,9 +141,14 @@ class PlanState:
         return lists
 
     def is_new(self, source: int, target: int) -> bool:
-        """A link the page does not have yet, neither on the site (in content) nor in the plan."""
+        """A link the page does not have yet, neither on the site (in content) nor in the plan, and that no
+        editor rejected."""
+        pair = (source, target)
         return (
-            source != target and (source, target) not in self.exists and (source, target) not in self.planned
+            source != target
+            and pair not in self.exists
+            and pair not in self.planned
+            and pair not in self.site.rejected
         )
 
     def add(

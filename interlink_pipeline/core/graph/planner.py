@@ -85,17 +85,24 @@ class Planner(PlanState):
             self.stats.seconds[name] = time.monotonic() - started
 
     def _keep_previous(self) -> None:
-        """The last plan's still-valid links, first: the new plan only adds what the change needs."""
-        if self.site.kept is None:
-            return
-        for source, target, reason, score, evidence, placement, alternatives in self.site.kept.iter_rows():
-            if (source, target) in self.exists:
-                self.refused[(source, target)] = "now on the site"
-            elif not self.add(
-                source, target, reason, score, evidence, home=placement == "home",
-                alternatives=tuple(alternatives), listing=placement == "listing",
-            ):  # fmt: skip
-                self.refused[(source, target)] = "no link budget left on the source"
+        """The links editors accepted, then the last plan's still-valid links, first: the new plan only adds
+        what the change needs."""
+        for kept in (self.site.accepted, self.site.kept):
+            if kept is None:
+                continue
+            for source, target, reason, score, evidence, placement, alternatives in kept.iter_rows():
+                pair = (source, target)
+                if pair in self.exists:
+                    self.refused[pair] = "now on the site"
+                elif pair in self.site.rejected:
+                    self.refused[pair] = "rejected by an editor"
+                elif pair in self.planned:
+                    continue
+                elif not self.add(
+                    source, target, reason, score, evidence, home=placement == "home",
+                    alternatives=tuple(alternatives), listing=placement == "listing",
+                ):  # fmt: skip
+                    self.refused[pair] = "no link budget left on the source"
 
     def _choose_hubs(self) -> list[int]:
         order = [int(i) for i in np.argsort(-self.centrality, kind="stable") if i != self.site.home]

@@ -62,3 +62,8 @@ class SiteTables:
 
     def query(self, sql: str, params: list[object] | None = None) -> pl.DataFrame:
         return store.query(self.path, sql, params or [], lock_timeout_s=self.lock_timeout_s)
+
+
+def standing_decisions(decisions: pl.DataFrame) -> pl.DataFrame:
+    """Each link's newest decision (graph.link_decisions rows): the one that stands."""
+    return decisions.sort("decided_at", "source_file").unique(["site", "link_id"], keep="last")

@@ -6,9 +6,11 @@ from datetime import UTC, datetime
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
-from interlink_pipeline.core.graph.decisions import decision_rows, read_decisions, standing_decisions
+from interlink_pipeline.core.graph.decided_links import SKETCH_TEXT, with_decided_context
+from interlink_pipeline.core.graph.decisions import decision_rows, read_decisions
 from interlink_pipeline.core.ingest.inbox import decision_files
 from interlink_pipeline.core.warehouse.contract import empty_frame
+from interlink_pipeline.core.warehouse.site_tables import standing_decisions
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
@@ -29,21 +31,27 @@ def link_decisions(context: AssetExecutionContext, warehouse: Warehouse, inbox: 
         files = decision_files(inbox.root, site)
         stored = warehouse.read_site("graph.link_decisions", site)
         imported = set(stored["source_file"])
-        pages = warehouse.read_site("staging.pages", site, ["page_id"])["page_id"]
+        pages = warehouse.read_site("staging.pages", site, ["page_id", *SKETCH_TEXT])
+        plan = warehouse.read_site("graph.link_plan", site, ["link_id", "reason"])
         new = [
-            decision_rows(
-                site,
-                read_decisions(path, site),
+            with_decided_context(
+                decision_rows(
+                    site,
+                    read_decisions(path, site),
+                    pages["page_id"],
+                    path.name,
+                    datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None),
+                ),
                 pages,
-                path.name,
-                datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None),
+                plan,
             )
             for path in files
             if path.name not in imported
         ]
     names = [path.name for path in files]
     empty = empty_frame("graph.link_decisions")
-    rows = pl.concat([empty, stored.filter(pl.col("source_file").is_in(names)), *new]).select(empty.columns)
+    kept = stored.filter(pl.col("source_file").is_in(names))
+    rows = pl.concat([frame.select(empty.columns) for frame in (empty, kept, *new)])
     standing = standing_decisions(rows)
     counts = standing["decision"].value_counts()
     by_kind = dict(zip(counts["decision"], counts["count"], strict=True))

@@ -8,10 +8,12 @@ import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
-from interlink_pipeline.core.graph.link_plan import SitePlan, keep_centrality, plan_for_site
+from interlink_pipeline.core.graph.decided_links import accepted_not_live, adoption_by_reason
+from interlink_pipeline.core.graph.link_plan import PlanHistory, SitePlan, keep_centrality, plan_for_site
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, SUMMARY_ROWS, comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.warehouse.site_tables import standing_decisions
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
@@ -40,8 +42,10 @@ def _bars(histogram: str, width: int = 24) -> str:
     "graph.page_metrics",
     "graph.site_metrics",
     "graph.link_plan_changes",
+    "graph.live_links",
     group=GROUP,
     deps=[
+        "graph.link_decisions",
         "ml.link_candidates",
         "staging.pages",
         "ml.page_embeddings",
@@ -53,22 +57,25 @@ def _bars(histogram: str, width: int = 24) -> str:
     invariants=PLAN_INVARIANTS,
 )
 def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse: Warehouse):
-    """The plan: home -> hubs, every page brought within max_depth level by level, then the most probable
-    topical links."""
+    """The plan: the links editors accepted, home -> hubs, every page brought within max_depth level by
+    level, then the most probable topical links, never one an editor rejected; and the planned links the
+    crawl shows live."""
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
         now = datetime.now(UTC).replace(tzinfo=None)
-        result, inputs, previous_links = plan_for_site(
-            warehouse, site, options_from(config, PlanOptions), now
-        )
+        result, inputs, history = plan_for_site(warehouse, site, options_from(config, PlanOptions), now)
     frames = {
         "graph.link_plan": result.plan,
         "graph.page_metrics": result.page_rows,
         "graph.site_metrics": result.site_rows,
         "graph.link_plan_changes": result.changes,
+        "graph.live_links": result.live,
     }
-    metadata = _metadata(result, inputs.pages, previous_links, inputs.links_known)
+    metadata = {
+        **_metadata(result, inputs.pages, history.previous.height, inputs.links_known),
+        **_adoption(result, history),
+    }
     yield from persist(context, warehouse, site, frames, metadata, started, check_results(result.checks))
     keep_centrality(warehouse, site, result)
 
@@ -100,6 +107,30 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int, links_
         "centrality": stats.centrality,
         "seconds_by_step": MetadataValue.json(stats.seconds),
         "preview": table_preview(_preview(plan, names), 20),
+    }
+
+
+def _adoption(result: SitePlan, history: PlanHistory) -> dict:
+    """Editors' decisions and the links seen live: counts the Plots tab charts run after run, acceptance by
+    reason, and the accepted links no crawl has shown live yet."""
+    standing = standing_decisions(history.decisions)
+    by_reason = adoption_by_reason(result.plan, standing, result.live)
+    total = by_reason.row(by_reason.height - 1, named=True)
+    waiting = accepted_not_live(standing, result.live, result.plan)
+    return {
+        "links_accepted": total["accepted"],
+        "links_rejected": total["rejected"],
+        "links_live": result.live.height,
+        "links_live_new": result.live.height - history.live.height,
+        "acceptance_rate": MetadataValue.float(total["acceptance_rate"])
+        if total["acceptance_rate"] is not None
+        else "nothing decided yet",
+        "rejected_kept_out": len(result.decided.rejected),
+        "rejected_planned_again": table_preview(result.decided.returned, 10)
+        if result.decided.returned.height
+        else "none",
+        "adoption_by_reason": table_preview(by_reason, 10),
+        "accepted_not_live": table_preview(waiting, 20) if waiting.height else "none",
     }
 
 

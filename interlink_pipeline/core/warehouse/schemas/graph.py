@@ -78,11 +78,38 @@ class LinkDecision(PairTable, unique=("site", "link_id", "source_file")):
     target_url: str = pa.Field(description="URL the link points to, as the file gave it.")
     decision: str = pa.Field(isin=list(DECISIONS), description="accept or reject.")
     note: str = pa.Field(nullable=True, description="The editor's note, when the file has one.")
+    reason: str = pa.Field(
+        nullable=True,
+        isin=list(PLAN_REASONS),
+        description="Why the plan had the link when it was decided (null: not in the plan then).",
+    )
+    source_sketch: pl.List(pl.Int64) = pa.Field(
+        description="The source page's text when decided, as the 64 smallest hashes of its word triples: "
+        "a rejected link is planned again only once a page keeps less than rejected_returns_below of it."
+    )
+    target_sketch: pl.List(pl.Int64) = pa.Field(description="The target page's, the same way.")
     decided_at: pl.Datetime = pa.Field(
         description="When the decisions file was imported (UTC): the newest decision of a link stands."
     )
     source_file: str = pa.Field(description="The decisions file, as stored in the site's decisions/ folder.")
     row_number: pl.Int64 = pa.Field(ge=1, description="1-based data row in that file.")
+
+
+class LiveLink(PairTable, unique=("site", "link_id")):
+    """graph.live_links: links of a plan (or accepted by an editor) that a later crawl's All Inlinks shows in
+    the source page's content: implemented, with the crawl they were first seen in."""
+
+    link_id: str = pa.Field(str_length=PAGE_ID_LENGTH, description=LINK_ID)
+    source_url: str = pa.Field(description="URL of the page the link is on.")
+    target_url: str = pa.Field(description="URL it points to.")
+    reason: str = pa.Field(
+        nullable=True, isin=list(PLAN_REASONS), description="Why the plan had it (null: accepted only)."
+    )
+    decision: str = pa.Field(
+        nullable=True, isin=list(DECISIONS), description="The editor's standing decision then, if any."
+    )
+    crawl_id: str = pa.Field(description="The crawl it was first seen in.")
+    seen_at: pl.Datetime = pa.Field(description="When the plan that found it ran (UTC).")
 
 
 class PageMetrics(PageTable, unique=("site", "page_id")):
@@ -223,6 +250,18 @@ class BacktestRun(SiteTable, unique=("site", "run_id")):
         le=1,
         description="Share of the orphans whose most similar page by title linked to it in content: the "
         "rescue's baseline.",
+    )
+    decisions_learned: pl.Int32 = pa.Field(
+        ge=0,
+        description="Editors' decisions the rebuilt ranker learned from (those about hidden links left out: "
+        "their answer is what is measured).",
+    )
+    plan_precision_without_decisions: pl.Float64 = pa.Field(
+        nullable=True,
+        ge=0,
+        le=1,
+        description="The plan's precision with a ranker that ignores the editors' decisions, rebuilt in "
+        "the same backtest (null: no decisions).",
     )
     precision_by_reason: str = pa.Field(
         description="JSON: per plan reason, links, hits, precision, recall (its share of the hidden links), "
