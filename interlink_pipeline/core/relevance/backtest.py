@@ -36,6 +36,7 @@ from interlink_pipeline.core.relevance.link_ranker import (
     Ranker,
     RankerOptions,
     SiteState,
+    decisions_digest,
     fit_ranker,
     site_state,
     still_fits,
@@ -55,6 +56,7 @@ class BacktestResult:
     intervals: dict[str, Interval]  # each share's 95% interval, resampling the pages it was measured on
     by_reason: pl.DataFrame  # reason, links, hits, known, mean probability, precision, recall, …
     ranker: Ranker
+    planned: pl.DataFrame  # the rebuilt plan's links: source, target, reason, probability, …
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -196,6 +198,7 @@ def run_backtest(
     candidate_options: CandidateOptions,
     ranker_options: RankerOptions,
     k: int = 10,
+    decided: pl.DataFrame | None = None,
 ) -> BacktestResult:
     """Rebuild candidates, ranker and plan from the `visible` links only (HiddenLinks.visible), and score
     them against the `hidden` in-content pairs (HiddenLinks.scored); the rescues of the `orphaned` pages
@@ -203,13 +206,48 @@ def run_backtest(
 
     `plan(visible links, scored candidates)` returns the plan's links (source, target, reason,
     probability) and which pages are within reach (link_plan.within_reach); it is the same planning the
-    site's own run uses.
+    site's own run uses. The ranker learns from the editors' decisions (`decided`: source, target,
+    decision) but those about hidden pairs (their answer is what is measured); with decisions, the plan of
+    a ranker that ignores them is measured too (`plan_precision_without_decisions`).
     """
     seconds: dict[str, float] = {}
-    started = time.monotonic()
     builder = CandidateBuilder(signals, candidate_options)
-    examples = training_examples(builder, visible, ranker_options)
-    ranker = fit_ranker(examples, ranker_options)
+    learned = decisions_learned(decided, hidden)
+    ranker, candidates, planned, reach = _rebuilt(builder, visible, plan, ranker_options, learned, seconds)
+    lists = baseline_lists(signals.vectors["title"], visible, max(k, 50))
+    figures, intervals = _figures(planned, candidates, lists, hidden, k, ranker_options.seed)
+    figures |= {"decisions_learned": learned.height, "plan_precision_without_decisions": None}
+    if learned.height:
+        _, alone, planned_alone, _ = _rebuilt(builder, visible, plan, ranker_options, None, {})
+        without, _ = _figures(planned_alone, alone, lists, hidden, k, ranker_options.seed)
+        figures["plan_precision_without_decisions"] = without["plan_precision"]
+    orphans, orphan_intervals = _orphan_figures(
+        planned, hidden, orphaned, signals.vectors["title"], ranker_options.seed
+    )
+    by_reason = figures_by_reason(planned, hidden, reach, ranker_options.seed)
+    return BacktestResult(
+        hidden.height, figures | orphans, intervals | orphan_intervals, by_reason, ranker, planned, seconds
+    )
+
+
+def decisions_learned(decided: pl.DataFrame | None, hidden: pl.DataFrame) -> pl.DataFrame:
+    """The decisions a backtest's ranker may learn from: none about a hidden pair."""
+    if decided is None:
+        return pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "decision": pl.String})
+    return decided.join(hidden.select(PAIR), on=PAIR, how="anti")
+
+
+def _rebuilt(
+    builder: CandidateBuilder,
+    visible: LinkGraph,
+    plan: Callable[[LinkGraph, pl.DataFrame], tuple[pl.DataFrame, np.ndarray]],
+    options: RankerOptions,
+    decided: pl.DataFrame | None,
+    seconds: dict[str, float],
+) -> tuple[Ranker, pl.DataFrame, pl.DataFrame, np.ndarray]:
+    """The ranker, scored candidates and plan rebuilt from the visible links (timed into `seconds`)."""
+    started = time.monotonic()
+    ranker = fit_ranker(training_examples(builder, visible, options, decided), options)
     seconds["ranker"] = time.monotonic() - started
     started = time.monotonic()
     candidates = builder.features(builder.proposals(visible), each=scored_by(ranker))
@@ -217,15 +255,7 @@ def run_backtest(
     started = time.monotonic()
     planned, reach = plan(visible, candidates)
     seconds["plan"] = time.monotonic() - started
-    lists = baseline_lists(signals.vectors["title"], visible, max(k, 50))
-    figures, intervals = _figures(planned, candidates, lists, hidden, k, ranker_options.seed)
-    orphans, orphan_intervals = _orphan_figures(
-        planned, hidden, orphaned, signals.vectors["title"], ranker_options.seed
-    )
-    by_reason = figures_by_reason(planned, hidden, reach, ranker_options.seed)
-    return BacktestResult(
-        hidden.height, figures | orphans, intervals | orphan_intervals, by_reason, ranker, seconds
-    )
+    return ranker, candidates, planned, reach
 
 
 def scored_by(ranker: Ranker) -> Callable[[pl.DataFrame], pl.DataFrame]:
@@ -419,16 +449,21 @@ class BacktestSetup:
 
 
 def measured_inputs(
-    setup: BacktestSetup, signals: SiteSignals, links: LinkGraph, page_ids: pl.Series, model_id: str
+    setup: BacktestSetup,
+    signals: SiteSignals,
+    links: LinkGraph,
+    page_ids: pl.Series,
+    model_id: str,
+    decided: pl.DataFrame | None = None,
 ) -> tuple[str, str, SiteState]:
     """What a backtest measures: the training inputs' fingerprint, a hash of its setup and embedding model,
     and the site's state; an earlier backtest stands while they still fit (see link_ranker.still_fits)."""
     measured = json.dumps(
         {**setup.settings(), "fraction": setup.fraction, "orphan_fraction": setup.orphan_fraction,
-         "k": setup.k, "model": model_id}
+         "k": setup.k, "model": model_id, "decisions": decisions_digest(decided)}
     )  # fmt: skip
     return (
-        training_fingerprint(signals, links, setup.candidates, setup.ranker, model_id),
+        training_fingerprint(signals, links, setup.candidates, setup.ranker, model_id, decided),
         hashlib.sha256(measured.encode()).hexdigest(),
         site_state(page_ids, signals, links),
     )
@@ -472,6 +507,8 @@ def backtest_row(
             "orphan_rescues": [int(f["orphan_rescues"])],
             "orphan_rescue_precision": [f["orphan_rescue_precision"]],
             "orphan_baseline_precision": [f["orphan_baseline_precision"]],
+            "decisions_learned": [int(f["decisions_learned"])],
+            "plan_precision_without_decisions": [f["plan_precision_without_decisions"]],
             "precision_by_reason": [json.dumps(result.by_reason.to_dicts())],
             "seconds": [seconds],
             "measured_in_run": [run_id],
@@ -487,6 +524,8 @@ def backtest_row(
             "orphan_rescues": pl.Int32,
             "orphan_rescue_precision": pl.Float64,
             "orphan_baseline_precision": pl.Float64,
+            "decisions_learned": pl.Int32,
+            "plan_precision_without_decisions": pl.Float64,
         },
     )
 

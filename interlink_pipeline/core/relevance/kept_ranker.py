@@ -120,9 +120,9 @@ def site_ranker(
     path = ranker_path(tables, site)
     inputs = relevance_inputs(tables, site, model_id)
     fingerprint = training_fingerprint(
-        inputs.signals, inputs.links, request.candidates, request.ranker, model_id
+        inputs.signals, inputs.links, request.candidates, request.ranker, model_id, inputs.decided
     )
-    settings = settings_fingerprint(request.candidates, request.ranker, model_id)
+    settings = settings_fingerprint(request.candidates, request.ranker, model_id, inputs.decided)
     state = site_state(inputs.pages["page_id"], inputs.signals, inputs.links)
     kept, why = (
         (None, "retrain was set")
@@ -133,7 +133,7 @@ def site_ranker(
         return RankerRun(kept, why, path, fingerprint, "none: the kept model was reused")
     inputs = with_vectors(inputs, tables, model_id, encoder)
     builder = CandidateBuilder(inputs.signals, request.candidates)
-    examples = training_examples(builder, inputs.links, request.ranker)
+    examples = training_examples(builder, inputs.links, request.ranker, inputs.decided)
     fitted = fit_ranker(examples, request.ranker, links_known=len(inputs.links.source) > 0)
     fitted_at = datetime.now(UTC).replace(tzinfo=None)
     kept = KeptRanker(fitted, fingerprint, run_id, fitted_at, FEATURES, settings, state)

@@ -19,6 +19,7 @@ reuses it instead of fitting again.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -52,6 +53,18 @@ class RankerOptions:
     negatives_per_positive: int = setting(40, "Negatives a validation fit samples per positive.", ge=1)
     cv_folds: int = setting(3, "Validation folds, grouped by source page.", ge=2)
     seed: int = setting(0, "Seed for the folds and the models.")
+    accepted_weight: float = setting(
+        5.0,
+        "Weight of a link an editor accepted, as a positive example (a link of the site weighs 1); 0: "
+        "accepted links are not learned from.",
+        ge=0,
+    )
+    rejected_weight: float = setting(
+        5.0,
+        "Weight of a link an editor rejected, as a negative example (an unlinked candidate weighs 1); 0: "
+        "rejected links are not learned from.",
+        ge=0,
+    )
 
 
 @dataclass
@@ -80,10 +93,63 @@ def _matrix(frame: pl.DataFrame) -> np.ndarray:
     return frame.select(FEATURES).to_numpy().astype(np.float32)
 
 
-def training_examples(builder: CandidateBuilder, links: LinkGraph, options: RankerOptions) -> pl.DataFrame:
+def training_examples(
+    builder: CandidateBuilder,
+    links: LinkGraph,
+    options: RankerOptions,
+    decided: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """Candidates labelled by simulation: each fold of in-content link pairs hidden in turn. Only the
     sampled sources' pairs (training_sources) are proposed and get features, and each fold's are dropped
-    once they have: the examples' cost is set by the sample, not the site."""
+    once they have: the examples' cost is set by the sample, not the site. The pairs editors decided
+    (`decided`: source, target, decision) are added as weighted examples (decision_examples), in place of
+    their simulated rows; every other row weighs 1."""
+    simulated = _simulated_examples(builder, links, options)
+    if simulated.is_empty():
+        return simulated
+    simulated = simulated.with_columns(pl.lit(1.0, dtype=pl.Float32).alias("weight"))
+    decisions = decision_examples(builder, links, decided, options)
+    if decisions.is_empty():
+        return simulated
+    return pl.concat(
+        [simulated.join(decisions, on=["source", "target"], how="anti"), decisions.select(simulated.columns)]
+    )
+
+
+def decision_examples(
+    builder: CandidateBuilder, links: LinkGraph, decided: pl.DataFrame | None, options: RankerOptions
+) -> pl.DataFrame:
+    """The pairs editors decided (source, target, decision) as examples: an accepted link a positive of
+    weight accepted_weight, a rejected one a negative of weight rejected_weight, with the features the
+    candidates give them over the site's links (a pair no signal proposes gets them too); a decided link
+    now on the site is left to the simulation (it is one of the site's links)."""
+    weights = {"accept": options.accepted_weight, "reject": options.rejected_weight}
+    if decided is None or decided.is_empty():
+        return pl.DataFrame()
+    decided = (
+        decided.with_columns(
+            pl.col("decision").replace_strict(weights, return_dtype=pl.Float32).alias("weight")
+        )
+        .filter(pl.col("weight") > 0)
+        .join(links.content_pairs().select("source", "target"), on=["source", "target"], how="anti")
+    )
+    if decided.is_empty():
+        return pl.DataFrame()
+    proposals = builder.proposals(links, decided["source"].unique().sort())
+    unproposed = decided.join(proposals.pairs, on=["source", "target"], how="anti").select(
+        "source", "target", pl.lit("decision").alias("origins")
+    )
+    pairs = pl.concat([proposals.pairs, unproposed]).sort("source", "target")
+    rows = builder.features(dataclasses.replace(proposals, pairs=pairs))
+    return rows.join(decided, on=["source", "target"]).select(
+        *rows.columns,
+        (pl.col("decision") == "accept").cast(pl.Int8).alias("label"),
+        pl.lit(-1, dtype=pl.Int32).alias("fold"),
+        "weight",
+    )
+
+
+def _simulated_examples(builder: CandidateBuilder, links: LinkGraph, options: RankerOptions) -> pl.DataFrame:
     pairs = links.content_pairs()
     if pairs.height < 2:
         return pl.DataFrame()
@@ -124,15 +190,18 @@ def training_fingerprint(
     candidate_options: CandidateOptions,
     options: RankerOptions,
     model_id: str,
+    decided: pl.DataFrame | None = None,
 ) -> str:
     """A digest of everything a fitted ranker depends on: pages, texts (and the model that embeds them),
-    topics, SERP, links, settings and the feature list. Equal digests: the same training examples."""
+    topics, SERP, links, editors' decisions, settings and the feature list. Equal digests: the same
+    training examples."""
     digest = hashlib.sha256()
     described = {
         "features": FEATURES,
         "candidates": asdict(candidate_options),
         "ranker": asdict(options),
         "embedding_model": model_id,
+        "decisions": decisions_digest(decided),
         "paths": signals.paths,
         "texts": signals.texts,
         "duplicate_key": signals.duplicate_key,
@@ -145,15 +214,30 @@ def training_fingerprint(
     return digest.hexdigest()
 
 
-def settings_fingerprint(candidate_options: CandidateOptions, options: RankerOptions, model_id: str) -> str:
-    """A digest of what a fitted ranker depends on besides the site itself: features and settings."""
+def settings_fingerprint(
+    candidate_options: CandidateOptions,
+    options: RankerOptions,
+    model_id: str,
+    decided: pl.DataFrame | None = None,
+) -> str:
+    """A digest of what a fitted ranker depends on besides the site itself: features, settings and the
+    editors' decisions (a new decision is a reason to fit again, however little else changed)."""
     described = {
         "features": FEATURES,
         "candidates": asdict(candidate_options),
         "ranker": asdict(options),
         "embedding_model": model_id,
+        "decisions": decisions_digest(decided),
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def decisions_digest(decided: pl.DataFrame | None) -> str:
+    """A digest of the decided pairs (source, target, decision); empty when there are none."""
+    if decided is None or decided.is_empty():
+        return ""
+    rows = decided.select("source", "target", "decision").sort("source", "target")
+    return hashlib.sha256(rows.write_csv().encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -205,7 +289,7 @@ def still_fits(
     if fitted[0] == now[0]:
         return True, "its inputs are unchanged"
     if fitted[1] != now[1]:
-        return False, "the features, settings or embedding model changed"
+        return False, "the features, settings, embedding model or editors' decisions changed"
     if fitted[2] is None:
         return False, "the kept model does not record the site it was fitted on"
     pages, links = drift(fitted[2], now[2])
@@ -252,6 +336,7 @@ def fit_ranker(examples: pl.DataFrame, options: RankerOptions, links_known: bool
     from sklearn.model_selection import GroupKFold
 
     x, y = _matrix(examples), examples["label"].to_numpy()
+    weight = _weights(examples)
     groups = examples["source"].to_numpy()
     folds = min(options.cv_folds, len(np.unique(groups)))
     validation: dict[str, float] = {}
@@ -264,8 +349,9 @@ def fit_ranker(examples: pl.DataFrame, options: RankerOptions, links_known: bool
             if y[train].min() == y[train].max():
                 scores[test] = y[train].mean()
                 continue
-            rows = negative_sample(y[train], options.negatives_per_positive, (options.seed, part))
-            scores[test] = clone(model).fit(x[train[rows]], y[train[rows]]).predict_proba(x[test])[:, 1]
+            rows = train[negative_sample(y[train], options.negatives_per_positive, (options.seed, part))]
+            fitted = _fit(clone(model), x[rows], y[rows], None if weight is None else weight[rows])
+            scores[test] = fitted.predict_proba(x[test])[:, 1]
         validation[f"{name}_average_precision"] = float(average_precision_score(y, scores))
         validation.update(
             {f"{name}_{k}": v for k, v in _precision_recall_at(examples, scores, (1, 5, 10)).items()}
@@ -273,7 +359,7 @@ def fit_ranker(examples: pl.DataFrame, options: RankerOptions, links_known: bool
         seconds[f"validate_{name}"] = time.monotonic() - started
     best = max(candidates, key=lambda name: validation[f"{name}_average_precision"])
     started = time.monotonic()
-    model = clone(candidates[best]).fit(x, y)
+    model = _fit(clone(candidates[best]), x, y, weight)
     seconds["fit"] = time.monotonic() - started
     others = ", ".join(
         f"{name} {validation[f'{name}_average_precision']:.3f}" for name in candidates if name != best
@@ -282,6 +368,22 @@ def fit_ranker(examples: pl.DataFrame, options: RankerOptions, links_known: bool
         f" (against {others})" if others else ""
     )
     return Ranker(best, model, reason, positives, len(y), validation, seconds)
+
+
+def _weights(examples: pl.DataFrame) -> np.ndarray | None:
+    """The examples' weights, or None when they all weigh 1 (no decision learned from): the fit is then
+    exactly the unweighted one."""
+    if "weight" not in examples.columns or (examples["weight"] == 1).all():
+        return None
+    return examples["weight"].to_numpy().astype(np.float64)
+
+
+def _fit(model, x: np.ndarray, y: np.ndarray, weight: np.ndarray | None):
+    """model.fit with the examples' weights, given as a Pipeline's last step takes them."""
+    if weight is None:
+        return model.fit(x, y)
+    name = f"{model.steps[-1][0]}__sample_weight" if hasattr(model, "steps") else "sample_weight"
+    return model.fit(x, y, **{name: weight})
 
 
 def negative_sample(labels: np.ndarray, per_positive: int, seed: tuple[int, int]) -> np.ndarray:

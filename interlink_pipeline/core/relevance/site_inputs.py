@@ -15,7 +15,7 @@ from interlink_pipeline.core.ml.encoders import TextEncoder
 from interlink_pipeline.core.ml.page_embeddings import field_vectors
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
 from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore
-from interlink_pipeline.core.warehouse.site_tables import SiteTables
+from interlink_pipeline.core.warehouse.site_tables import SiteTables, standing_decisions
 
 PAGE_COLUMNS = [
     "page_id",
@@ -39,6 +39,7 @@ RELEVANCE_TABLES = (
     "ml.page_clusters",
     "serp.results",
     "raw.crawl_links",
+    "graph.link_decisions",
 )
 
 
@@ -48,6 +49,7 @@ class RelevanceInputs:
     signals: SiteSignals
     links: LinkGraph
     embedded: int  # texts the model embedded (the rest came from the cache)
+    decided: pl.DataFrame  # the editors' standing decisions: source, target (rows), decision
 
 
 def relevance_inputs(
@@ -81,7 +83,14 @@ def relevance_inputs(
         store,
     )
     links = page_links(tables.read_site("raw.crawl_links", site), site_pages["url_key"])
-    inputs = RelevanceInputs(site_pages, signals, links, 0)
+    decided = (
+        standing_decisions(tables.read_site("graph.link_decisions", site))
+        .join(index.rename({"page_id": "source_page_id", "row": "source"}), on="source_page_id")
+        .join(index.rename({"page_id": "target_page_id", "row": "target"}), on="target_page_id")
+        .select("source", "target", "decision")
+        .sort("source", "target")
+    )
+    inputs = RelevanceInputs(site_pages, signals, links, 0, decided)
     return inputs if encoder is None else with_vectors(inputs, tables, model_id, encoder)
 
 

@@ -104,7 +104,9 @@ def link_backtest(
     with user_errors():
         home = int(inputs.pages["is_home"].arg_max())
         hiding = links_to_hide(inputs.links, setup.fraction, setup.seed, setup.orphan_fraction, home)
-    now = measured_inputs(setup, inputs.signals, inputs.links, inputs.pages["page_id"], model_id)
+    now = measured_inputs(
+        setup, inputs.signals, inputs.links, inputs.pages["page_id"], model_id, inputs.decided
+    )
     earlier, why = earlier_measurement(warehouse, site, now, config.remeasure_above)
     if earlier is not None:
         yield from _standing(context, warehouse, site, crawl_id, earlier, why, started)
@@ -112,7 +114,7 @@ def link_backtest(
     with user_errors():
         inputs = with_vectors(inputs, warehouse, model_id, embedder.encoder)
         base = read_plan_inputs(warehouse, site)
-    result = backtest_plan(inputs.signals, inputs.links, base, hiding, setup)
+    result = backtest_plan(inputs.signals, inputs.links, base, hiding, setup, inputs.decided)
     ran_at = datetime.now(UTC).replace(tzinfo=None)
     run_id = context.run.run_id
     row = backtest_row(setup, result, site, run_id, crawl_id, ran_at, time.monotonic() - started)
@@ -193,7 +195,20 @@ def _figures(row: dict) -> dict:
             10,
         ),
         **_orphan_figures(row),
+        **_decision_figures(row),
         "ranker": row["ranker"],
+    }
+
+
+def _decision_figures(row: dict) -> dict:
+    """With editors' decisions: the plan's precision with the ranker that learned from them and without."""
+    without = row.get("plan_precision_without_decisions")
+    if without is None:
+        return {"decisions_learned": row.get("decisions_learned") or 0}
+    return {
+        "decisions_learned": row["decisions_learned"],
+        "plan_precision_without_decisions": MetadataValue.float(without),
+        "decisions_gain": MetadataValue.float(row["plan_precision"] - without),
     }
 
 
