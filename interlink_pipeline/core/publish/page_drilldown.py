@@ -17,10 +17,13 @@ PAGE_FIGURES = (  # page_scorecard columns shown as before → after
 )
 
 
-def drilldown_data(pages: pl.DataFrame, links: pl.DataFrame, plan: pl.DataFrame) -> dict:
+def drilldown_data(
+    pages: pl.DataFrame, links: pl.DataFrame, plan: pl.DataFrame, live: pl.DataFrame | None = None
+) -> dict:
     """The view's data: `pages` (page_id, url, title and the PAGE_FIGURES columns), the in-content links the
-    site has (`links`: source_page_id, target_page_id) and the plan (marts.link_opportunities rows in
-    words: report.plan_in_words), with pages as row numbers. Past DRILL_DOWN_PAGES, the pages the plan
+    site has (`links`: source_page_id, target_page_id), the plan (marts.link_opportunities rows in
+    words: report.plan_in_words, with each link's status) and the links of a plan a crawl has shown live
+    (`live`: graph.live_links rows), with pages as row numbers. Past DRILL_DOWN_PAGES, the pages the plan
     adds most links to or on are kept, and only the links between kept pages are listed (the counts stay
     whole)."""
     touched = pl.concat([plan["source_page_id"], plan["target_page_id"]]).value_counts(name="planned")
@@ -42,8 +45,9 @@ def drilldown_data(pages: pl.DataFrame, links: pl.DataFrame, plan: pl.DataFrame)
     return {
         "pages": kept.select("url", pl.col("title").fill_null(""), *figures).rows(),
         "now": as_rows(links).select("s", "t").rows(),
+        "live": as_rows(live).select("s", "t").rows() if live is not None else [],
         "planned": as_rows(plan)
-        .select("s", "t", pl.col("anchor_text").fill_null(""), "why", "probability")
+        .select("s", "t", pl.col("anchor_text").fill_null(""), "why", "probability", "status")
         .rows(),
         "figures": [name for name, *_ in PAGE_FIGURES],
         "shown": kept.height,

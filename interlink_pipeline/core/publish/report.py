@@ -24,6 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from plotly.colors import qualitative
 
 from interlink_pipeline.core.files import replaced_atomically
+from interlink_pipeline.core.graph.decided_links import accepted_not_live, adoption_by_reason
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
@@ -46,7 +47,11 @@ PLAN_COLUMNS = {  # plan column -> the table's header
     "target_url": "link to URL",
     "why": "why",
     "probability": "probability",
+    "status": "status",
 }
+ADOPTION_SHOWN = 50  # accepted links not live yet, listed
+# a planned link's standing decision as the plan table and the drill-down say it
+STATUS_WORDS = {"accept": "accepted", "reject": "rejected before; planned again: a page was rewritten"}
 
 
 @dataclass
@@ -59,6 +64,9 @@ class ReportData:
     backtest: pl.DataFrame  # the latest graph.backtest_runs row (empty: never backtested)
     content_links: pl.DataFrame  # the in-content links the site has: source_page_id, target_page_id
     changes: pl.DataFrame | None = None  # graph.link_plan_changes rows (None: not known)
+    decisions: pl.DataFrame | None = None  # marts.decisions rows: each decided link's standing decision
+    live: pl.DataFrame | None = None  # graph.live_links rows
+    adoption: pl.DataFrame | None = None  # marts.adoption_by_week rows
     run_id: str = "–"  # the run that writes the report
 
 
@@ -269,10 +277,25 @@ def changes_section(data: ReportData) -> str:
     return SECTIONS.changes(counts, moved, kept, previous)
 
 
+def adoption_section(data: ReportData) -> str:
+    """What editors made of the plan: decisions and acceptance by reason, week by week, the planned links
+    live on the site, and the accepted ones not live yet."""
+    decisions = data.decisions if data.decisions is not None else pl.DataFrame()
+    live = data.live if data.live is not None else pl.DataFrame()
+    if decisions.is_empty() and live.is_empty():
+        return SECTIONS.adoption()
+    by_reason = adoption_by_reason(data.plan, decisions, live)
+    total = by_reason.row(by_reason.height - 1, named=True)
+    waiting = accepted_not_live(decisions, live, data.plan)
+    weeks = data.adoption.drop("week_key", "site") if data.adoption is not None else pl.DataFrame()
+    return SECTIONS.adoption(total, by_reason, weeks, waiting.head(ADOPTION_SHOWN), waiting.height)
+
+
 def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
     """Plan rows as people read them: the reason in words (`why`) — a structural link also says whether
-    its source is one the site's editors would choose, or weak and which pages could carry it instead —
-    and the probability to significant digits."""
+    its source is one the site's editors would choose, or weak and which pages could carry it instead —,
+    the probability to significant digits, and the editors' standing decision (`status`, from a `decision`
+    column when the rows have one)."""
     probability = pl.col("probability").cast(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS)
     words = pl.col("reason").replace_strict(REASON_WORDS)
     weak = (
@@ -284,7 +307,13 @@ def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("; it could also go on ") + pl.col("alternative_source_urls").list.join(", "))
         .otherwise(pl.lit(""))
     )
+    status = (
+        pl.col("decision").replace_strict(STATUS_WORDS, default="to decide")
+        if "decision" in plan.columns
+        else pl.lit("to decide")
+    )
     return plan.with_columns(
+        status.alias("status"),
         pl.when(pl.col("weak"))
         .then(weak)
         .when(pl.col("reason").is_in(STRUCTURAL_REASONS))
@@ -405,9 +434,10 @@ def render(data: ReportData, path: Path) -> Path:
         reasons=reasons_table(data),
         backtest=backtest_section(data),
         changes=changes_section(data),
+        adoption=adoption_section(data),
         itables_init=generate_init_offline_itables_html(options.dt_bundle),
         plan=plan_table(data),
-        drilldown=drilldown_data(data.pages, data.content_links, plan_in_words(data.plan)),
+        drilldown=drilldown_data(data.pages, data.content_links, plan_in_words(data.plan), data.live),
     )
     with replaced_atomically(path) as partial:
         partial.write_text(page, encoding="utf-8")

@@ -13,17 +13,42 @@ from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
 from interlink_pipeline.core.publish.report import ReportData
 from interlink_pipeline.core.warehouse import store
 
-# an editor fills in decision (accept, reject) and note, and imports the file: `interlink decisions import`
-PLAN_SQL = """
-WITH standing AS (
+# each link's standing decision: the newest
+STANDING_SQL = """
+standing AS (
     SELECT link_id, decision, note FROM graph.link_decisions WHERE site = $1
     QUALIFY row_number() OVER (PARTITION BY link_id ORDER BY decided_at DESC, source_file DESC) = 1
-)
+)"""
+# an editor fills in decision (accept, reject) and note, and imports the file: `interlink decisions import`
+PLAN_SQL = f"""
+WITH {STANDING_SQL}
 SELECT o.link_id, o.source_url, o.source_title, o.target_url, o.target_title, o.anchor_text, o.reason,
        o.evidence, o.placement, o.probability, o.score, o.similarity, o.target_cluster, o.priority,
        d.decision, d.note
 FROM marts.link_opportunities o LEFT JOIN standing d USING (link_id)
 WHERE o.site = $1 ORDER BY o.source_url, o.priority, o.target_url
+"""
+# the editor's work list, page by page: each link not rejected, with the sentence of the source's text (its
+# body text, else its meta description) that holds the anchor, and the anchor's character offset in it
+TODO_SQL = f"""
+WITH {STANDING_SQL},
+site_pages AS (
+    SELECT page_id, title, coalesce(nullif(body_text, ''), meta_description) AS text
+    FROM staging.pages WHERE site = $1
+),
+todo AS (
+    SELECT l.*, s.title AS source_title, s.text, d.decision
+    FROM graph.link_plan l JOIN site_pages s ON s.page_id = l.source_page_id
+    LEFT JOIN standing d USING (link_id)
+    WHERE l.site = $1 AND d.decision IS DISTINCT FROM 'reject'
+)
+SELECT source_url, source_title, anchor_text, target_url, anchor_offset,
+       trim(regexp_extract(substr(text, 1, anchor_offset), '[^.!?\n]*$')
+            || regexp_extract(substr(text, anchor_offset + 1), '^[^.!?\n]*[.!?]?')) AS sentence,
+       CASE WHEN anchor_offset IS NULL THEN 'no sentence has the anchor: write one'
+            ELSE 'link the anchor where it stands' END AS how,
+       reason, coalesce(decision, '') AS status, link_id
+FROM todo ORDER BY source_url, anchor_offset NULLS LAST, target_url
 """
 # The site's pages in a CTE, joined by page id alone: joined on (site, page_id) twice, the pages' two copies
 # share `site`, and on a lake (no distinct-count statistics) DuckDB joined them to each other on site first:
@@ -49,6 +74,7 @@ FROM graph.link_plan_changes WHERE site = ? AND change <> 'kept' ORDER BY change
 # each spreadsheet (a CSV, and a sheet of the workbook) and its rows
 SPREADSHEETS = {
     "link_plan": PLAN_SQL,
+    "to_do": TODO_SQL,
     "similar_pages": PAIRS_SQL,
     "topics": CLUSTERS_SQL,
     "changes_since_last_run": CHANGES_SQL,
@@ -74,10 +100,16 @@ def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s
         pages=pages.join(rows(scorecard), on="page_id", how="left", maintain_order="left"),
         vectors=vectors,
         site_metrics=rows("SELECT * FROM graph.site_metrics WHERE site = ?"),
-        plan=rows("SELECT * FROM marts.link_opportunities WHERE site = ? ORDER BY link_key"),
+        plan=rows(
+            "SELECT o.*, d.decision FROM marts.link_opportunities o LEFT JOIN marts.decisions d "
+            "USING (site, link_id) WHERE o.site = ? ORDER BY o.link_key"
+        ),
         backtest=rows("SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1"),
         changes=store.read_site(warehouse, "graph.link_plan_changes", site, lock_timeout_s=lock_timeout_s),
         content_links=content_links(warehouse, site, lock_timeout_s=lock_timeout_s),
+        decisions=rows("SELECT * FROM marts.decisions WHERE site = ?"),
+        live=store.read_site(warehouse, "graph.live_links", site, lock_timeout_s=lock_timeout_s),
+        adoption=rows("SELECT * FROM marts.adoption_by_week WHERE site = ? ORDER BY week"),
     )
 
 

@@ -85,7 +85,7 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
     "An interactive HTML report per site (opens from the file, no network): topic map, depth "
     "and orphans before/after, hubs → pages, links by reason with their probability, the backtest "
     "against the same-budget baseline, top opportunities.",
-    tables=("graph.backtest_runs",),
+    tables=("graph.backtest_runs", "graph.live_links"),
 )
 def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()

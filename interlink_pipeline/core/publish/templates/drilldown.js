@@ -2,11 +2,16 @@
   const data = JSON.parse(document.getElementById("drilldown-data").textContent);
   const pages = data.pages, byUrl = new Map(pages.map((page, i) => [page[0], i]));
   const linksIn = pages.map(() => []), linksOut = pages.map(() => []);
-  for (const [s, t, anchor, why, probability] of data.planned) {
-    const planned = `planned: ${why}` + (probability === null ? "" : ` (probability ${probability})`);
+  for (const [s, t, anchor, why, probability, status] of data.planned) {
+    const planned = `planned: ${why}` + (probability === null ? "" : ` (probability ${probability})`)
+      + ` · ${status}`;
     linksOut[s].push([t, anchor, planned]); linksIn[t].push([s, anchor, planned]);
   }
-  for (const [s, t] of data.now) { linksOut[s].push([t, "", "now"]); linksIn[t].push([s, "", "now"]); }
+  const live = new Set(data.live.map(([s, t]) => `${s} ${t}`));
+  for (const [s, t] of data.now) {
+    const state = live.has(`${s} ${t}`) ? "now: live, from the plan" : "now";
+    linksOut[s].push([t, "", state]); linksIn[t].push([s, "", state]);
+  }
   const input = document.getElementById("drilldown-page"), view = document.getElementById("drilldown-view");
   const choices = document.getElementById("drilldown-pages");
   for (const page of pages) {
@@ -27,7 +32,7 @@
     for (const name of ["page", "anchor", "link"]) head.append(element("th", name));
     const body = table.createTBody();
     for (const [other, anchor, state] of links) {
-      const row = body.insertRow(); row.className = state === "now" ? "now" : "planned";
+      const row = body.insertRow(); row.className = state.startsWith("now") ? "now" : "planned";
       row.insertCell().append(pageButton(other));
       for (const text of [anchor, state]) row.insertCell().textContent = text;
     }
