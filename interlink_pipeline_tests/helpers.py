@@ -8,7 +8,8 @@ import io
 import os
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
@@ -244,3 +245,39 @@ def changed_light_crawl(crawls: Path, tmp_path: Path, without: str = "conditions
     changed.parent.mkdir(parents=True, exist_ok=True)
     export.filter(pl.col("Address") != f"https://www.lightchiropractic.sg/{without}/").write_csv(changed)
     return changed
+
+
+@dataclass
+class OpenedReport:
+    page: object  # Playwright's Page
+    refused: list[str] = field(default_factory=list)  # requests off the file: none, it needs no network
+    dialogs: list[str] = field(default_factory=list)  # alert(), confirm(), prompt(): script that ran
+
+
+@contextmanager
+def opened(report: Path):
+    """The report in headless Chromium, its charts drawn, with every request other than the file refused."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        report_page = OpenedReport(page)
+
+        def only_the_file(route):
+            if not route.request.url.startswith("file://"):
+                report_page.refused.append(route.request.url)
+                return route.abort()
+            return route.continue_()
+
+        def dismiss(dialog):
+            report_page.dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.route("**/*", only_the_file)
+        page.on("dialog", dismiss)
+        page.goto(report.as_uri())
+        for chart in ("topic-map", "depth-chart", "health-chart", "hub-tree"):
+            page.wait_for_selector(f"#{chart} .main-svg", timeout=20_000)
+        yield report_page
+        browser.close()

