@@ -33,27 +33,30 @@ PAIR = ["source", "target"]
 FRACTION = 0.2
 
 
-def _site_inputs(name: str, variant: str | None):
+def _site_inputs(name: str, variant: str):
     """The set materialised up to the plan, and what a backtest rebuilds from."""
     from interlink_pipeline.core.graph.link_plan import read_plan_inputs
     from interlink_pipeline.core.relevance.site_inputs import relevance_inputs
     from interlink_pipeline.defs.ml.embeddings import default_embedder
     from interlink_pipeline.defs.resources import Warehouse
 
-    site, path, inbox = _prepare(name, variant)
+    site, path, inbox = _prepare(name, variant or None)
     _materialize(path, inbox, site, THROUGH_PLAN, {})
     warehouse, embedder = Warehouse(path=str(path)), default_embedder()
     inputs = relevance_inputs(warehouse, site, embedder.identity().model_id, embedder.encoder)
     return inputs, read_plan_inputs(warehouse, site)
 
 
-def _precision(links: pl.DataFrame, truth: pl.DataFrame) -> tuple[int, float]:
+def _precision(links: pl.DataFrame, truth: pl.DataFrame) -> tuple[int, int, float]:
     hits = links.select(PAIR).unique().join(truth.select(PAIR), on=PAIR).height
-    return links.height, hits / links.height if links.height else 0.0
+    return links.height, hits, hits / links.height if links.height else 0.0
 
 
-def simulated_editor(set_name: str, seed: int, rounds: int) -> list[dict]:
-    """The rounds on one set and seed (see the module's docstring)."""
+def simulated_editor(
+    set_name: str, site: tuple, seed: int, rounds: int, weight: float | None = None
+) -> list[dict]:
+    """The rounds on one set (`site`: _site_inputs) and seed (see the module's docstring); `weight`: the
+    accepted and rejected links' weight (default: the settings')."""
     from interlink_pipeline.core.graph.link_plan import backtest_plan
     from interlink_pipeline.core.graph.plan_options import PlanOptions
     from interlink_pipeline.core.relevance.backtest import (
@@ -65,8 +68,7 @@ def simulated_editor(set_name: str, seed: int, rounds: int) -> list[dict]:
     from interlink_pipeline.core.relevance.link_ranker import RankerOptions
     from interlink_pipeline.core.relevance.site_signals import CandidateOptions
 
-    name, _, variant = set_name.partition(":")
-    inputs, base = _site_inputs(name, variant or None)
+    inputs, base = site
     links, n = inputs.links, inputs.pages.height
     home = int(inputs.pages["is_home"].arg_max())
     hiding = links_to_hide(links, FRACTION, seed, ORPHAN_FRACTION, home)
@@ -74,9 +76,10 @@ def simulated_editor(set_name: str, seed: int, rounds: int) -> list[dict]:
     reviewed = np.random.default_rng([seed, 40]).random(n) < 0.5
     unreviewed = pl.Series(np.flatnonzero(~reviewed), dtype=pl.Int64).implode()
     on_unreviewed = pl.col("source").is_in(unreviewed)
-    setup = BacktestSetup(
-        FRACTION, seed, 10, ORPHAN_FRACTION, CandidateOptions(), RankerOptions(seed=seed), PlanOptions()
-    )
+    ranker = RankerOptions(seed=seed)
+    if weight is not None:
+        ranker = RankerOptions(seed=seed, accepted_weight=weight, rejected_weight=weight)
+    setup = BacktestSetup(FRACTION, seed, 10, ORPHAN_FRACTION, CandidateOptions(), ranker, PlanOptions())
     lists = baseline_lists(inputs.signals.vectors["title"], hiding.visible(links), 50)
     decided = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "decision": pl.String})
     rows = []
@@ -85,8 +88,8 @@ def simulated_editor(set_name: str, seed: int, rounds: int) -> list[dict]:
         result = backtest_plan(inputs.signals, links, base, hiding, setup, decided)
         ours = result.planned.filter(on_unreviewed)
         baseline = same_budget_baseline(lists.filter(on_unreviewed), ours.height)
-        links_ours, precision = _precision(ours, truth)
-        _, baseline_precision = _precision(baseline, truth)
+        links_ours, hits, precision = _precision(ours, truth)
+        _, _, baseline_precision = _precision(baseline, truth)
         new = (
             result.planned.filter(~on_unreviewed)
             .select(PAIR)
@@ -96,9 +99,11 @@ def simulated_editor(set_name: str, seed: int, rounds: int) -> list[dict]:
         )
         rows.append(
             {
-                "set": set_name, "seed": seed, "round": round_number, "decisions": decided.height,
+                "set": set_name, "seed": seed, "weight": ranker.accepted_weight, "round": round_number,
+                "decisions": decided.height,
                 "accepted": int((decided["decision"] == "accept").sum()),
-                "plan_links_unreviewed": links_ours, "precision_unreviewed": precision,
+                "plan_links_unreviewed": links_ours, "hits_unreviewed": hits,
+                "precision_unreviewed": precision,
                 "baseline_precision_unreviewed": baseline_precision,
                 "plan_precision_all": result.figures["plan_precision"],
                 "seconds": time.monotonic() - started,
@@ -118,23 +123,29 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+", default=["hugodocs", "hugodocs:no-text", "sample"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--weights", nargs="+", type=float, default=[None], help="decisions' weights tried")
     args = parser.parse_args()
-    rows = [
-        row for name in args.sets for seed in args.seeds for row in simulated_editor(name, seed, args.rounds)
-    ]
+    rows = []
+    for name in args.sets:
+        site = _site_inputs(*name.partition(":")[::2])
+        for seed in args.seeds:
+            for weight in args.weights:
+                rows += simulated_editor(name, site, seed, args.rounds, weight)
     table = pl.DataFrame(rows)
     print_table(
         "Precision on the pages no decision is about, by round of a simulated editor",
         [
-            [r["set"], r["seed"], r["round"], r["decisions"], r["accepted"], r["plan_links_unreviewed"],
+            [r["set"], r["seed"], r["weight"], r["round"], r["decisions"], r["accepted"],
+             r["plan_links_unreviewed"], r["hits_unreviewed"],
              f"{r['precision_unreviewed']:.3f}", f"{r['baseline_precision_unreviewed']:.3f}",
              f"{r['precision_unreviewed'] / r['baseline_precision_unreviewed']:.2f}"
              if r["baseline_precision_unreviewed"] else "–"]
             for r in table.iter_rows(named=True)
         ],
-        ["set", "seed", "round", "decisions", "accepted", "plan links", "precision", "baseline", "ratio"],
+        ["set", "seed", "weight", "round", "decisions", "accepted", "plan links", "hits", "precision",
+         "baseline", "ratio"],
     )  # fmt: skip
-    save("decisions", {f"{r['set']}/{r['seed']}/{r['round']}": r for r in rows})
+    save("decisions", {f"{r['set']}/{r['seed']}/{r['weight']}/{r['round']}": r for r in rows})
 
 
 if __name__ == "__main__":

@@ -277,6 +277,11 @@ def test_the_plan_keeps_accepted_links_refuses_rejected_ones_and_a_recrawl_finds
             "SELECT why, count(*) FROM graph.link_plan_changes WHERE change = 'removed' GROUP BY why"
         ).fetchall()
     assert ("rejected by an editor", 20) in why
+    todo = pl.read_csv(sample.warehouse.parent / "exports" / SAMPLE_HOST / "to_do.csv")
+    assert accepted <= set(todo["link_id"]) and not rejected & set(todo["link_id"])
+    placed = todo.filter(pl.col("anchor_offset").is_not_null())
+    assert placed.height > 20 and placed["sentence"].null_count() == 0
+    assert all(a.lower() in s.lower() for a, s in placed.select("anchor_text", "sentence").iter_rows())
 
     went_live = plan.filter(pl.col("link_id").is_in(sorted(accepted)[:10]))
     crawl, links = _recrawl_with_links(sample, tmp_path, went_live.select("source_url", "target_url"))

@@ -110,7 +110,8 @@ def test_the_location_tree_site_reuses_plan_names_across_branches_and_its_editor
 def test_dbt_sources_are_the_contract_tables_the_models_read():
     assert SOURCES.read_text() == sources_yaml(), "dbt sources.yml is stale: run `make docs`"
     assert COLUMN_DOCS.read_text() == column_docs_markdown(), "dbt column docs are stale: run `make docs`"
-    # the marts read the plan, the pages, the clusters and the metrics; each is a contract table
+    # the marts read the plan, the pages, the clusters, the metrics, the decisions and the links seen live;
+    # each is a contract table
     assert set(dbt_sources()) == {
         "staging.pages",
         "ml.similarity_pairs",
@@ -119,6 +120,8 @@ def test_dbt_sources_are_the_contract_tables_the_models_read():
         "graph.link_plan",
         "graph.page_metrics",
         "graph.site_metrics",
+        "graph.link_decisions",
+        "graph.live_links",
     }
 
 

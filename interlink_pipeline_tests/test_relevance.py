@@ -19,6 +19,7 @@ from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.relevance.backtest import (
     baseline_lists,
+    decisions_learned,
     figures_by_reason,
     links_to_hide,
     run_backtest,
@@ -41,6 +42,7 @@ from interlink_pipeline.core.relevance.link_ranker import (
     drift,
     fit_ranker,
     negative_sample,
+    settings_fingerprint,
     still_fits,
     training_examples,
 )
@@ -224,7 +226,7 @@ def light_inputs(light_and_nutri, tmp_path_factory):
     return warehouse, inputs, read_plan_inputs(warehouse, LIGHT)
 
 
-def _backtest(inputs, visible, hiding, base, ranker_options):
+def _backtest(inputs, visible, hiding, base, ranker_options, decided=None):
     """A backtest of the site from the `visible` links, scored on what `hiding` hides of its links, with
     its planning asserting on the way that the hidden links were never shown to it."""
     hidden = hiding.scored(inputs.links)
@@ -237,7 +239,7 @@ def _backtest(inputs, visible, hiding, base, ranker_options):
 
     return run_backtest(
         inputs.signals, visible, hidden, hiding.orphaned, checked, CandidateSettings().options(),
-        ranker_options,
+        ranker_options, decided=decided,
     )  # fmt: skip
 
 
@@ -363,6 +365,51 @@ def test_adamic_adar_is_the_same_a_block_of_pages_at_a_time(light_inputs, monkey
         candidates["adamic_adar"].to_numpy(), np.asarray(scores[s, t]).ravel(), rtol=1e-6
     )
     assert (candidates["adamic_adar"] > 0).sum() > 100
+
+
+def test_decisions_are_weighted_examples_and_never_about_hidden_links(light_inputs):
+    """Editors' decisions in the ranker's examples: accepted pairs positives, rejected ones negatives, both
+    weighted, in place of their simulated rows, a pair no signal proposes included; a backtest learns from
+    none about a hidden link (accepting one would tell the ranker the answer) and measures the plan
+    without them too; a new decision is a new model."""
+    _, inputs, base = light_inputs
+    home = int(inputs.pages["is_home"].arg_max())
+    hiding = links_to_hide(inputs.links, 0.3, seed=3, orphan_fraction=0.1, home=home)
+    hidden, visible = hiding.scored(inputs.links), hiding.visible(inputs.links)
+    builder = CandidateBuilder(inputs.signals, CandidateSettings().options())
+    proposed = builder.proposals(visible).pairs.join(hidden, on=["source", "target"], how="anti")
+    taken = set(zip(inputs.links.source.tolist(), inputs.links.target.tolist(), strict=True))
+    taken |= set(proposed.select("source", "target").rows())
+    n = inputs.signals.n
+    unproposed = [(s, t) for s in range(n) for t in range(n) if s != t and (s, t) not in taken][:3]
+    pairs = [
+        *hidden.select("source", "target").head(4).rows(),
+        *proposed.select("source", "target").head(6).rows(),
+    ]
+    decided = pl.DataFrame(
+        [*pairs, *unproposed], schema={"source": pl.Int64, "target": pl.Int64}, orient="row"
+    ).with_columns(pl.Series("decision", ["accept"] * 4 + ["reject"] * 6 + ["accept"] * 3))
+    learned = decisions_learned(decided, hidden)
+    assert learned.height == 9 and not learned.join(hidden, on=["source", "target"]).height
+
+    options = RankerOptions(accepted_weight=4.0, rejected_weight=2.0)
+    examples = training_examples(builder, visible, options, learned)
+    from_editors = examples.filter(pl.col("fold") == -1).sort("source", "target")
+    assert from_editors.select("source", "target", "label", "weight").rows() == sorted(
+        (s, t, int(d == "accept"), 4.0 if d == "accept" else 2.0) for s, t, d in learned.rows()
+    )
+    assert not examples.filter(pl.col("fold") >= 0).join(learned, on=["source", "target"]).height
+    assert set(examples.filter(pl.col("fold") >= 0)["weight"]) == {1.0}
+    ignored = RankerOptions(accepted_weight=0, rejected_weight=0)
+    simulated = training_examples(builder, visible, ignored)
+    assert_frame_equal(training_examples(builder, visible, ignored, learned), simulated)
+    settings = CandidateSettings().options()
+    fingerprints = {settings_fingerprint(settings, options, "m", d) for d in (learned, None)}
+    assert len(fingerprints) == 2
+
+    result = _backtest(inputs, visible, hiding, base, RankerOptions(), decided)
+    assert result.figures["decisions_learned"] == 9
+    assert 0 <= result.figures["plan_precision_without_decisions"] <= 1
 
 
 def test_hidden_links_reach_no_feature(light_inputs):

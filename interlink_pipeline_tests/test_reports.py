@@ -75,6 +75,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
         "published.json",
         "report.html",
         "similar_pages.csv",
+        "to_do.csv",
         "topics.csv",
     ]
     raw = (folder / "similar_pages.csv").read_bytes()
@@ -82,7 +83,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
     assert pl.read_csv(folder / "similar_pages.csv").height == pair_rows
     planted = {
         cell
-        for name in ("link_plan", "similar_pages", "topics")
+        for name in ("link_plan", "to_do", "similar_pages", "topics")
         for column in pl.read_csv(folder / f"{name}.csv", infer_schema=False).iter_columns()
         for cell in column.drop_nulls()
         if "HYPERLINK" in cell
@@ -90,7 +91,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
     assert planted == {"'" + INJECTED}  # shown as text, never evaluated
 
     workbook = openpyxl.load_workbook(folder / "interlink_plan.xlsx")
-    assert workbook.sheetnames == ["link_plan", "similar_pages", "topics", "changes_since_last_run"]
+    assert workbook.sheetnames == ["link_plan", "to_do", "similar_pages", "topics", "changes_since_last_run"]
     sheet = workbook["link_plan"]
     assert sheet.max_row == plan_rows + 1 and sheet["A1"].value == "link_id" and sheet["A1"].font.b
     assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref.startswith("A1:")

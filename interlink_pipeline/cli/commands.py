@@ -130,7 +130,8 @@ def decisions(args: argparse.Namespace) -> int:
     counts = dict(zip(said["decision"], said["count"], strict=True))
     print(
         f"{args.file.name}: {counts.get('accept', 0):,} accepted and {counts.get('reject', 0):,} rejected "
-        f"links imported for {site} (kept as {placed})"
+        f"links imported for {site} (kept as {placed}); the site's next plan keeps the accepted links and "
+        f"leaves the rejected ones out, and its ranker learns from both: interlink materialize --site {site}"
     )
     return 0
 

@@ -1,6 +1,9 @@
 """The planner: which page should link to which, built on the link graph (after Omio's "Link Pie").
 
-Steps, each adding links only where the source page has spare out-link budget and the link does not exist:
+Steps, each adding links only where the source page has spare out-link budget and the link does not exist
+(nor did an editor reject it: see decided_links.py):
+
+0. **What stands.** The links editors accepted, then the last plan's links whose pages are unchanged.
 
 1. **Centrality.** Betweenness on the relatedness graph (link candidates and similar pairs, undirected):
    pages that sit between topics. Exact below `exact_centrality_below` pages, sampled above; a sampled

@@ -33,7 +33,7 @@ WHERE o.site = $1 ORDER BY o.source_url, o.priority, o.target_url
 TODO_SQL = f"""
 WITH {STANDING_SQL},
 site_pages AS (
-    SELECT page_id, title, coalesce(nullif(body_text, ''), meta_description) AS text
+    SELECT page_id, title, coalesce(body_text, meta_description) AS text
     FROM staging.pages WHERE site = $1
 ),
 todo AS (
