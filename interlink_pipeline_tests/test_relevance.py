@@ -389,8 +389,10 @@ def test_decisions_are_weighted_examples_and_never_about_hidden_links(light_inpu
     decided = pl.DataFrame(
         [*pairs, *unproposed], schema={"source": pl.Int64, "target": pl.Int64}, orient="row"
     ).with_columns(pl.Series("decision", ["accept"] * 4 + ["reject"] * 6 + ["accept"] * 3))
-    learned = decisions_learned(decided, hidden)
+    learned = decisions_learned(decided, hidden, RankerOptions())
     assert learned.height == 9 and not learned.join(hidden, on=["source", "target"]).height
+    only_rejections = decisions_learned(decided, hidden, RankerOptions(accepted_weight=0))
+    assert set(only_rejections["decision"]) == {"reject"} and only_rejections.height == 6
 
     options = RankerOptions(accepted_weight=4.0, rejected_weight=2.0)
     examples = training_examples(builder, visible, options, learned)

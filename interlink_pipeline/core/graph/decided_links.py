@@ -21,11 +21,12 @@ from datetime import datetime
 
 import polars as pl
 
+from interlink_pipeline.core.graph.plan_state import planned_frame
+
 SKETCH_SIZE = 64  # hashes kept per page: the share estimate's error is about 1/sqrt(64) at worst
 SHINGLE_WORDS = 3
 SKETCH_TEXT = ("title", "h1", "meta_description", "body_text")
 ACCEPTED_EVIDENCE = "accepted"  # the evidence of an accepted link the last plan no longer had
-PLANNED_COLUMNS = ["source", "target", "reason", "score", "evidence", "placement", "alternatives"]
 LIVE_COLUMNS = ["link_id", "source_page_id", "target_page_id", "source_url", "target_url", "reason"]
 _WORD = re.compile(r"\w+")
 
@@ -85,13 +86,13 @@ def with_decided_context(rows: pl.DataFrame, pages: pl.DataFrame, plan: pl.DataF
 class DecidedLinks:
     """What the standing decisions ask of the next plan, by page index."""
 
-    accepted: pl.DataFrame  # PLANNED_COLUMNS: placed first
+    accepted: pl.DataFrame  # planned_frame rows: placed first
     rejected: frozenset[tuple[int, int]]  # never planned
     returned: pl.DataFrame  # rejected links let back: source_page_id, target_page_id, text_kept
 
     @classmethod
     def none(cls) -> DecidedLinks:
-        return cls(_planned_frame([]), frozenset(), _returned_frame([]))
+        return cls(planned_frame([]), frozenset(), _returned_frame([]))
 
 
 def decided_links(
@@ -143,7 +144,7 @@ def _accepted_links(accepted: pl.DataFrame, previous: pl.DataFrame) -> pl.DataFr
     joined = accepted.select(*pair, "source", "target", pl.col("reason").alias("decided_reason")).join(
         planned, on=pair, how="left", maintain_order="left"
     )
-    return _planned_frame([]).vstack(
+    return planned_frame([]).vstack(
         joined.select(
             "source",
             "target",
@@ -154,19 +155,6 @@ def _accepted_links(accepted: pl.DataFrame, previous: pl.DataFrame) -> pl.DataFr
             pl.col("alternatives").fill_null([]).cast(pl.List(pl.Int64)),
         )
     )
-
-
-def _planned_frame(rows: list) -> pl.DataFrame:
-    schema = {
-        "source": pl.Int64,
-        "target": pl.Int64,
-        "reason": pl.String,
-        "score": pl.Float32,
-        "evidence": pl.String,
-        "placement": pl.String,
-        "alternatives": pl.List(pl.Int64),
-    }
-    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def _returned_frame(rows: list) -> pl.DataFrame:

@@ -28,6 +28,22 @@ class PlannedLink(NamedTuple):
     alternatives: tuple[int, ...] = ()  # a structural link's next best sources, best first (up to three)
 
 
+PLANNED_SCHEMA = {
+    "source": pl.Int64,
+    "target": pl.Int64,
+    "reason": pl.String,
+    "score": pl.Float32,
+    "evidence": pl.String,
+    "placement": pl.String,
+    "alternatives": pl.List(pl.Int64),
+}
+
+
+def planned_frame(links: list) -> pl.DataFrame:
+    """PlannedLink rows as a frame (page indices)."""
+    return pl.DataFrame(links, schema=PLANNED_SCHEMA, orient="row")
+
+
 @dataclass
 class PlanStats:
     centrality: str = ""

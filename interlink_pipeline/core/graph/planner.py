@@ -40,7 +40,7 @@ import polars as pl
 from interlink_pipeline.core.graph.centrality import centrality, relatedness_edges
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, click_depth
 from interlink_pipeline.core.graph.plan_options import PlanOptions, check_options
-from interlink_pipeline.core.graph.plan_state import PlanState, SiteGraph
+from interlink_pipeline.core.graph.plan_state import PlanState, SiteGraph, planned_frame
 from interlink_pipeline.core.graph.structure import bridge_components, rescue_orphans, shorten_depth
 
 # each reason as a person reads it (the report's plan table)
@@ -168,17 +168,5 @@ def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.
     depth = click_depth(planner.current_graph(), site.home)[: planner.page_count]
     planner.stats.unreachable_after = int((depth == UNREACHABLE).sum())
     planner.stats.too_deep_after = int((depth > options.max_depth).sum())
-    frame = pl.DataFrame(
-        planner.links,  # PlannedLink rows
-        schema={
-            "source": pl.Int64,
-            "target": pl.Int64,
-            "reason": pl.String,
-            "score": pl.Float32,
-            "evidence": pl.String,
-            "placement": pl.String,
-            "alternatives": pl.List(pl.Int64),
-        },
-        orient="row",
-    )
+    frame = planned_frame(planner.links)
     return frame, planner

@@ -212,7 +212,7 @@ def run_backtest(
     """
     seconds: dict[str, float] = {}
     builder = CandidateBuilder(signals, candidate_options)
-    learned = decisions_learned(decided, hidden)
+    learned = decisions_learned(decided, hidden, ranker_options)
     ranker, candidates, planned, reach = _rebuilt(builder, visible, plan, ranker_options, learned, seconds)
     lists = baseline_lists(signals.vectors["title"], visible, max(k, 50))
     figures, intervals = _figures(planned, candidates, lists, hidden, k, ranker_options.seed)
@@ -230,11 +230,16 @@ def run_backtest(
     )
 
 
-def decisions_learned(decided: pl.DataFrame | None, hidden: pl.DataFrame) -> pl.DataFrame:
-    """The decisions a backtest's ranker may learn from: none about a hidden pair."""
+def decisions_learned(
+    decided: pl.DataFrame | None, hidden: pl.DataFrame, options: RankerOptions
+) -> pl.DataFrame:
+    """The decisions a backtest's ranker learns from: those its weights count (accepted_weight,
+    rejected_weight above 0), none about a hidden pair."""
+    weights = {"accept": options.accepted_weight, "reject": options.rejected_weight}
     if decided is None:
         return pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "decision": pl.String})
-    return decided.join(hidden.select(PAIR), on=PAIR, how="anti")
+    counted = decided.filter(pl.col("decision").replace_strict(weights, return_dtype=pl.Float64) > 0)
+    return counted.join(hidden.select(PAIR), on=PAIR, how="anti")
 
 
 def _rebuilt(

@@ -78,6 +78,7 @@ class Ranker:
     examples: int = 0
     validation: dict[str, float] = field(default_factory=dict)  # per candidate model: average precision…
     seconds: dict[str, float] = field(default_factory=dict)
+    decisions: int = 0  # editors' decisions among the examples
 
     def probability(self, candidates: pl.DataFrame) -> np.ndarray:
         """Each candidate's probability, scored SCORING_ROWS at a time: the feature matrix of a large
@@ -367,7 +368,8 @@ def fit_ranker(examples: pl.DataFrame, options: RankerOptions, links_known: bool
     reason = f"{best}: cross-validated average precision {validation[f'{best}_average_precision']:.3f}" + (
         f" (against {others})" if others else ""
     )
-    return Ranker(best, model, reason, positives, len(y), validation, seconds)
+    decisions = int((examples["fold"] == -1).sum())
+    return Ranker(best, model, reason, positives, len(y), validation, seconds, decisions)
 
 
 def _weights(examples: pl.DataFrame) -> np.ndarray | None:

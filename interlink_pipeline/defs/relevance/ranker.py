@@ -55,6 +55,7 @@ def _ranker_metadata(ranker: Ranker) -> dict:
         "why": ranker.reason,
         "positive_examples": ranker.positives,
         "examples": ranker.examples,
+        "decisions_learned": ranker.decisions,
         "validation": table_preview(
             pl.DataFrame({"figure": list(figures), "value": list(figures.values())}), 40
         )
