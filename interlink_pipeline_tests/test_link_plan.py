@@ -501,6 +501,7 @@ def test_plan_on_the_sample(sample_site):
         "graph_page_metrics_schema",
         "graph_site_metrics_schema",
         "graph_link_plan_changes_schema",
+        "graph_live_links_schema",
         "link_plan_targets_are_pages",
         "link_plan_within_budget",
         "link_plan_anchors",

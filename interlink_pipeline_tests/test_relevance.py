@@ -695,7 +695,7 @@ def test_a_model_still_fits_a_site_that_moved_little():
     assert not still_fits(("a", "s", before), ("b", "s", moved), 0.04)[0]
     assert still_fits(("a", "s", before), ("b", "t", before), 1.0) == (
         False,
-        "the features, settings or embedding model changed",
+        "the features, settings, embedding model or editors' decisions changed",
     )
     assert not still_fits(("a", "s", None), ("b", "s", before), 1.0)[0]
 

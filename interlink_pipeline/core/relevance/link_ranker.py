@@ -124,7 +124,7 @@ def decision_examples(
     weight accepted_weight, a rejected one a negative of weight rejected_weight, with the features the
     candidates give them over the site's links (a pair no signal proposes gets them too); a decided link
     now on the site is left to the simulation (it is one of the site's links)."""
-    weights = {"accept": options.accepted_weight, "reject": options.rejected_weight}
+    weights = {"accept": float(options.accepted_weight), "reject": float(options.rejected_weight)}
     if decided is None or decided.is_empty():
         return pl.DataFrame()
     decided = (
