@@ -84,10 +84,12 @@ class LinkDecision(PairTable, unique=("site", "link_id", "source_file")):
         description="Why the plan had the link when it was decided (null: not in the plan then).",
     )
     source_sketch: pl.List(pl.Int64) = pa.Field(
+        nullable=True,
         description="The source page's text when decided, as the 64 smallest hashes of its word triples: "
-        "a rejected link is planned again only once a page keeps less than rejected_returns_below of it."
+        "a rejected link is planned again only once a page keeps less than rejected_returns_below of it "
+        "(null: decided before the sketches were kept; the link stays refused).",
     )
-    target_sketch: pl.List(pl.Int64) = pa.Field(description="The target page's, the same way.")
+    target_sketch: pl.List(pl.Int64) = pa.Field(nullable=True, description="The target page's, the same way.")
     decided_at: pl.Datetime = pa.Field(
         description="When the decisions file was imported (UTC): the newest decision of a link stands."
     )
@@ -252,9 +254,10 @@ class BacktestRun(SiteTable, unique=("site", "run_id")):
         "rescue's baseline.",
     )
     decisions_learned: pl.Int32 = pa.Field(
+        nullable=True,
         ge=0,
         description="Editors' decisions the rebuilt ranker learned from (those about hidden links left out: "
-        "their answer is what is measured).",
+        "their answer is what is measured; null: measured before decisions were counted).",
     )
     plan_precision_without_decisions: pl.Float64 = pa.Field(
         nullable=True,
