@@ -9,12 +9,13 @@ the editor's spreadsheet last computed, not what the editor typed). A blank deci
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.graph.decided_links import SKETCH_TEXT, with_decided_context
 from interlink_pipeline.core.ingest.crawl_columns import Field
 from interlink_pipeline.core.ingest.crawl_exports import MIN_SITE_SHARE, host_counts
 from interlink_pipeline.core.ingest.tabular_files import (
@@ -26,6 +27,7 @@ from interlink_pipeline.core.ingest.tabular_files import (
     read_columns,
 )
 from interlink_pipeline.core.urls import stable_ids, url_parts
+from interlink_pipeline.core.warehouse.site_tables import SiteTables
 from interlink_pipeline.core.warehouse.vocabularies import DECISIONS
 
 DECISION_FIELDS = (
@@ -124,6 +126,29 @@ def decision_rows(
         pl.lit(source_file).alias("source_file"),
         "row_number",
     )
+
+
+def decisions_from_files(tables: SiteTables, site: str, paths: list[Path]) -> list[pl.DataFrame]:
+    """graph.link_decisions rows of each new decisions file (its import time the file's), with what was
+    decided on (decided_links.with_decided_context); the pages' text is read only when there is a file."""
+    if not paths:
+        return []
+    pages = tables.read_site("staging.pages", site, ["page_id", *SKETCH_TEXT])
+    plan = tables.read_site("graph.link_plan", site, ["link_id", "reason"])
+    return [
+        with_decided_context(
+            decision_rows(
+                site,
+                read_decisions(path, site),
+                pages["page_id"],
+                path.name,
+                datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None),
+            ),
+            pages,
+            plan,
+        )
+        for path in paths
+    ]
 
 
 def _refuse_unknown_pages(rows: pl.DataFrame, page_ids: pl.Series, site: str, source_file: str) -> None:

@@ -36,6 +36,7 @@ from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import Planner, plan_links
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.ingest.site_links import (
+    content_page_pairs,
     existing_links,
     links_from_crawl_counts,
     taken_anchors,
@@ -239,7 +240,7 @@ class PlanHistory:
     previous: pl.DataFrame  # the last plan: graph.link_plan rows (PREVIOUS_COLUMNS)
     fingerprints: pl.DataFrame  # each page's fingerprint then: page_id, plan_fingerprint
     kept_centrality: KeptCentrality | None  # the last sampled centrality estimate
-    decisions: pl.DataFrame  # graph.link_decisions rows
+    decisions: pl.DataFrame  # the standing decisions: graph.link_decisions' newest row per link
     live: pl.DataFrame  # graph.live_links rows: the links seen live so far
 
 
@@ -274,8 +275,7 @@ def build_site_plan(
     fingerprints = pages.select("page_id", page_fingerprints(pages)).join(inputs.index, on="page_id")
     previous = with_alternatives(history.previous, pages["url"])
     kept, dropped = links_to_keep(previous, history.fingerprints, fingerprints)
-    standing = standing_decisions(history.decisions)
-    decided = decided_links(standing, pages, inputs.index, previous, options.rejected_returns_below)
+    decided = decided_links(history.decisions, pages, inputs.index, previous, options.rejected_returns_below)
     planned, planner = plan_site(
         inputs,
         candidates,
@@ -300,7 +300,7 @@ def build_site_plan(
         site_metrics_rows(
             site, pages["crawl_id"][0], computed_at, before, after, planned.height, inputs.links_known
         ),
-        live_links(site, inputs, history, standing, computed_at),
+        live_links(site, inputs, history, computed_at),
         decided,
         check_plan(
             planned, anchors, inputs.existing, planner, after.summary.orphan_pages, options, inputs.taken
@@ -311,25 +311,21 @@ def build_site_plan(
     )
 
 
-def live_links(
-    site: str, inputs: PlanInputs, history: PlanHistory, standing: pl.DataFrame, now: datetime
-) -> pl.DataFrame:
+def live_links(site: str, inputs: PlanInputs, history: PlanHistory, now: datetime) -> pl.DataFrame:
     """graph.live_links: the links seen live so far, and those of the last plan or accepted by an editor
     that this crawl's All Inlinks shows in a page's content (a crawl without it shows none)."""
     if inputs.links_known != "links":
         return history.live
-    decision = standing.select("link_id", "decision")
+    standing = history.decisions
     watched = pl.concat(
         [
-            history.previous.select(LIVE_COLUMNS).join(decision, on="link_id", how="left"),
+            history.previous.select(LIVE_COLUMNS).join(
+                standing.select("link_id", "decision"), on="link_id", how="left"
+            ),
             standing.filter(pl.col("decision") == "accept").select(*LIVE_COLUMNS, "decision"),
         ]
     )
-    ids, n = inputs.pages["page_id"], inputs.pages.height
-    content = inputs.existing.filter(pl.col("content") & (pl.col("source") < n) & (pl.col("target") < n))
-    pairs = pl.DataFrame(
-        {"source_page_id": ids.gather(content["source"]), "target_page_id": ids.gather(content["target"])}
-    )
+    pairs = content_page_pairs(inputs.existing, inputs.pages["page_id"])
     return links_seen_live(site, watched, pairs, history.live, inputs.pages["crawl_id"][0], now)
 
 
@@ -413,7 +409,7 @@ def plan_for_site(
         tables.read_site("graph.link_plan", site, PREVIOUS_COLUMNS),
         tables.read_site("graph.page_metrics", site, ["page_id", "plan_fingerprint"]),
         load_state(centrality_path(tables, site), KeptCentrality),
-        tables.read_site("graph.link_decisions", site),
+        standing_decisions(tables.read_site("graph.link_decisions", site)),
         tables.read_site("graph.live_links", site),
     )
     result = build_site_plan(

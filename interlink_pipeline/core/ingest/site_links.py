@@ -53,6 +53,19 @@ def existing_links(links: pl.DataFrame, url_keys: pl.Series) -> tuple[pl.DataFra
     return edges, n + others.height
 
 
+def content_page_pairs(existing: pl.DataFrame, page_ids: pl.Series) -> pl.DataFrame:
+    """The in-content links between pages (existing_links' edges; pass-through nodes left out) as
+    source_page_id, target_page_id."""
+    n = page_ids.len()
+    between = existing.filter(pl.col("content") & (pl.col("source") < n) & (pl.col("target") < n))
+    return pl.DataFrame(
+        {
+            "source_page_id": page_ids.gather(between["source"]),
+            "target_page_id": page_ids.gather(between["target"]),
+        }
+    )
+
+
 def without_hidden(existing: pl.DataFrame, hidden: pl.DataFrame, navigation: pl.DataFrame) -> pl.DataFrame:
     """Existing node edges with the `hidden` in-content pairs taken out: an edge that also exists in
     navigation (`navigation` pairs) stays, as a navigation link."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from interlink_pipeline.core.ingest.site_links import existing_links
+from interlink_pipeline.core.ingest.site_links import content_page_pairs, existing_links
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
 from interlink_pipeline.core.publish.report import ReportData
@@ -153,16 +153,7 @@ def content_links(warehouse: str | Path, site: str, *, lock_timeout_s: float) ->
         table="raw.crawl_links", columns=["source_url", "target_url", "link_type", "follow", "link_position"]
     )
     edges, _ = existing_links(links, pages["url_key"])
-    ids = pages["page_id"]
-    between_pages = edges.filter(
-        pl.col("content") & (pl.col("source") < len(ids)) & (pl.col("target") < len(ids))
-    )
-    return pl.DataFrame(
-        {
-            "source_page_id": ids.gather(between_pages["source"]),
-            "target_page_id": ids.gather(between_pages["target"]),
-        }
-    )
+    return content_page_pairs(edges, pages["page_id"])
 
 
 def _site_rows(warehouse: str | Path, site: str, lock_timeout_s: float, sql: str) -> pl.DataFrame:

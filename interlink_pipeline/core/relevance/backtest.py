@@ -235,10 +235,10 @@ def decisions_learned(
 ) -> pl.DataFrame:
     """The decisions a backtest's ranker learns from: those its weights count (accepted_weight,
     rejected_weight above 0), none about a hidden pair."""
-    weights = {"accept": float(options.accepted_weight), "reject": float(options.rejected_weight)}
     if decided is None:
         return pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "decision": pl.String})
-    counted = decided.filter(pl.col("decision").replace_strict(weights, return_dtype=pl.Float64) > 0)
+    weight = pl.col("decision").replace_strict(options.decision_weights(), return_dtype=pl.Float64)
+    counted = decided.filter(weight > 0)
     return counted.join(hidden.select(PAIR), on=PAIR, how="anti")
 
 

@@ -66,6 +66,10 @@ class RankerOptions:
         ge=0,
     )
 
+    def decision_weights(self) -> dict[str, float]:
+        """Each decision's weight as an example."""
+        return {"accept": float(self.accepted_weight), "reject": float(self.rejected_weight)}
+
 
 @dataclass
 class Ranker:
@@ -124,12 +128,13 @@ def decision_examples(
     weight accepted_weight, a rejected one a negative of weight rejected_weight, with the features the
     candidates give them over the site's links (a pair no signal proposes gets them too); a decided link
     now on the site is left to the simulation (it is one of the site's links)."""
-    weights = {"accept": float(options.accepted_weight), "reject": float(options.rejected_weight)}
     if decided is None or decided.is_empty():
         return pl.DataFrame()
     decided = (
         decided.with_columns(
-            pl.col("decision").replace_strict(weights, return_dtype=pl.Float32).alias("weight")
+            pl.col("decision")
+            .replace_strict(options.decision_weights(), return_dtype=pl.Float32)
+            .alias("weight")
         )
         .filter(pl.col("weight") > 0)
         .join(links.content_pairs().select("source", "target"), on=["source", "target"], how="anti")

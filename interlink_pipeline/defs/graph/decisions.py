@@ -1,13 +1,11 @@
 """link_decisions: editors' decisions about planned links, from the site's decisions/ folder."""
 
 import time
-from datetime import UTC, datetime
 
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
-from interlink_pipeline.core.graph.decided_links import SKETCH_TEXT, with_decided_context
-from interlink_pipeline.core.graph.decisions import decision_rows, read_decisions
+from interlink_pipeline.core.graph.decisions import decisions_from_files
 from interlink_pipeline.core.ingest.inbox import decision_files
 from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.core.warehouse.site_tables import standing_decisions
@@ -31,23 +29,7 @@ def link_decisions(context: AssetExecutionContext, warehouse: Warehouse, inbox: 
         files = decision_files(inbox.root, site)
         stored = warehouse.read_site("graph.link_decisions", site)
         imported = set(stored["source_file"])
-        pages = warehouse.read_site("staging.pages", site, ["page_id", *SKETCH_TEXT])
-        plan = warehouse.read_site("graph.link_plan", site, ["link_id", "reason"])
-        new = [
-            with_decided_context(
-                decision_rows(
-                    site,
-                    read_decisions(path, site),
-                    pages["page_id"],
-                    path.name,
-                    datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None),
-                ),
-                pages,
-                plan,
-            )
-            for path in files
-            if path.name not in imported
-        ]
+        new = decisions_from_files(warehouse, site, [path for path in files if path.name not in imported])
     names = [path.name for path in files]
     empty = empty_frame("graph.link_decisions")
     kept = stored.filter(pl.col("source_file").is_in(names))

@@ -13,7 +13,6 @@ from interlink_pipeline.core.graph.link_plan import PlanHistory, SitePlan, keep_
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, SUMMARY_ROWS, comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.warehouse.site_tables import standing_decisions
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
@@ -113,7 +112,7 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int, links_
 def _adoption(result: SitePlan, history: PlanHistory) -> dict:
     """Editors' decisions and the links seen live: counts the Plots tab charts run after run, acceptance by
     reason, and the accepted links no crawl has shown live yet."""
-    standing = standing_decisions(history.decisions)
+    standing = history.decisions
     by_reason = adoption_by_reason(result.plan, standing, result.live)
     total = by_reason.row(by_reason.height - 1, named=True)
     waiting = accepted_not_live(standing, result.live, result.plan)
