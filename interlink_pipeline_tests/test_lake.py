@@ -11,11 +11,13 @@ import duckdb
 import polars as pl
 import pytest
 
+from benchmarks.red_team_sql import REFUSALS
 from interlink_pipeline.core.environment import FAULT_ENV
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse import lake as lakes
+from interlink_pipeline.core.warehouse.analyst_shell import shell_command
 from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.core.warehouse.store import query, read_site, replace_site_rows
 from interlink_pipeline.sample import SAMPLE_HOST
@@ -157,17 +159,27 @@ def test_time_travel_reads_an_earlier_run(lake):
     assert (now, then) == (3, sample_frames(site)["staging.pages"].height)
 
 
-def test_the_duckdb_shell_reads_the_lake_read_only(lake):
+def test_the_analysts_shell_reads_the_lake_and_nothing_else(lake, tmp_path):
     replace_site_rows(lake, SITES[2], sample_frames(SITES[2]))
-    shell = [
-        str(PROJECT_ROOT / ".venv/bin/duckdb") if (PROJECT_ROOT / ".venv/bin/duckdb").exists() else "duckdb"
-    ]
-    sql = "SELECT count(*) FROM staging.pages; INSERT INTO staging.pages SELECT * FROM staging.pages;"
-    done = subprocess.run(
-        [*shell, "-csv", "-cmd", lakes.analyst_commands(lake), "-c", sql], capture_output=True, text=True
-    )
-    assert done.stdout.splitlines()[1] == str(sample_frames("x")["staging.pages"].height)
-    assert "read-only mode" in done.stderr
+    shell = shell_command(lake, tmp_path / "no-snapshot.duckdb", output="csv")
+    outside = tmp_path / "outside"  # beside the lake's data folder
+    outside.mkdir()
+
+    def typed(sql: str) -> subprocess.CompletedProcess:
+        return subprocess.run(shell, input=sql + "\n", capture_output=True, text=True)
+
+    # the tables' data (Parquet in the lake's data folder) is read; the catalog is read-only
+    done = typed("SELECT count(*) AS pages, count(DISTINCT title) > 0 AS read FROM staging.pages;")
+    assert done.stdout.splitlines()[1:] == [f"{sample_frames('x')['staging.pages'].height},true"], done.stderr
+    assert "read-only mode" in typed("INSERT INTO staging.pages SELECT * FROM staging.pages;").stderr
+    # safe mode: no file outside the data folder, no other database, no command, no setting changed back
+    for attack in ("SELECT * FROM read_csv('/etc/passwd');", f"ATTACH '{outside}/w.duckdb' AS w;",
+                   f"COPY (SELECT 1) TO '{outside}/leak.csv';", f".shell touch {outside}/pwned",
+                   "SET allowed_directories = ['/'];"):  # fmt: skip
+        refused = typed(attack)
+        said = refused.stderr
+        assert refused.returncode != 0 and any(r in said for r in REFUSALS), (attack, said)
+    assert not list(outside.iterdir())
 
 
 def test_lake_settings_are_checked(lake, monkeypatch):

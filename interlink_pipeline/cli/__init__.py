@@ -30,7 +30,7 @@ EXAMPLES = {
     "generate-site": "interlink generate-site --pages 5000 --host www.shop.example --out data/shop",
     "sites": "interlink sites",
     "status": "interlink status --site www.example.com",
-    "sql": "interlink sql   (then: SELECT * FROM marts.site_health;)",
+    "sql": "interlink sql --csv \"SELECT * FROM marts.site_health\" > site_health.csv",
 }
 DECISIONS_SUMMARY = "import an editor's decisions (accept, reject) about planned links"
 DECISIONS_DESCRIPTION = (
@@ -38,6 +38,13 @@ DECISIONS_DESCRIPTION = (
     "decision; a note column is kept), check it against the site's pages, keep it in the site's decisions/ "
     "folder and write graph.link_decisions. A file with an unknown URL or decision word, a link decided both "
     "ways, another site's URLs or formulas in its cells is refused whole."
+)
+SQL_SUMMARY = "a read-only DuckDB shell on the analysts' snapshot (.quit leaves), or one query's result"
+SQL_DESCRIPTION = (
+    "Open the duckdb shell on the analysts' snapshot (or the lake, read-only) in DuckDB's safe mode: every "
+    "table can be queried; nothing can be written, no other file read and no command run (.shell, COPY … "
+    "TO, read_csv, ATTACH and INSTALL are refused). Given a query, print its result and leave: redirect it "
+    "to keep it."
 )
 
 
@@ -147,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     command("sites", "list registered sites and their table row counts")
     status = command("status", "a site's last run, its figures and where its files are")
     status.add_argument("--site", required=True, help="a registered site")
-    command("sql", "open a DuckDB shell on the analysts' snapshot (read-only; .quit leaves)")
+    _sql_command(command("sql", SQL_SUMMARY, SQL_DESCRIPTION))
     return parser
 
 
@@ -156,6 +163,17 @@ def _decisions_command(decisions: argparse.ArgumentParser) -> None:
     imported = action.add_parser("import", help="import one decisions file (CSV or XLSX)")
     imported.add_argument("file", type=Path, help="the edited link_plan CSV or interlink_plan.xlsx")
     imported.add_argument("--site", required=True, help="a materialised site")
+
+
+def _sql_command(sql: argparse.ArgumentParser) -> None:
+    from interlink_pipeline.core.warehouse.analyst_shell import OUTPUT_MODES
+
+    sql.add_argument("query", nargs="?", help="run this query, print its result and leave")
+    modes = sql.add_mutually_exclusive_group()
+    for mode in OUTPUT_MODES:
+        modes.add_argument(
+            f"--{mode}", dest="output", action="store_const", const=mode, help=f"print results as {mode}"
+        )
 
 
 def _settings_options(command: argparse.ArgumentParser) -> None:

@@ -296,23 +296,14 @@ def _registered_crawl(site: str) -> str | None:
 
 
 def sql(args: argparse.Namespace) -> int:
-    """A DuckDB shell on the analysts' snapshot, or read-only on a lake: the pipeline's runs never wait for
-    it, nor it for them."""
-    import shutil
+    """A DuckDB shell on the analysts' snapshot, or read-only on a lake, in DuckDB's safe mode: it reads the
+    tables and writes nothing anywhere; the pipeline's runs never wait for it, nor it for them. With a
+    query, the query's result and nothing else (`--csv "SELECT …" > file.csv`)."""
     import subprocess
 
-    from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.warehouse import lake
+    from interlink_pipeline.core.warehouse.analyst_shell import shell_command
+    from interlink_pipeline.core.warehouse.database import default_warehouse
+    from interlink_pipeline.core.warehouse.snapshot import snapshot_path
 
-    shell = Path(sys.executable).with_name("duckdb")
-    found = str(shell) if shell.exists() else shutil.which("duckdb")
-    if found is None:
-        raise InputError("the duckdb shell is not installed: make install (it pins duckdb-cli).")
-    warehouse = warehouse_resource()
-    if lake.is_lake(warehouse.path):
-        lake.install_extensions()
-        return subprocess.call([found, "-cmd", lake.analyst_commands(warehouse.path)])
-    snapshot = warehouse.analyst_snapshot()
-    if not snapshot.exists():
-        raise InputError(f"no snapshot yet at {snapshot}: materialise a site first (interlink demo).")
-    return subprocess.call([found, "-readonly", str(snapshot)])
+    warehouse = default_warehouse()
+    return subprocess.call(shell_command(warehouse, snapshot_path(warehouse), args.query, args.output))

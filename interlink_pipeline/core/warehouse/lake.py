@@ -177,9 +177,20 @@ def describe(location: str | Path) -> str:
 
 
 def analyst_commands(location: str | Path) -> str:
-    """The duckdb shell's commands that open the lake read-only: every table as of its last commit. A
-    password comes from PGPASSWORD or ~/.pgpass, never the command line."""
-    return f"ATTACH {_literal(describe(location))} AS {ALIAS} (READ_ONLY); USE {ALIAS};"
+    """The duckdb shell's commands that open the lake read-only, run before its safe mode locks it: the
+    extensions loaded, file reads allowed in the lake's data folder alone (as its catalog records it), the
+    lake attached read-only (every table as of its last commit). A password comes from PGPASSWORD or
+    ~/.pgpass, never the command line."""
+    with duckdb.connect() as con:
+        attach(con, location, read_only=True)
+        (recorded,) = con.execute(
+            f"SELECT value FROM __ducklake_metadata_{ALIAS}.ducklake_metadata WHERE key = 'data_path'"
+        ).fetchone()
+    loads = "".join(f"LOAD {name}; " for name in EXTENSIONS)
+    return (
+        f"{loads}SET allowed_directories = [{_literal(recorded)}]; "
+        f"ATTACH {_literal(describe(location))} AS {ALIAS} (READ_ONLY); USE {ALIAS};"
+    )
 
 
 _PASSWORD = re.compile(r"password=\S+?(?=[\s\"']|$)")

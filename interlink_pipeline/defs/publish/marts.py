@@ -44,6 +44,8 @@ from interlink_pipeline.defs.writes import readable, user_errors
 DBT_DIR = Path(__file__).resolve().parents[3] / "dbt"
 # dbt from this interpreter's environment (the venv need not be activated), else from PATH
 _venv_dbt = Path(sys.executable).with_name("dbt")
+# how analysts query what a run wrote: read-only, in DuckDB's safe mode (core/warehouse/analyst_shell.py)
+QUERY_IT = '`interlink sql`, or one query: `interlink sql --csv "SELECT …" > result.csv`'
 DBT_EXECUTABLE = str(_venv_dbt) if _venv_dbt.exists() else (shutil.which("dbt") or "dbt")
 
 
@@ -182,8 +184,10 @@ def analyst_snapshot(context: AssetExecutionContext, warehouse: Warehouse) -> Ma
             return MaterializeResult(
                 metadata={
                     "lake_snapshot": version,
-                    "query_it": MetadataValue.md(f'`duckdb -cmd "{attach}"`'),
-                    "as_of_this_run": MetadataValue.md(f'`duckdb -cmd "{as_of}"`'),
+                    "query_it": MetadataValue.md(QUERY_IT),
+                    "as_of_this_run": MetadataValue.md(
+                        f'`duckdb -no-init -cmd "{as_of}" -cmd ".safe_mode on"`'
+                    ),
                 }
             )
         path = warehouse.analyst_snapshot().resolve()
@@ -196,7 +200,7 @@ def analyst_snapshot(context: AssetExecutionContext, warehouse: Warehouse) -> Ma
                 "path": MetadataValue.path(str(path)),
                 "size_mb": staged.stat().st_size / 2**20,
                 "tables": MetadataValue.json(copied),
-                "query_it": MetadataValue.md(f"`duckdb -readonly {path}`"),
+                "query_it": MetadataValue.md(QUERY_IT),
                 "seconds": time.monotonic() - started,
             }
         )
