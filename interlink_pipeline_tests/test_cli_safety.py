@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import signal
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+import psutil
 import pytest
 
 from interlink_pipeline.core.errors import InputError
@@ -630,3 +632,51 @@ def test_a_backtest_hiding_no_link_is_refused_and_status_says_which_crawl_its_fi
     status = call_cli(env, "status", "--site", SAMPLE_HOST)
     assert f"note: these figures are of crawl {planned}; the crawl registered now (" in status.stdout
     assert f"has no plan yet: interlink materialize --site {SAMPLE_HOST}" in status.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("kind", ["an empty folder", "PostgreSQL"])
+def test_a_killed_run_never_holds_its_site_whatever_the_dagster_home(
+    kind, cli_env, tmp_path, crawls, request
+):
+    home = tmp_path / "own-home"
+    home.mkdir()
+    if kind == "PostgreSQL":
+        port, database = request.getfixturevalue("postgres_port"), request.getfixturevalue("new_database")
+        url = f"postgresql+psycopg2://postgres@127.0.0.1:{port}/{database('dagster')}"
+        (home / "dagster.yaml").write_text(f"storage:\n  postgres:\n    postgres_url: {url}\n")
+    env = {**cli_env, "DAGSTER_HOME": str(home)}
+    light = crawls / "lightchiropractic"
+    assert call_cli(env, "register", str(light / "internal_all.csv")).returncode == 0
+    killed = _materialize_in_background(env, tmp_path / "killed.log")
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        started = [dg.DagsterRunStatus.STARTED]
+        _wait_while_running(
+            killed, tmp_path / "killed.log", lambda: instance.get_run_records(dg.RunsFilter(statuses=started))
+        )
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        [dead] = instance.get_runs()
+        assert dead.status == dg.DagsterRunStatus.STARTED  # as the killed process left it
+        status = call_cli(env, "status", "--site", LIGHT)
+        assert instance.get_run_by_id(dead.run_id).status == dg.DagsterRunStatus.FAILURE
+    said = f"run {dead.run_id} had stopped: its process (pid {killed.pid}) is gone: it was killed or crashed"
+    assert status.returncode == 0 and said in status.stderr
+    assert f"last run: {dead.run_id} FAILURE" in status.stdout
+    # the next command that needs the site goes ahead (here it says what it needs: pages)
+    decisions = tmp_path / "decisions.csv"
+    decisions.write_text("source_url,target_url,decision\n")
+    after = call_cli(env, "decisions", "import", str(decisions), "--site", LIGHT)
+    assert after.returncode == 2 and "already in progress" not in after.stderr, after.stderr
+    assert f"{LIGHT} has no pages yet: materialise it first" in after.stderr
+
+
+def test_a_run_whose_process_id_was_reused_is_dead():
+    from interlink_pipeline.cli.runs import HOST_TAG, PID_TAG, PROCESS_STARTED_TAG, _process_gone
+
+    here = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    now = psutil.Process().create_time()
+    assert not _process_gone({**here, PROCESS_STARTED_TAG: f"{now:.2f}"})
+    assert _process_gone({**here, PROCESS_STARTED_TAG: f"{now - 3600:.2f}"})  # another process, same id
+    assert not _process_gone({**here, HOST_TAG: "another-machine", PROCESS_STARTED_TAG: "0"})
+    assert not _process_gone({})  # a run of the UI or the daemon: their run monitoring's

@@ -1,9 +1,13 @@
 """Editors' decisions about planned links: link ids, decisions files in (the CLI, the link_decisions step),
 and what a refused file leaves (nothing)."""
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import openpyxl
 import polars as pl
@@ -12,7 +16,16 @@ import pytest
 from interlink_pipeline.core.graph.decisions import link_ids
 from interlink_pipeline.core.publish.warehouse_reads import spreadsheet_tables
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.helpers import SAMPLE_DIR, call_cli, failure_message, opened, run_cli, run_site
+from interlink_pipeline_tests.helpers import (
+    PROJECT_ROOT,
+    SAMPLE_DIR,
+    call_cli,
+    failure_message,
+    materialization_metadata,
+    opened,
+    run_cli,
+    run_site,
+)
 from interlink_pipeline_tests.site_runs import instance_at
 
 
@@ -188,34 +201,71 @@ def test_a_bad_decisions_file_is_refused_whole_and_nothing_is_kept(sample_cli, t
     assert _decisions(sample).is_empty() and not (sample.inbox / SAMPLE_HOST / "decisions").exists()
 
 
-def test_the_step_reads_each_new_file_once_and_refuses_a_bad_one_whole(sample_cli, tmp_path):
-    """Files dropped into decisions/ by hand: the step imports a new good one, keeps what it imported when
-    it runs again, and fails on a bad one with its message, writing nothing; removing a file removes its
-    decisions."""
+def test_the_step_reads_each_content_once_and_a_refused_entry_changes_nothing(sample_cli, tmp_path):
+    """Files dropped into decisions/ by hand: a new good file is read, and not again while its content
+    stands; a bad file, a symbolic link to /etc/passwd, a folder, a pipe, a hidden file and a lock file are
+    each named with why and change nothing (the step succeeds, its check warns, no content is echoed); an
+    edited file is read again, its earlier version kept as history; a copy of a file is read once; removing
+    files withdraws their decisions."""
     _, sample = sample_cli
     folder = sample.inbox / SAMPLE_HOST / "decisions"
     folder.mkdir()
     _plan_csv(sample, folder / "week1.csv", ["accept", "reject", None])
 
-    def step():
+    def step() -> tuple[dict, list[str]]:
         with instance_at(tmp_path / "home") as instance:
-            return run_site(sample.warehouse, sample.inbox, instance, SAMPLE_HOST, steps=["link_decisions"])
+            result = run_site(sample.warehouse, sample.inbox, instance, SAMPLE_HOST, steps=["link_decisions"])
+        assert result.success, failure_message(result)
+        warned = [
+            str(e.event_specific_data.metadata.get("refused", ""))
+            for e in result.all_events
+            if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.event_specific_data.passed
+        ]
+        assert "root:" not in "\n".join(str(e) for e in result.all_events)  # no line of /etc/passwd
+        return materialization_metadata(result, "link_decisions"), warned
 
-    assert step().success
+    metadata, warned = step()
     first = _decisions(sample)
     assert first["decision"].to_list() == ["accept", "reject"] and set(first["source_file"]) == {"week1.csv"}
-    assert step().success and _decisions(sample).equals(first)  # read once: kept as imported
-    _plan_csv(sample, tmp_path / "bad.csv", ["accept", "perhaps"])
-    shutil.copyfile(tmp_path / "bad.csv", folder / "week2.csv")
-    failed = step()
-    assert not failed.success
-    assert "week2.csv: a decision is accept or reject (or blank for none), not row 2: 'perhaps'." in (
-        failure_message(failed)
-    )
-    assert _decisions(sample).equals(first)
-    (folder / "week2.csv").unlink()
-    (folder / "week1.csv").unlink()
-    assert step().success and _decisions(sample).is_empty()
+    assert metadata["files_read_now"] == ["week1.csv"] and not warned
+    metadata, _ = step()
+    assert metadata["files_unchanged"] == 1 and _decisions(sample).equals(first)  # read once per content
+
+    _plan_csv(sample, folder / "week2.csv", ["accept", "perhaps"])
+    (folder / "evil.csv").symlink_to("/etc/passwd")
+    (folder / "old.csv").mkdir()
+    os.mkfifo(folder / "pipe.csv")
+    shutil.copyfile(folder / "week1.csv", folder / ".hidden.csv")
+    shutil.copyfile(folder / "week1.csv", folder / "~$week1.xlsx")
+    metadata, warned = step()
+    assert metadata["files_refused"] == [
+        ".hidden.csv: a hidden file (its name starts with a dot), not read",
+        "evil.csv: a symbolic link, not read: the folder reads only files put in it (copy the file in, or "
+        "use interlink decisions import)",
+        "old.csv: a folder, not read: put decisions files in decisions/ itself",
+        "pipe.csv: not a regular file (a device, pipe or socket), not read",
+        "~$week1.xlsx: a spreadsheet's lock file (the workbook is open in Excel), not read",
+        "week2.csv: a decision is accept or reject (or blank for none), not row 2: 'perhaps'.",
+    ]
+    assert len(metadata["files_refused"]) == 6 and "week2.csv: a decision is" in metadata["warning"]
+    assert warned and _decisions(sample).equals(first)  # nothing changed
+
+    for entry in ("week2.csv", "evil.csv", "pipe.csv", ".hidden.csv", "~$week1.xlsx"):
+        (folder / entry).unlink()
+    (folder / "old.csv").rmdir()
+    # the editor changes their mind in the file itself: reject -> accept
+    _plan_csv(sample, folder / "week1.csv", ["accept", "accept", None])
+    shutil.copyfile(folder / "week1.csv", folder / "week1 (copy).csv")
+    metadata, warned = step()
+    assert metadata["files_read_now"] == ["week1.csv"] and not warned
+    assert metadata["files_repeated"] == ["week1 (copy).csv: the same content as week1.csv, read once"]
+    history = _decisions(sample)
+    assert history.height == 4 and history["superseded_at"].null_count() == 2  # the first version kept
+    standing = history.filter(pl.col("superseded_at").is_null())
+    assert standing["decision"].to_list() == ["accept", "accept"] and metadata["accepted"] == 2
+    for entry in folder.iterdir():
+        entry.unlink()
+    assert step()[0]["files_gone"] == 1 and _decisions(sample).is_empty()
 
 
 AFTER_DECISIONS = ["link_plan", "marts", "spreadsheet_exports", "html_report", "published_files"]
@@ -337,3 +387,67 @@ def test_the_plan_keeps_accepted_links_refuses_rejected_ones_and_a_recrawl_finds
     assert "· 10 live on the site · 10 accepted, not live yet" in figures and waiting == 10
     assert "accepted_to_date" in weeks and "live_to_date" in weeks
     assert "now: live, from the plan" in drilled
+
+
+# Another `interlink` process holding a site, as a run of it does, until the test kills it.
+HOLDER = """
+import sys, time
+from interlink_pipeline.cli.runs import locked_site
+with locked_site(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_an_import_refused_while_the_site_runs_leaves_nothing_and_the_same_content_is_imported_once(
+    sample_cli, tmp_path
+):
+    env, sample = sample_cli
+    reviewed = tmp_path / "reviewed.csv"
+    _plan_csv(sample, reviewed, ["accept", "reject"])
+    folder = sample.inbox / SAMPLE_HOST / "decisions"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, SAMPLE_HOST],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=PROJECT_ROOT,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        during_cli_run = call_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert during_cli_run.returncode == 2, during_cli_run.stderr
+    assert during_cli_run.stderr == (
+        f"error: a run of {SAMPLE_HOST} is already in progress (interlink, process {holder.pid}); wait "
+        "for it to finish, then run again.\n"
+    )
+    # a run the UI or the daemon started, still going
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        running = dg.DagsterRun(
+            job_name="site_pipeline",
+            status=dg.DagsterRunStatus.STARTED,
+            tags={"dagster/partition": SAMPLE_HOST},
+        )
+        instance.add_run(running)
+        during_ui_run = call_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
+        instance.delete_run(running.run_id)
+    assert during_ui_run.returncode == 2
+    assert f"already in progress (run {running.run_id}, in the UI or the daemon)" in during_ui_run.stderr
+    assert not folder.exists() and _decisions(sample).is_empty()  # refused: nothing kept, nothing read
+
+    done = run_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
+    assert done.returncode == 0, done.stderr
+    [kept] = folder.iterdir()
+    again = call_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
+    assert again.returncode == 0, again.stderr
+    assert (
+        again.stdout
+        == f"reviewed.csv: already imported for {SAMPLE_HOST} (as {kept.name}); nothing changed.\n"
+    )
+    assert list(folder.iterdir()) == [kept] and _decisions(sample)["decision"].to_list() == [
+        "accept",
+        "reject",
+    ]

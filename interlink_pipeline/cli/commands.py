@@ -8,7 +8,16 @@ import time
 from pathlib import Path
 
 from interlink_pipeline.cli.run_config import run_config
-from interlink_pipeline.cli.runs import add_site, dagster_instance, registered, run_site, warehouse_resource
+from interlink_pipeline.cli.runs import (
+    add_site,
+    dagster_instance,
+    execute,
+    locked_site,
+    registered,
+    release_dead_runs,
+    run_site,
+    warehouse_resource,
+)
 
 
 def _register_files(
@@ -105,34 +114,52 @@ def backtest(args: argparse.Namespace) -> int:
 
 def decisions(args: argparse.Namespace) -> int:
     """Check an editor's decisions file against the site's pages, keep it in the site's decisions/ folder
-    and run link_decisions for the site; a file refused is not kept."""
+    and run link_decisions for the site, all while the site is held: a file refused, or an import refused
+    because the site is running, leaves nothing behind; the same content again changes nothing."""
     from datetime import UTC, datetime
 
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.graph.decisions import decision_rows, read_decisions
-    from interlink_pipeline.core.ingest.inbox import default_inbox, place_decisions
+    from interlink_pipeline.core.ingest.inbox import decision_files, default_inbox, place_decisions
+    from interlink_pipeline.core.ingest.tabular_files import file_digest
+    from interlink_pipeline.core.publish.exports import XLSX_MAX_CELL_CHARS
     from interlink_pipeline.defs.ingest.inbox_sensor import decisions_run_key
 
     site = registered(args.site)
-    pages = warehouse_resource().read_site("staging.pages", site, ["page_id"])["page_id"]
-    if pages.is_empty():
-        raise InputError(
-            f"{site} has no pages yet: materialise it first (interlink materialize --site {site})."
-        )
-    now = datetime.now(UTC).replace(tzinfo=None)
-    rows = decision_rows(site, read_decisions(args.file, site), pages, args.file.name, now)
-    placed = place_decisions(default_inbox(), site, args.file)
-    code = run_site(site, ["link_decisions"], run_key=decisions_run_key(default_inbox(), site))
-    if code != 0:
-        placed.unlink(missing_ok=True)
-        return code
+    with locked_site(site) as instance:
+        pages = warehouse_resource().read_site("staging.pages", site, ["page_id"])["page_id"]
+        if pages.is_empty():
+            raise InputError(
+                f"{site} has no pages yet: materialise it first (interlink materialize --site {site})."
+            )
+        now = datetime.now(UTC).replace(tzinfo=None)
+        rows = decision_rows(site, read_decisions(args.file, site), pages, args.file.name, now)
+        digest = file_digest(args.file)
+        same = [path for path in decision_files(default_inbox(), site).files if file_digest(path) == digest]
+        if same:
+            print(f"{args.file.name}: already imported for {site} (as {same[0].name}); nothing changed.")
+            return 0
+        placed = place_decisions(default_inbox(), site, args.file)
+        code = execute(instance, site, ["link_decisions"], run_key=decisions_run_key(default_inbox(), site))
+        if code != 0:
+            placed.unlink(missing_ok=True)
+            return code
     said = rows["decision"].value_counts()
     counts = dict(zip(said["decision"], said["count"], strict=True))
     print(
         f"{args.file.name}: {counts.get('accept', 0):,} accepted and {counts.get('reject', 0):,} rejected "
-        f"links imported for {site} (kept as {placed}); the site's next plan keeps the accepted links and "
-        f"leaves the rejected ones out, and its ranker learns from both: interlink materialize --site {site}"
+        f"links imported for {site} (kept as {placed}); the site's next plan keeps every accepted link (past "
+        f"a page's link budget if need be) and leaves the rejected ones out, and its ranker learns from "
+        f"both: interlink materialize --site {site}"
     )
+    long_notes = rows.filter(rows["note"].str.len_chars() > XLSX_MAX_CELL_CHARS)["row_number"]
+    if long_notes.len():
+        print(
+            f"warning: {args.file.name}: {long_notes.len():,} note(s) are longer than a workbook cell holds "
+            f"({XLSX_MAX_CELL_CHARS:,} characters; rows {', '.join(map(str, long_notes.head(5)))}): kept "
+            "whole in the warehouse and the CSV files, cut in interlink_plan.xlsx.",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -191,7 +218,9 @@ def status(args: argparse.Namespace) -> int:
     from interlink_pipeline.core.warehouse.lake import is_lake
 
     site = registered(args.site)
-    records = dagster_instance().get_run_records(RunsFilter(tags={"dagster/partition": site}), limit=1)
+    instance = dagster_instance()
+    release_dead_runs(instance, site)  # a killed run shows as failed, not as running for ever
+    records = instance.get_run_records(RunsFilter(tags={"dagster/partition": site}), limit=1)
     if records:
         record, run = records[0], records[0].dagster_run
         began = datetime.fromtimestamp(record.start_time or record.create_timestamp.timestamp(), UTC)
@@ -211,7 +240,7 @@ def status(args: argparse.Namespace) -> int:
     if not is_lake(warehouse.path):  # analysts read a lake itself
         files = {"snapshot": warehouse.analyst_snapshot(), **files}
     for name, path in files.items():
-        print(f"{name + ':':<11}{path.resolve()}{'' if path.exists() else ' (not written yet)'}")
+        print(f"{name + ':':<11}{path.absolute()}{'' if path.exists() else ' (not written yet)'}")
     return 0
 
 

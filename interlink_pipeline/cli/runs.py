@@ -18,8 +18,10 @@ from typing import TextIO
 from interlink_pipeline.core.environment import environment, use_dagster_home
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# a CLI run's process, so the next one can tell a run still working from one that was killed
-PID_TAG, HOST_TAG = "interlink/pid", "interlink/host"
+# a CLI run's process (its id, machine and start time), so the next command can tell a run still working
+# from one that was killed, even once the id is reused
+PID_TAG, HOST_TAG, PROCESS_STARTED_TAG = "interlink/pid", "interlink/host", "interlink/process_started"
+IN_PROGRESS = ("STARTING", "STARTED", "CANCELING")  # DagsterRunStatus values of a run not finished
 PROGRESS_MESSAGE_CHARS = 60  # the running step's latest message, as much as the bar shows of it
 
 
@@ -91,21 +93,36 @@ def run_site(
 ) -> int:
     """Materialise the site's pipeline (or just `steps`) in process and print what was written; one run
     of a site at a time. `run_key`: the inbox files a run of some steps read (a whole run's is known)."""
+    with locked_site(site) as instance:
+        return execute(instance, site, steps, run_config, run_key)
+
+
+@contextmanager
+def locked_site(site: str) -> Iterator:
+    """The Dagster instance, with `site` held by this process until the block ends (its dead runs marked
+    failed first): a command that changes what a run reads (a decisions file) does so under the lock, so a
+    refusal leaves nothing behind."""
     instance = dagster_instance()
-    _release_dead_runs(instance)
+    release_dead_runs(instance)
     with _site_lock(instance, site):
-        return _execute(instance, site, steps, run_config, run_key)
+        yield instance
 
 
-def _execute(
-    instance, site: str, steps: list[str] | None, run_config: dict | None, run_key: str | None = None
+def execute(
+    instance,
+    site: str,
+    steps: list[str] | None = None,
+    run_config: dict | None = None,
+    run_key: str | None = None,
 ) -> int:
+    """A run of the site's pipeline (or `steps`) in process, followed step by step; the caller holds the
+    site (locked_site)."""
     from interlink_pipeline.core.ingest.inbox import default_inbox
     from interlink_pipeline.definitions import defs
     from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
     from interlink_pipeline.defs.jobs import step_keys
 
-    tags = {"interlink/trigger": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    tags = {"interlink/trigger": "cli", **_process_tags()}
     key = inbox_run_key(default_inbox(), site) if steps is None else run_key
     started = time.monotonic()
     job = defs.resolve_job_def("site_pipeline")
@@ -243,13 +260,18 @@ def _site_lock(instance, site: str) -> Iterator[None]:
             "again."
         ) from None
     with held:
-        in_progress = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+        in_progress = [DagsterRunStatus(status) for status in IN_PROGRESS]
         for record in instance.get_run_records(
             RunsFilter(tags={"dagster/partition": site}, statuses=in_progress), limit=1
         ):
+            run = record.dagster_run
+            where = (
+                f"interlink, process {run.tags[PID_TAG]} on {run.tags.get(HOST_TAG, '?')}"
+                if PID_TAG in run.tags
+                else "in the UI or the daemon"
+            )
             raise InputError(
-                f"{busy} (run {record.dagster_run.run_id}, in the UI or the daemon); wait for it to finish, "
-                "or cancel it there."
+                f"{busy} (run {run.run_id}, {where}); wait for it to finish, or cancel it there."
             )
         yield
 
@@ -260,28 +282,67 @@ def _write_pid(fd: int) -> None:
     os.write(fd, str(os.getpid()).encode())
 
 
-def _release_dead_runs(instance) -> None:
-    """Free the writer-pool slots that no live run holds: those of finished runs, and those of a CLI run on
-    this machine whose process is gone (SIGKILL, the OOM killer, a crash), which is marked failed and
-    recorded. A slot a live run holds is named, so a waiting user knows what the wait is for."""
-    from interlink_pipeline.core.files import process_alive
+def _process_tags() -> dict[str, str]:
+    """This process, as a CLI run's tags name it."""
+    import psutil
+
+    started = psutil.Process().create_time()
+    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), PROCESS_STARTED_TAG: f"{started:.2f}"}
+
+
+def _process_gone(tags: dict[str, str]) -> bool:
+    """Whether the CLI run these tags name ran on this machine and its process is gone: no process of that
+    id, or one started at another time (the id was reused). A run of another machine, or not of the CLI, is
+    never judged here (the daemon's run monitoring watches those)."""
+    import psutil
+
+    if PID_TAG not in tags or tags.get(HOST_TAG) != socket.gethostname():
+        return False
+    try:
+        started = psutil.Process(int(tags[PID_TAG])).create_time()
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:  # another user's process: it is there
+        return False
+    recorded = tags.get(PROCESS_STARTED_TAG)
+    return recorded is not None and abs(started - float(recorded)) > 1
+
+
+def release_dead_runs(instance, site: str | None = None) -> None:
+    """Mark failed the CLI runs (of `site`, or of any) whose process on this machine is gone — SIGKILL, the
+    OOM killer, a crash, a reboot —, record each in ops.run_failures and free the writer-pool slots they
+    held; free those of finished runs too. Whatever the Dagster home holds: a pool or none, SQLite or
+    PostgreSQL. A slot a live run holds is named, so a waiting user knows what the wait is for."""
+    from dagster import DagsterRunStatus, RunsFilter
+
     from interlink_pipeline.defs.publish.alerts import failure_payload
     from interlink_pipeline.defs.tables import WRITER_POOL
 
     storage = instance.event_log_storage
-    for run_id in sorted(storage.get_concurrency_run_ids()):
+    holding = set(storage.get_concurrency_run_ids())
+    unfinished = RunsFilter(
+        tags={"dagster/partition": site} if site else {},
+        statuses=[DagsterRunStatus(status) for status in IN_PROGRESS],
+    )
+    runs = {run.run_id: run for run in instance.get_runs(unfinished)}
+    for run_id in sorted(holding - set(runs)):
         run = instance.get_run_by_id(run_id)
-        if run is not None and not run.is_finished:
-            pid, host = run.tags.get(PID_TAG), run.tags.get(HOST_TAG)
-            if pid is None or host != socket.gethostname() or process_alive(int(pid)):
-                site = run.tags.get("dagster/partition", "?")
-                print(f"waiting: run {run_id} ({site}) holds the {WRITER_POOL} pool", file=sys.stderr)
-                continue
-            message = f"its process (pid {pid}) is gone: it was killed or crashed before finishing"
+        if run is None or run.is_finished:  # a finished (or deleted) run's slots
+            storage.free_concurrency_slots_for_run(run_id)
+        else:
+            runs[run_id] = run
+    for run in runs.values():
+        if _process_gone(run.tags):
+            message = (
+                f"its process (pid {run.tags[PID_TAG]}) is gone: it was killed or crashed before finishing"
+            )
             instance.report_run_failed(run, message)
             _record_failure(failure_payload(run, [], message))
-            print(f"run {run_id} had stopped: {message}; marked failed, its slots freed", file=sys.stderr)
-        storage.free_concurrency_slots_for_run(run_id)
+            storage.free_concurrency_slots_for_run(run.run_id)
+            print(f"run {run.run_id} had stopped: {message}; marked failed, its slots freed", file=sys.stderr)
+        elif run.run_id in holding:
+            where = run.tags.get("dagster/partition", "?")
+            print(f"waiting: run {run.run_id} ({where}) holds the {WRITER_POOL} pool", file=sys.stderr)
 
 
 def _record_failure(payload: dict) -> str:

@@ -1,9 +1,13 @@
 {{ config(unique_key='site') }}
--- Each link an editor decided about: the decision that stands (the newest), how often it was decided, and
--- whether the plan still has it and a crawl has shown it live.
+-- Each link an editor decided about: the decision that stands (the newest in a decisions file's current
+-- version), how often it was decided (edited files' earlier versions included), and whether the plan still
+-- has it and a crawl has shown it live.
 with decided as (
     select *,
-           row_number() over (partition by site, link_id order by decided_at desc, source_file desc) as newest,
+           row_number() over (
+               partition by site, link_id
+               order by superseded_at is null desc, decided_at desc, source_file desc
+           ) as newest,
            count(*) over (partition by site, link_id) as times_decided,
            min(decided_at) over (partition by site, link_id) as first_decided_at
     from {{ ref('stg_link_decisions') }}
@@ -30,4 +34,4 @@ select
 from decided d
 left join {{ ref('stg_link_plan') }} p on p.site = d.site and p.link_id = d.link_id
 left join {{ ref('stg_live_links') }} l on l.site = d.site and l.link_id = d.link_id
-where d.newest = 1 and {{ site_filter('d.site') }}
+where d.newest = 1 and d.superseded_at is null and {{ site_filter('d.site') }}

@@ -9,6 +9,7 @@ the editor's spreadsheet last computed, not what the editor typed). A blank deci
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,17 +17,24 @@ import polars as pl
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.graph.decided_links import SKETCH_TEXT, with_decided_context
-from interlink_pipeline.core.ingest.crawl_columns import Field
+from interlink_pipeline.core.ingest.crawl_columns import Field, fold_header
 from interlink_pipeline.core.ingest.crawl_exports import MIN_SITE_SHARE, host_counts
+from interlink_pipeline.core.ingest.inbox import DecisionFolder
 from interlink_pipeline.core.ingest.tabular_files import (
     XLSX_SUFFIXES,
+    NoHeaderRow,
     NotUnicodeText,
+    TableFile,
     detect_encoding,
+    file_digest,
     mapped_positions,
     open_table,
     read_columns,
+    sheet_names,
 )
+from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.urls import stable_ids, url_parts
+from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.core.warehouse.site_tables import SiteTables
 from interlink_pipeline.core.warehouse.vocabularies import DECISIONS
 
@@ -43,6 +51,12 @@ DECISION_WORDS = {
     **{word: "reject" for word in ("reject", "rejected", "no", "n")},
 }
 SHOWN = 10  # rows named in an error, at most
+PLAN_SHEET = "link_plan"  # the plan's sheet in its workbook (core/publish/exports), which editors fill in
+FILL_IN = (
+    "a decisions file is the plan's link_plan.csv, or its workbook (sheet link_plan), with the decision "
+    "column filled in (accept, reject or blank) and its source_url and target_url columns kept."
+)
+NOT_DECISIONS = "no header row with the source_url, target_url and decision columns {where}: " + FILL_IN
 assert set(DECISION_WORDS.values()) == set(DECISIONS)
 
 
@@ -66,7 +80,7 @@ def read_decisions(path: Path, site: str) -> pl.DataFrame:
                 f"{path.name}: {exc.problem}: save it from the spreadsheet as CSV UTF-8 (or import the "
                 "workbook itself)."
             ) from None
-    table = open_table(path, DECISION_FIELDS[0])
+    table = _decisions_table(path)
     positions = mapped_positions(table, DECISION_FIELDS, None)
     rows = read_columns(table, positions).with_row_index("row_number", offset=1)
     rows = rows.with_columns(pl.col("row_number").cast(pl.Int64))
@@ -128,27 +142,106 @@ def decision_rows(
     )
 
 
-def decisions_from_files(tables: SiteTables, site: str, paths: list[Path]) -> list[pl.DataFrame]:
-    """graph.link_decisions rows of each new decisions file (its import time the file's), with what was
-    decided on (decided_links.with_decided_context); the pages' text is read only when there is a file."""
-    if not paths:
-        return []
-    pages = tables.read_site("staging.pages", site, ["page_id", *SKETCH_TEXT])
-    plan = tables.read_site("graph.link_plan", site, ["link_id", "reason"])
-    return [
-        with_decided_context(
-            decision_rows(
+@dataclass
+class FolderDecisions:
+    """graph.link_decisions after reading a site's decisions/ folder, and what the reading did."""
+
+    rows: pl.DataFrame  # every row kept (history included) and those read now
+    read: list[str] = field(default_factory=list)  # files read now: new, or edited since they were read
+    unchanged: int = 0  # files read before, the same content now
+    refused: list[str] = field(default_factory=list)  # "<name>: <why>": not read, or their content refused
+    repeated: list[str] = field(default_factory=list)  # files whose content another file has: read once
+    gone: int = 0  # files no longer in the folder: their decisions are withdrawn
+
+
+def folder_decisions(
+    tables: SiteTables, site: str, folder: DecisionFolder, stored: pl.DataFrame, now: datetime
+) -> FolderDecisions:
+    """Read what is new in a site's decisions folder against the rows `stored` (graph.link_decisions). A file
+    is known by its content: one read before with the same content is not read again; an edited one is read
+    again, its earlier version's rows kept as history (superseded_at: now) and its new rows standing; one
+    with another file's content is read once. A file refused (its content, or an entry the folder does not
+    read) changes nothing: its earlier version's rows stand. A file gone withdraws its rows."""
+    present = {path.name for path in folder.files} | {line.split(": ", 1)[0] for line in folder.refused}
+    rows = stored.filter(pl.col("source_file").is_in(list(present)))
+    current = rows.filter(pl.col("superseded_at").is_null())
+    versions = dict(current.select("source_file", "file_digest").unique("source_file").iter_rows())
+    result = FolderDecisions(rows, refused=list(folder.refused))
+    result.gone = stored["source_file"].n_unique() - rows["source_file"].n_unique()
+    context: tuple[pl.DataFrame, pl.DataFrame] | None = None  # the pages and the plan, read once if needed
+    seen: dict[str, str] = {}  # content digest -> the file first found with it
+    new: list[pl.DataFrame] = []
+    for path in folder.files:
+        digest = file_digest(path)
+        if digest in seen:
+            result.repeated.append(f"{path.name}: the same content as {seen[digest]}, read once")
+            continue
+        seen[digest] = path.name
+        if path.name in versions and versions[path.name] in (digest, None):
+            result.unchanged += 1
+            if versions[path.name] is None:  # read before versions were kept: this is that version
+                result.rows = _with_digest(result.rows, path.name, digest)
+            continue
+        if context is None:
+            context = (
+                tables.read_site("staging.pages", site, ["page_id", *SKETCH_TEXT]),
+                tables.read_site("graph.link_plan", site, ["link_id", "reason"]),
+            )
+        try:
+            decided = decision_rows(
                 site,
                 read_decisions(path, site),
-                pages["page_id"],
+                context[0]["page_id"],
                 path.name,
                 datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None),
-            ),
-            pages,
-            plan,
+            )
+        except InputError as exc:
+            standing = current.filter(pl.col("source_file") == path.name).height
+            kept = f"; its earlier version's {standing:,} decisions stand" if path.name in versions else ""
+            result.refused.append(f"{exc}{kept}")
+            continue
+        new.append(
+            with_decided_context(decided, *context).with_columns(
+                pl.lit(digest).alias("file_digest"),
+                pl.lit(None, dtype=pl.Datetime("us")).alias("superseded_at"),
+            )
         )
-        for path in paths
-    ]
+        result.read.append(path.name)
+        if path.name in versions:
+            result.rows = result.rows.with_columns(
+                pl.when((pl.col("source_file") == path.name) & pl.col("superseded_at").is_null())
+                .then(pl.lit(now, dtype=pl.Datetime("us")))
+                .otherwise(pl.col("superseded_at"))
+                .alias("superseded_at")
+            )
+    empty = empty_frame("graph.link_decisions")
+    result.rows = pl.concat(
+        [frame.select(empty.columns) for frame in (empty, result.rows.select(empty.columns), *new)],
+        how="vertical_relaxed",
+    )
+    return result
+
+
+DECISION_INVARIANTS = {
+    "link_decisions_files_read": "Every entry of the site's decisions/ folder was read as decisions: one "
+    "refused (not a regular file, or content that is not a decisions file) is named with why, and its "
+    "earlier version's decisions stand.",
+}
+
+
+def decision_invariants(read: FolderDecisions) -> list[Invariant]:
+    """DECISION_INVARIANTS on a reading of the folder: a refusal is a warning, never a failed run."""
+    figures = {"refused": read.refused[:SHOWN], "files_read_now": len(read.read)}
+    return [Invariant("link_decisions_files_read", not read.refused, figures, blocking=False)]
+
+
+def _with_digest(rows: pl.DataFrame, name: str, digest: str) -> pl.DataFrame:
+    return rows.with_columns(
+        pl.when(pl.col("source_file") == name)
+        .then(pl.lit(digest))
+        .otherwise(pl.col("file_digest"))
+        .alias("file_digest")
+    )
 
 
 def _refuse_unknown_pages(rows: pl.DataFrame, page_ids: pl.Series, site: str, source_file: str) -> None:
@@ -194,6 +287,30 @@ def _refuse_inconsistent(rows: pl.DataFrame, source_file: str) -> None:
                 lambda r: f"row {r['row_number']}: {r['decision']} {r['source_url']} -> {r['target_url']}",
             )
         )
+
+
+def _decisions_table(path: Path) -> TableFile:
+    """The file's table of decisions: in a workbook, its link_plan sheet (the plan's), else the first sheet
+    with the columns; refused in a decisions file's terms, showing none of the file's content."""
+    sheet = None
+    if path.suffix.lower() in XLSX_SUFFIXES:
+        names = sheet_names(path)
+        sheet = PLAN_SHEET if PLAN_SHEET in names else None
+    try:
+        table = open_table(path, DECISION_FIELDS[0], sheet=sheet)
+    except NoHeaderRow:
+        where = "on any sheet" if path.suffix.lower() in XLSX_SUFFIXES else "in its first rows"
+        raise InputError(f"{path.name}: {NOT_DECISIONS.format(where=where)}") from None
+    found = {fold_header(header) for header in table.headers}
+    missing = [
+        field.name
+        for field in DECISION_FIELDS
+        if field.required and not found & {fold_header(alias) for alias in field.aliases}
+    ]
+    if missing:
+        where = f"on sheet '{table.sheet}'" if table.sheet else "in its header row"
+        raise InputError(f"{path.name}: no {' or '.join(missing)} column {where}: {FILL_IN}")
+    return table
 
 
 def _refuse_formulas(path: Path) -> None:

@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -135,21 +136,71 @@ def scan_inbox(
     return InboxScan(drops, problems)
 
 
-def decision_files(root: str | Path, site: str, *, settled_before: float | None = None) -> list[Path]:
-    """The site's decisions files, oldest first (by modification time, then name)."""
+@dataclass(frozen=True)
+class DecisionFolder:
+    """A site's decisions/ folder as a run reads it."""
+
+    files: list[Path]  # the regular files to read, oldest first (by modification time, then name)
+    refused: list[str]  # everything else in it, one line each: "<name>: <why it is not read>"
+
+
+def decision_files(root: str | Path, site: str, *, settled_before: float | None = None) -> DecisionFolder:
+    """The site's decisions files: the regular files with a table's suffix in its decisions/ folder. The
+    folder reads only what was put in it: a symbolic link, a folder, a device or pipe, a hidden file, a
+    spreadsheet's lock file or another kind of file is named with why it is not read (a file being copied
+    in atomically, and one modified after `settled_before`, wait for the next scan)."""
     folder = site_folder(root, site) / DECISIONS
-    found = [
-        (path.stat().st_mtime, path.name, path)
-        for path in (folder.iterdir() if folder.is_dir() else [])
-        if path.is_file() and not path.name.startswith((".", "~$")) and path.suffix.lower() in EXPORT_SUFFIXES
-    ]
-    return [path for mtime, _, path in sorted(found) if settled_before is None or mtime <= settled_before]
+    if folder_problem(folder):
+        return DecisionFolder([], [folder_problem(folder)])
+    found: list[tuple[float, str, Path]] = []
+    refused: list[str] = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.name.startswith(".") and path.name.endswith(".partial"):
+            continue  # a copy being written (files.replaced_atomically)
+        info = os.lstat(path)
+        why = _not_read(path, info.st_mode)
+        if why:
+            refused.append(f"{path.name}: {why}")
+        elif settled_before is None or info.st_mtime <= settled_before:
+            found.append((info.st_mtime, path.name, path))
+    return DecisionFolder([path for _, _, path in sorted(found)], refused)
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why a site's decisions/ path cannot hold decisions files (None: it is a folder, or not there yet)."""
+    if folder.is_symlink():
+        return f"{folder} is a symbolic link: the decisions folder must be a folder in the drop folder"
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is a file, not a folder: move it aside (decisions files go in a folder so named)"
+    return None
+
+
+def _not_read(path: Path, mode: int) -> str | None:
+    """Why an entry of a decisions folder is not read (None: it is a decisions file)."""
+    if stat.S_ISLNK(mode):
+        return (
+            "a symbolic link, not read: the folder reads only files put in it (copy the file in, or use "
+            "interlink decisions import)"
+        )
+    if stat.S_ISDIR(mode):
+        return "a folder, not read: put decisions files in decisions/ itself"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a device, pipe or socket), not read"
+    if path.name.startswith("~$"):
+        return "a spreadsheet's lock file (the workbook is open in Excel), not read"
+    if path.name.startswith("."):
+        return "a hidden file (its name starts with a dot), not read"
+    if path.suffix.lower() not in EXPORT_SUFFIXES:
+        return f"not a {', '.join(sorted(EXPORT_SUFFIXES))} file, not read"
+    return None
 
 
 def place_decisions(root: str | Path, site: str, src: Path) -> Path:
     """A decisions file copied into the site's decisions/ folder (atomically), under a name that says when
     it was imported: files of the same name imported twice are both kept."""
     folder = site_folder(root, site) / DECISIONS
+    if folder_problem(folder):
+        raise InputError(f"{folder_problem(folder)}; nothing was imported.")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{datetime.now(UTC):%Y%m%d-%H%M%S-%f}-{src.name}"
     with replaced_atomically(target) as tmp:

@@ -145,6 +145,11 @@ class NotUnicodeText(InputError):
         self.problem = problem
 
 
+class NoHeaderRow(InputError):
+    """No header row names the probe column: the message shows the columns of the widest row near the top
+    (a crawl's user needs them to map theirs), which a reader of another kind of file may leave out."""
+
+
 def detect_encoding(path: Path) -> str:
     """UTF-8 (with or without BOM) or UTF-16 (BOM or NUL pattern); anything else is refused loudly."""
     with open(path, "rb") as fh:
@@ -219,7 +224,7 @@ def _open_csv(path: Path, probe_names: set[str], encoding: str | None) -> TableF
                 break
     if best is None:
         shown = ", ".join(f"'{h}'" for h in widest[:40]) or "(none)"
-        raise InputError(
+        raise NoHeaderRow(
             f"{path}: no header row with a URL column in the first {HEADER_SEARCH_ROWS} rows. Columns found: "
             f"{shown}. Accepted names: 'Address', 'URL' and their Spanish, French, German and Italian forms; "
             "or map yours with column_map={'url': '<your column>'}."
@@ -304,13 +309,23 @@ def _check_zip(path: Path) -> None:
         )
 
 
-def _open_xlsx(path: Path, probe_names: set[str], sheet: str | None) -> TableFile:
+def _workbook(path: Path):
+    """The workbook's reader (fastexcel), once its zip container is checked; refused when unreadable."""
     _check_zip(path)
     try:
-        reader = fastexcel.read_excel(str(path))
-        names = reader.sheet_names
+        return fastexcel.read_excel(str(path))
     except Exception as exc:  # fastexcel raises its own hierarchy for damaged workbooks
         raise InputError(f"{path}: not a readable XLSX workbook: {_first_line(exc)}") from None
+
+
+def sheet_names(path: Path) -> list[str]:
+    """A workbook's sheets, in their order."""
+    return _workbook(path).sheet_names
+
+
+def _open_xlsx(path: Path, probe_names: set[str], sheet: str | None) -> TableFile:
+    reader = _workbook(path)
+    names = reader.sheet_names
     if sheet is not None and sheet not in names:
         raise InputError(f"{path}: no sheet named '{sheet}'. Sheets: {', '.join(names)}.")
     widest: list[str] = []
@@ -328,7 +343,7 @@ def _open_xlsx(path: Path, probe_names: set[str], sheet: str | None) -> TableFil
             if any(fold_header(c) in probe_names for c in cells):
                 return TableFile(path, "xlsx", [c.strip() for c in cells], index, sheet=name)
     shown = ", ".join(f"'{h}'" for h in widest[:40]) or "(none)"
-    raise InputError(
+    raise NoHeaderRow(
         f"{path}: no sheet has a header row with a URL column (sheets: {', '.join(names)}). Columns found: "
         f"{shown}. Accepted names: 'Address', 'URL' and their translations; or map yours with "
         "column_map={'url': '<your column>'} and pick the sheet with sheet='<name>'."

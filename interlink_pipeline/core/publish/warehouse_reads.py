@@ -16,7 +16,7 @@ from interlink_pipeline.core.warehouse import store
 # each link's standing decision: the newest
 STANDING_SQL = """
 standing AS (
-    SELECT link_id, decision, note FROM graph.link_decisions WHERE site = $1
+    SELECT link_id, decision, note FROM graph.link_decisions WHERE site = $1 AND superseded_at IS NULL
     QUALIFY row_number() OVER (PARTITION BY link_id ORDER BY decided_at DESC, source_file DESC) = 1
 )"""
 # an editor fills in decision (accept, reject) and note, and imports the file: `interlink decisions import`

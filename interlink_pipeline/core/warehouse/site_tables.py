@@ -65,5 +65,7 @@ class SiteTables:
 
 
 def standing_decisions(decisions: pl.DataFrame) -> pl.DataFrame:
-    """Each link's newest decision (graph.link_decisions rows): the one that stands."""
-    return decisions.sort("decided_at", "source_file").unique(["site", "link_id"], keep="last")
+    """Each link's newest decision in a decisions file's current version (graph.link_decisions rows): the
+    one that stands."""
+    current = decisions.filter(pl.col("superseded_at").is_null())
+    return current.sort("decided_at", "source_file").unique(["site", "link_id"], keep="last")

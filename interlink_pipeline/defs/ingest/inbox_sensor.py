@@ -84,7 +84,7 @@ def decisions_key(site: str, digests: list[tuple[str, str]]) -> str | None:
 def decisions_run_key(root: str | Path, site: str) -> str | None:
     """The run key of the site's decisions files now in the drop folder: `interlink decisions import` tags
     its run with it, so the sensor does not repeat it."""
-    return decisions_key(site, [(path.name, file_digest(path)) for path in decision_files(root, site)])
+    return decisions_key(site, [(path.name, file_digest(path)) for path in decision_files(root, site).files])
 
 
 def _decisions_request(
@@ -93,7 +93,7 @@ def _decisions_request(
     """A run of link_decisions for `site` when its decisions/ folder changed since the last request (files
     added, changed or removed); `seen` gets the files' digests, `state` (the cursor's) the key."""
     digests = []
-    for path in decision_files(root, site, settled_before=time.time() - SETTLE_SECONDS):
+    for path in decision_files(root, site, settled_before=time.time() - SETTLE_SECONDS).files:
         digest, seen[str(path)] = _digest(path, state["files"])
         digests.append((path.name, digest))
     before = state["requested"].get(f"{site} decisions")

@@ -69,9 +69,9 @@ class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")
     )
 
 
-class LinkDecision(PairTable, unique=("site", "link_id", "source_file")):
-    """graph.link_decisions: editors' decisions about planned links, one row per link and decisions file
-    (history kept); a link's newest decision stands."""
+class LinkDecision(PairTable, unique=("site", "link_id", "source_file", "file_digest")):
+    """graph.link_decisions: editors' decisions about planned links, one row per link and version of a
+    decisions file (history kept); a link's newest decision in a file's current version stands."""
 
     link_id: str = pa.Field(str_length=PAGE_ID_LENGTH, description=LINK_ID)
     source_url: str = pa.Field(description="URL of the page the link goes on, as the file gave it.")
@@ -95,6 +95,17 @@ class LinkDecision(PairTable, unique=("site", "link_id", "source_file")):
     )
     source_file: str = pa.Field(description="The decisions file, as stored in the site's decisions/ folder.")
     row_number: pl.Int64 = pa.Field(ge=1, description="1-based data row in that file.")
+    file_digest: str = pa.Field(
+        nullable=True,
+        description="The content of the file's version the row was read from (SHA-256 prefix): an edited "
+        "file is read again (null: read before versions were kept; such a file's current content is "
+        "taken as that version).",
+    )
+    superseded_at: pl.Datetime = pa.Field(
+        nullable=True,
+        description="When an edited version of the file replaced this row's version (UTC); the row is kept "
+        "as history and no longer stands. Null: the file's current version.",
+    )
 
 
 class LiveLink(PairTable, unique=("site", "link_id")):
