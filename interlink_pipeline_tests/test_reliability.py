@@ -504,8 +504,8 @@ def test_kills_at_random_moments_never_leave_a_partial_plan(tmp_path, sample_sit
     assert plan_is_whole(warehouse, SAMPLE_HOST) and plan_state(warehouse, SAMPLE_HOST) != previous
 
 
-# Runs the site's publishing steps in a child process, killed (core/faults.py) when the first staged file
-# is about to replace the published one (the run's files whole in their staging folder, none published).
+# Runs the site's publishing steps in a child process, killed (core/faults.py) at the point its fault names:
+# the n-th staged file or folder about to replace the published one.
 KILLED_PUBLISHING = """
 import sys
 from interlink_pipeline_tests.helpers import run_site
@@ -517,41 +517,60 @@ sys.exit("the run was not killed")
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file under `folder` (through its symbolic link: what people open there), by relative path."""
+    real = folder.resolve()
+    return {str(p.relative_to(real)): p.read_bytes() for p in sorted(real.rglob("*")) if p.is_file()}
+
+
+PUBLISHING = [*AFTER_PLAN[1:]]  # the steps after the backtest: marts, snapshot, spreadsheets, report, publish
 
 
 @pytest.mark.parametrize(
-    ("folder", "assets"),
+    ("assets", "fault"),
     [
-        ("exports", ["spreadsheet_exports", "html_report", "published_files"]),
-        ("snapshots", ["analyst_snapshot", "published_files"]),
+        (["spreadsheet_exports", "html_report", "published_files"], "publish-file"),
+        (["analyst_snapshot", "published_files"], "publish-file"),
+        (PUBLISHING, "publish-file@2"),
     ],
-    ids=["while exporting", "while publishing the snapshot"],
+    ids=["before the switch", "before the snapshot", "after the snapshot, before the switch"],
 )
-def test_a_run_killed_while_publishing_leaves_the_previous_files_whole(
-    folder, assets, tmp_path, light_and_nutri
-):
+def test_a_run_killed_while_publishing_leaves_one_whole_release(assets, fault, tmp_path, light_and_nutri):
+    """Killed at the publication's own kill points (issue 56: two files had moved, the site showed a mix):
+    the site's folder is the previous release, whole, and its manifest and report name the same run; the
+    next run publishes its own and says it removed what the killed one left."""
     site = light_and_nutri.folder.copy(tmp_path / "site")  # published once
     warehouse, inbox = site.warehouse, site.inbox
-    published = warehouse.parent / folder
-    before = _files(published)
-    assert len(before) >= (4 if folder == "exports" else 1)
+    exports, snapshots = warehouse.parent / "exports" / LIGHT, warehouse.parent / "snapshots"
+    before, snapshot = _files(exports), _files(snapshots)
+    manifest = json.loads(before["published.json"])
+    assert len(before) >= 8 and manifest["run_id"].encode() in before["report.html"]
 
     script = KILLED_PUBLISHING.format(warehouse=str(warehouse), inbox=str(inbox), site=LIGHT, assets=assets)
-    env = {**os.environ, FAULT_ENV: "publish-file"}
+    env = {**os.environ, FAULT_ENV: fault}
     killed = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env
     )
     assert killed.returncode == -9, killed.stderr[-3000:]
-    after = _files(published)
-    assert {name: after[name] for name in before} == before  # every previous file, byte for byte
-    new = [name for name in after if name not in before]
-    assert new and all(".staged/" in name for name in new)  # the run's files staged, none published
+    assert _files(exports) == before  # every file people open: the previous release's, byte for byte
+    if fault == "publish-file" and "analyst_snapshot" in assets:  # killed before the snapshot moved
+        assert (snapshots / warehouse.name).read_bytes() == snapshot[warehouse.name]
+    left = sorted(p.name for p in (warehouse.parent / "exports" / ".releases" / LIGHT).iterdir())
+    assert len(left) == 2 and manifest["run_id"] in left  # the release published, and the killed run's
 
-    # the next run replaces the files and clears what the killed one left behind
+    # the next run publishes its release whole and removes what the killed one left, saying so
     with dg.instance_for_test() as instance:
-        assert run_site(warehouse, inbox, instance, LIGHT, steps=assets).success
-    assert sorted(_files(published)) == sorted(before)
+        result = run_site(warehouse, inbox, instance, LIGHT, steps=assets)
+        assert result.success, failure_message(result)
+    cleaned = materialization_metadata(result, "published_files")["cleaned_up"]
+    [leftover] = [name for name in left if name != manifest["run_id"]]
+    assert any(line.startswith(f"run {leftover}'s files, never published") for line in cleaned), cleaned
+    now = _files(exports)
+    assert json.loads(now["published.json"])["run_id"] == result.run_id and sorted(now) == sorted(before)
+    if "html_report" in assets:  # status and the report's header name the same run
+        assert result.run_id.encode() in now["report.html"]
+    kept = sorted(p.name for p in (warehouse.parent / "exports" / ".releases" / LIGHT).iterdir())
+    assert kept == sorted([manifest["run_id"], result.run_id])  # this release, and the one before it
+    assert not (snapshots / ".staged").exists()
 
 
 def test_a_run_failing_at_its_last_steps_publishes_nothing_and_status_shows_the_published_plan(
@@ -563,14 +582,23 @@ def test_a_run_failing_at_its_last_steps_publishes_nothing_and_status_shows_the_
     before = {**_files(exports), **_files(snapshots)}
     manifest = json.loads((exports / "published.json").read_text())
     assert manifest["site"] == LIGHT and {"report.html", "interlink_plan.xlsx"} <= set(manifest["files"])
-    # a new plan (a smaller budget) whose run fails while writing its files: nothing of it is published
-    (exports / ".staged").write_text("in the way")
+    # a new plan (a smaller budget) whose run fails while writing its files (no release can be made in
+    # the site's releases folder): nothing of it is published
+    releases = warehouse.parent / "exports" / ".releases" / LIGHT
     planned = {"ops": {"link_plan": {"config": {"out_link_budget": 3}}}}
-    with dg.instance_for_test() as instance:
-        failed = run_site(
-            warehouse, inbox, instance, LIGHT, steps=["link_plan", *AFTER_PLAN], run_config=planned
-        )
-    assert not failed.success and "html_report" in failure_message(failed)
+    subprocess.run(["chattr", "+i", str(releases)], check=True)
+    try:
+        with dg.instance_for_test() as instance:
+            failed = run_site(
+                warehouse, inbox, instance, LIGHT, steps=["link_plan", *AFTER_PLAN], run_config=planned
+            )
+    finally:
+        subprocess.run(["chattr", "-i", str(releases)], check=True)
+    assert (
+        not failed.success
+        and f"{releases}/{failed.run_id}: not permitted: the file or folder is immutable"
+        in (failure_message(failed))
+    )
     published = {
         name: data for name, data in {**_files(exports), **_files(snapshots)}.items() if ".staged" not in name
     }
@@ -592,13 +620,12 @@ def test_a_run_failing_at_its_last_steps_publishes_nothing_and_status_shows_the_
     assert "note: the warehouse holds a newer plan (made " in status
     assert "that no run published: its run failed after planning, or is still running." in status
     # the next run that succeeds publishes its files, snapshot and figures together
-    (exports / ".staged").unlink()
     with dg.instance_for_test() as instance:
         assert run_site(warehouse, inbox, instance, LIGHT, steps=AFTER_PLAN, run_config=None).success
     now = json.loads((exports / "published.json").read_text())
     assert now["run_id"] != manifest["run_id"] and now["plan_computed_at"] != manifest["plan_computed_at"]
     assert "note:" not in call_cli(env, "status", "--site", LIGHT).stdout
-    assert not list(exports.glob(".staged*")) and not list(snapshots.glob(".staged*"))
+    assert len(list(releases.iterdir())) == 2 and not list(snapshots.glob(".staged*"))
     # the last step alone has nothing of its run's to publish: it says so and changes nothing
     with dg.instance_for_test() as instance:
         alone = run_site(warehouse, inbox, instance, LIGHT, steps=["published_files"])

@@ -144,30 +144,31 @@ def _export_and_publish(folder: Path, tables: dict[str, pl.DataFrame], run_id: s
 
 
 def test_exports_rewrite_only_the_files_whose_rows_changed(tmp_path):
+    folder = tmp_path / "shop.example"  # the site's published folder
     tables = {
         "link_plan": pl.DataFrame({"source_url": ["/a", "/b"], "probability": [0.5, 0.25]}),
         "topics": pl.DataFrame({"label": ["Boots", "Tents"], "top_terms": [["boot"], ["tent", "camp"]]}),
     }
-    first = _export_and_publish(tmp_path, tables, "run-1")
+    first = _export_and_publish(folder, tables, "run-1")
     assert first.written == ["link_plan", "topics", "workbook"] and not first.unchanged
     assert first.sheets == {"link_plan": 2, "topics": 2}
     stamps = {name: path.stat().st_mtime_ns for name, path in first.files.items()}
-    again = _export_and_publish(tmp_path, {name: frame.clone() for name, frame in tables.items()}, "run-2")
+    again = _export_and_publish(folder, {name: frame.clone() for name, frame in tables.items()}, "run-2")
     assert again.written == [] and again.unchanged == ["link_plan", "topics", "workbook"]
     assert {name: path.stat().st_mtime_ns for name, path in again.files.items()} == stamps
-    assert read_manifest(tmp_path)["run_id"] == "run-2"
+    assert read_manifest(folder)["run_id"] == "run-2"
     changed = {**tables, "link_plan": tables["link_plan"].with_columns(pl.col("probability") * 2)}
-    (tmp_path / "topics.csv").unlink()  # a file someone removed is written again
+    (folder / "topics.csv").unlink()  # a file someone removed is written again
     # staged, not yet published: the files people open are still the last run's
-    third = exports.write_exports(tmp_path, changed, "plan.xlsx", into=staged_folder(tmp_path, "run-3"))
+    third = exports.write_exports(folder, changed, "plan.xlsx", into=staged_folder(folder, "run-3"))
     assert third.written == ["link_plan", "topics", "workbook"]
-    assert pl.read_csv(tmp_path / "link_plan.csv")["probability"].to_list() == [0.5, 0.25]
-    publish(tmp_path, "run-3", {})
-    assert pl.read_csv(tmp_path / "link_plan.csv")["probability"].to_list() == [1.0, 0.5]
-    book = openpyxl.load_workbook(tmp_path / "plan.xlsx")
+    assert pl.read_csv(folder / "link_plan.csv")["probability"].to_list() == [0.5, 0.25]
+    publish(folder, "run-3", {})
+    assert pl.read_csv(folder / "link_plan.csv")["probability"].to_list() == [1.0, 0.5]
+    book = openpyxl.load_workbook(folder / "plan.xlsx")
     assert [book["link_plan"].cell(r, 2).value for r in (2, 3)] == [1.0, 0.5]
-    assert _export_and_publish(tmp_path, changed, "run-4").written == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
+    assert _export_and_publish(folder, changed, "run-4").written == []
+    assert sorted(p.name for p in folder.iterdir()) == [
         ".export_digests.json", "link_plan.csv", "plan.xlsx", "published.json", "topics.csv"
     ]  # fmt: skip
 

@@ -30,7 +30,7 @@ EXAMPLES = {
     "generate-site": "interlink generate-site --pages 5000 --host www.shop.example --out data/shop",
     "sites": "interlink sites",
     "status": "interlink status --site www.example.com",
-    "sql": "interlink sql --csv \"SELECT * FROM marts.site_health\" > site_health.csv",
+    "sql": 'interlink sql --csv "SELECT * FROM marts.site_health" > site_health.csv',
 }
 DECISIONS_SUMMARY = "import an editor's decisions (accept, reject) about planned links"
 DECISIONS_DESCRIPTION = (

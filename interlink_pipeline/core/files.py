@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
+# what an operating system's refusal to read or write a file means for the user, and what to do
+FILE_PROBLEMS = {
+    errno.ENOSPC: "the disk is full: free space on it (df -h shows how much is left) and run again",
+    errno.EDQUOT: "the disk quota is used up: free space or raise the quota, and run again",
+    errno.EROFS: "the file system is read-only: remount it read-write, or use another folder",
+    errno.EACCES: "permission denied: give this user access to it, or use another folder",
+    errno.EPERM: "not permitted: the file or folder is immutable or append-only (lsattr shows i or a; chattr "
+    "-i undoes it), or a special file",
+    errno.ENOENT: "no such file or folder",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "it is a folder, not a file",
+    errno.EEXIST: "it already exists",
+    errno.ENAMETOOLONG: "the name is too long for the file system",
+    errno.EMFILE: "too many open files: raise the limit (ulimit -n) and run again",
+    errno.EIO: "the disk reported an input/output error: check the disk",
+}
 
 
 @contextlib.contextmanager
@@ -43,6 +60,13 @@ def shareable_mode() -> int:
         mask = os.umask(0o022)
         os.umask(mask)
     return 0o666 & ~mask
+
+
+def file_problem(exc: OSError) -> str:
+    """A refused file operation as one sentence: the path, what is wrong and what to do."""
+    where = exc.filename if exc.filename is not None else "a file"
+    what = FILE_PROBLEMS.get(exc.errno) if exc.errno is not None else None
+    return f"{where}: {what or exc.strerror or type(exc).__name__} ({exc.strerror or exc.errno})"
 
 
 def process_alive(pid: int) -> bool:

@@ -19,6 +19,7 @@ from dagster import (
 )
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import file_problem
 from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.numbers import for_people, significant
 from interlink_pipeline.core.warehouse.contract import NO_FAILURES, ContractError, ValidationReport
@@ -29,11 +30,14 @@ from interlink_pipeline.defs.tables import check_name, table_key
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn InputError (bad file, config or key) into a Dagster Failure with just the message."""
+    """Turn InputError (bad file, config or key) and a refused file operation (a full disk, a read-only or
+    immutable folder) into a Dagster Failure with just the message."""
     try:
         yield
     except InputError as exc:
         raise Failure(description=str(exc), allow_retries=False) from None
+    except OSError as exc:
+        raise Failure(description=f"cannot go on: {file_problem(exc)}", allow_retries=False) from None
 
 
 def with_site(

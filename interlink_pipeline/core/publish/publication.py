@@ -1,10 +1,17 @@
-"""A run's files, published together or not at all.
+"""A run's files, published together or not at all, in one switch.
 
-The report, the spreadsheets and the analysts' snapshot are written into a staging folder of the run
-(`<folder>/.staged/<run id>/`) and moved into place by the run's last step, which then writes the
-manifest (`published.json`: the run, its crawl, the plan's figures). A run that fails on the way publishes
-nothing, so what people open is always one run's plan: the manifest says which, and `interlink status`
-reads it. The warehouse's tables may be ahead of it (a run that failed after planning); status says so.
+Each run writes what it will publish into a release folder of its own, `<exports>/.releases/<site>/<run id>/`
+(`staged_folder`). The run's last step completes the release — the files this run left as they were are
+linked in from the published release, and the manifest (`published.json`: the run, its crawl, the plan's
+figures) is added — and then switches the site's folder, `<exports>/<site>`, a symbolic link, to it with one
+rename. People opening `<exports>/<site>/report.html` see the last release or the new one, whole, never a
+mix of two runs; `interlink status` reads the manifest through the same link, so it and the report's header
+name the same run. The analysts' snapshot (one file, shared by the sites) is replaced just before the switch.
+
+A run that fails or is killed on the way publishes nothing; the next publication removes what it left
+(and says so), and every release but the published one and the one before it (a reader may still have it
+open). The warehouse's tables may be ahead of the published files (a run that failed after planning);
+status says so.
 """
 
 from __future__ import annotations
@@ -13,20 +20,44 @@ import contextlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.files import replaced_atomically
 
-STAGED = ".staged"
+RELEASES = ".releases"
 MANIFEST = "published.json"
+REPLACED = "replaced_run"  # the manifest's field naming the release it replaced (removed by the next one)
+
+
+@dataclass
+class Publication:
+    """What a publication published and what it cleaned up."""
+
+    files: list[str]  # the release's files (the snapshot's path too, when it was replaced)
+    removed: list[str] = field(default_factory=list)  # what runs that never published had left, in words
+
+
+def release_root(folder: Path) -> Path:
+    """Where the releases of the site whose published folder is `folder` are kept."""
+    return folder.parent / RELEASES / folder.name
 
 
 def staged_folder(folder: Path, run_id: str) -> Path:
-    """Where run `run_id` writes what it will publish in `folder`."""
-    return folder / STAGED / run_id
+    """Where run `run_id` writes what it will publish in `folder`: its release, until it is switched in."""
+    return release_root(folder) / run_id
+
+
+def published_release(folder: Path) -> Path | None:
+    """The release `folder` shows now (None before the first publication, or when it is gone)."""
+    if folder.is_symlink():
+        target = folder.resolve()
+        return target if target.is_dir() else None
+    return folder if folder.is_dir() else None  # a folder of files from before releases
 
 
 def publish(
@@ -35,43 +66,90 @@ def publish(
     manifest: dict[str, Any],
     snapshot: tuple[Path, Path] | None = None,
     running: Callable[[str], bool] = lambda run_id: False,
-) -> list[str]:
-    """Move the run's staged files into `folder` and its staged snapshot (staged, final) into place, then
-    write the manifest; what other runs staged and never published is removed (in the snapshot's shared
-    folder, only that of runs no longer `running`). Returns the files published.
-
-    The files' digests (which files a later run may leave as they are) move after the files, so a run
-    killed halfway leaves the old digests, and the next run rewrites every file that changed. The
-    snapshot holds every site: one staged before a newer published one (another site's run) is dropped,
-    never published over it."""
-    staged = staged_folder(folder, run_id)
-    files = sorted(staged.iterdir(), key=lambda path: path.name.startswith(".")) if staged.is_dir() else []
-    published = []
-    for path in files:
-        fault_point("publish-file")
-        os.replace(path, folder / path.name)
-        published.append(path.name)
+) -> Publication:
+    """Complete run `run_id`'s release and switch `folder` to it; first move its staged snapshot (staged,
+    final) into place. The snapshot holds every site: one staged before a newer published one (another
+    site's run) is dropped, never published over it. What other runs staged and never published is removed
+    (in the snapshot's shared folder, only that of runs no longer `running`)."""
+    release = staged_folder(folder, run_id)
+    release.mkdir(parents=True, exist_ok=True)
+    before = published_release(folder)
+    if before is not None:
+        _link_missing(before, release)
+    files = sorted(path.name for path in release.iterdir() if path.name != MANIFEST)
+    replaced = before.name if before is not None and before.parent == release.parent else None
+    with replaced_atomically(release / MANIFEST) as partial:
+        record = {**manifest, "run_id": run_id, "files": files, REPLACED: replaced}
+        partial.write_text(json.dumps(record, indent=1))
+    published = Publication(files)
     if snapshot is not None:
         source, target = snapshot
         if source.exists() and (not target.exists() or target.stat().st_mtime <= source.stat().st_mtime):
             target.parent.mkdir(parents=True, exist_ok=True)
             fault_point("publish-file")
             os.replace(source, target)
-            published.append(str(target))
-        _remove_staging(source.parent.parent, lambda other: other == run_id or not running(other))
-    with replaced_atomically(folder / MANIFEST) as partial:
-        partial.write_text(json.dumps({**manifest, "run_id": run_id, "files": published}, indent=1))
-    shutil.rmtree(folder / STAGED, ignore_errors=True)  # one run of a site at a time: the rest is stale
+            published.files.append(str(target))
+        published.removed += _remove_staged(source.parent.parent, run_id, running)
+    fault_point("publish-file")
+    _switch(folder, release)
+    earlier = (read_manifest(before) or {}).get(REPLACED) if replaced else None
+    published.removed += _remove_releases(release.parent, {run_id, replaced}, earlier, running)
     return published
 
 
-def _remove_staging(root: Path, removable: Callable[[str], bool]) -> None:
-    """The staging folders under a shared `root` of the runs `removable` names."""
-    for other in root.iterdir() if root.is_dir() else []:
-        if removable(other.name):
+def _link_missing(before: Path, release: Path) -> None:
+    """The published release's files that this run did not write, in its release too (hard links: the
+    same bytes, no copy; a copy where the file system has none)."""
+    for path in before.iterdir():
+        target = release / path.name
+        if path.name == MANIFEST or not path.is_file() or target.exists():
+            continue
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copy2(path, target)
+
+
+def _switch(folder: Path, release: Path) -> None:
+    """`folder` made a symbolic link to `release` in one rename. A folder of files from before releases is
+    first kept as a release of its own (removed by the next publication)."""
+    link = folder.parent / f".{folder.name}.{os.getpid()}.link"
+    with contextlib.suppress(FileNotFoundError):
+        link.unlink()
+    os.symlink(os.path.relpath(release, folder.parent), link)
+    if folder.is_dir() and not folder.is_symlink():
+        os.replace(folder, release.parent / f"before-releases-{time.time_ns()}")
+    os.replace(link, folder)
+
+
+def _remove_releases(
+    root: Path, kept: set[str | None], earlier: str | None, running: Callable[[str], bool]
+) -> list[str]:
+    """Every release under `root` but `kept` and those of runs still `running`; what was removed of runs
+    that never published, in words (the `earlier` release, published before the one replaced now, goes
+    without a word)."""
+    removed = []
+    for release in sorted(root.iterdir()):
+        if release.name in kept or running(release.name):
+            continue
+        if release.name != earlier:
+            removed.append(f"run {release.name}'s files, never published (it failed or was killed)")
+        shutil.rmtree(release, ignore_errors=True)
+    return removed
+
+
+def _remove_staged(root: Path, run_id: str, running: Callable[[str], bool]) -> list[str]:
+    """The snapshot's staged copies under a shared `root` of runs other than `run_id` no longer `running`,
+    in words, and `run_id`'s own (published or dropped)."""
+    removed = []
+    for other in sorted(root.iterdir()) if root.is_dir() else []:
+        if other.name == run_id or not running(other.name):
+            if other.name != run_id:
+                removed.append(f"run {other.name}'s snapshot copy, never published (it failed or was killed)")
             shutil.rmtree(other, ignore_errors=True)
     with contextlib.suppress(OSError):  # another run's staging is still there
         root.rmdir()
+    return removed
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:

@@ -2,6 +2,7 @@
 
 import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -48,9 +49,9 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
     with user_errors():
         site = site_key(context)
         tables = spreadsheet_tables(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
-    folder = site_folder(warehouse, site)
-    staged = staged_folder(folder, context.run.run_id)
-    run = exports.write_exports(folder, tables, "interlink_plan.xlsx", into=staged)
+        folder = site_folder(warehouse, site)
+        staged = staged_folder(folder, context.run.run_id)
+        run = exports.write_exports(folder, tables, "interlink_plan.xlsx", into=staged)
     csvs = {name: path for name, path in run.files.items() if name != "workbook"}
     warning = (
         {
@@ -66,8 +67,8 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
         metadata=readable(
             {
                 **warning,
-                "workbook": MetadataValue.path(str(run.files["workbook"].resolve())),
-                **{f"{name}_csv": MetadataValue.path(str(path.resolve())) for name, path in csvs.items()},
+                "workbook": MetadataValue.path(str(run.files["workbook"].absolute())),
+                **{f"{name}_csv": MetadataValue.path(str(path.absolute())) for name, path in csvs.items()},
                 "rows": MetadataValue.json({name: frame.height for name, frame in tables.items()}),
                 "written": MetadataValue.json(run.written),
                 "unchanged": MetadataValue.json(run.unchanged),
@@ -92,14 +93,14 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
     with user_errors():
         site = site_key(context)
         data = report_data(warehouse.path, site, context.run.run_id, lock_timeout_s=warehouse.lock_timeout_s)
-    folder = site_folder(warehouse, site)
-    staged = report.render(data, staged_folder(folder, context.run.run_id) / "report.html")
+        folder = site_folder(warehouse, site)
+        staged = report.render(data, staged_folder(folder, context.run.run_id) / "report.html")
     path = folder / staged.name  # where the run's last step publishes it
     return MaterializeResult(
         metadata=readable(
             {
                 # a path to copy: browsers open no file:// link from the UI's http page
-                "path": MetadataValue.path(str(path.resolve())),
+                "path": MetadataValue.path(str(path.absolute())),
                 "size_kb": round(staged.stat().st_size / 1024),
                 "charts": table_preview(
                     pl.DataFrame({"chart": ["topic map", "depth", "orphans", "hubs → pages", "top links"]}),
@@ -111,6 +112,11 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
     )
 
 
+def _running(instance, run_id: str) -> bool:
+    run = instance.get_run_by_id(run_id)
+    return run is not None and not run.is_finished
+
+
 @asset(
     partitions_def=site_partitions,
     group_name=GROUP,
@@ -118,8 +124,9 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
     pool=WRITER_POOL,
     deps=[analyst_snapshot, spreadsheet_exports, html_report],
     description="The run's report, spreadsheets and analysts' snapshot, published together as the run's "
-    "last step, with published.json saying which run, crawl and plan they are of: a run that fails on "
-    "the way publishes none of them, so the files people open are always of one plan.",
+    "last step: the site's folder is switched to the run's release (with published.json saying which run, "
+    "crawl and plan it is of) in one rename. A run that fails on the way publishes none of them, so the "
+    "files people open are always of one plan; what such a run left is removed by the next publication.",
 )
 def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()
@@ -137,19 +144,17 @@ def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> Mat
                 "html_report, spreadsheet_exports and analyst_snapshot (the published ones stay as they are)."
             )
         figures = published_figures(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
-    manifest = {"site": site, "published_at": datetime.now(UTC).isoformat(timespec="seconds"), **figures}
-    instance = context.instance
-
-    def running(other: str) -> bool:
-        run = instance.get_run_by_id(other)
-        return run is not None and not run.is_finished
-
-    files = publish(folder, run_id, manifest, snapshot, running)
+        manifest = {"site": site, "published_at": datetime.now(UTC).isoformat(timespec="seconds"), **figures}
+        published = publish(folder, run_id, manifest, snapshot, partial(_running, context.instance))
+    if published.removed:
+        context.log.warning(f"{site}: removed what earlier runs left: {'; '.join(published.removed)}")
     return MaterializeResult(
         metadata=readable(
             {
-                "path": MetadataValue.path(str(folder.resolve())),
-                "published": MetadataValue.json(files),
+                "path": MetadataValue.path(str(folder.absolute())),
+                "release": MetadataValue.path(str(staged_folder(folder, run_id).absolute())),
+                "published": MetadataValue.json(published.files),
+                "cleaned_up": MetadataValue.json(published.removed),
                 "crawl_id": figures["crawl_id"] or "",
                 "seconds": time.monotonic() - started,
             }
