@@ -19,6 +19,7 @@ from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     PROJECT_ROOT,
     SAMPLE_DIR,
+    UP_TO_PLAN,
     call_cli,
     failure_message,
     materialization_metadata,
@@ -451,3 +452,52 @@ def test_an_import_refused_while_the_site_runs_leaves_nothing_and_the_same_conte
         "accept",
         "reject",
     ]
+
+
+def test_accepted_links_are_kept_past_a_budget_and_those_whose_page_is_gone_are_named(sample_cli, tmp_path):
+    """Issue 56's 200,000 decisions, in small: an editor accepts 14 links from one page (its budget is 10)
+    and one into a page the next crawl no longer has. The plan keeps the 14; the one whose target is gone is
+    said by the step's warning, status, and graph.link_plan_changes."""
+    env, sample = sample_cli
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        pages = con.execute("SELECT url FROM staging.pages WHERE NOT is_home ORDER BY url").pl()["url"]
+    source, gone = pages[0], pages[-1]
+    rows = [(source, target, "accept") for target in pages[1:15]] + [(pages[1], gone, "accept")]
+    decisions = tmp_path / "accepted.csv"
+    pl.DataFrame(rows, schema=["source_url", "target_url", "decision"], orient="row").write_csv(decisions)
+    done = run_cli(env, "decisions", "import", str(decisions), "--site", SAMPLE_HOST)  # it runs a step
+    assert done.returncode == 0, done.stderr
+    crawl = tmp_path / "recrawl" / "internal_all.csv"  # the same site crawled again, without one page
+    crawl.parent.mkdir()
+    export = pl.read_csv(SAMPLE_DIR / "internal_all.csv", infer_schema=False)
+    export.filter(pl.col("Address") != gone).write_csv(crawl)
+    assert call_cli(env, "register", str(crawl), "--keep-links").returncode == 0
+    with instance_at(tmp_path / "home") as instance:
+        steps = [step for step in UP_TO_PLAN if step != "link_decisions"] + AFTER_DECISIONS  # no backtest
+        result = run_site(sample.warehouse, sample.inbox, instance, SAMPLE_HOST, steps=steps)
+    assert result.success, failure_message(result)
+    plan = _plan(sample)
+    kept = plan.filter(pl.col("source_url") == source)
+    assert set(pages[1:15]) <= set(kept["target_url"])  # 14 links on a page whose budget is 10
+    budget = next(
+        e.event_specific_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        and e.event_specific_data.check_name == "link_plan_within_budget"
+    )
+    assert budget.passed and budget.metadata["pages_past_budget_by_accepted_links"].value >= 1
+    metadata = materialization_metadata(result, "link_plan")
+    assert metadata["accepted_not_kept"] == 1
+    assert metadata["warning"] == (
+        "1 of the 15 links editors accepted are not in the plan: 1 its target page is gone from the crawl "
+        "(graph.link_plan_changes lists them: why 'accepted by an editor, not kept: …')"
+    )
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        change = con.execute(
+            "SELECT change, why FROM graph.link_plan_changes WHERE target_url = ? AND why LIKE 'accepted%'",
+            [gone],
+        ).fetchall()
+    assert change == [("not kept", "accepted by an editor, not kept: its target page is gone from the crawl")]
+    status = call_cli(env, "status", "--site", SAMPLE_HOST).stdout
+    assert "decisions: 15 links accepted (14 in the plan), 0 rejected (never planned again)" in status
+    assert "note: 1 accepted links are not kept: 1 its target page is gone from the crawl" in status

@@ -12,7 +12,12 @@ from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.graph.anchors import anchor_phrases, choose_anchors, mention_span
 from interlink_pipeline.core.graph.centrality import betweenness, centrality
-from interlink_pipeline.core.graph.decided_links import decided_links, sketch_similarity, text_sketch
+from interlink_pipeline.core.graph.decided_links import (
+    accepted_outcomes,
+    decided_links,
+    sketch_similarity,
+    text_sketch,
+)
 from interlink_pipeline.core.graph.metrics import (
     UNREACHABLE,
     adjacency,
@@ -21,9 +26,10 @@ from interlink_pipeline.core.graph.metrics import (
     pagerank,
     summarize,
 )
-from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS, check_plan
+from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS, accepted_kept, check_plan
 from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, before_and_after, comparison
 from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.graph.plan_stability import plan_changes
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import plan_links
 from interlink_pipeline.core.ingest.inbox import register_crawl
@@ -117,6 +123,84 @@ def test_an_accepted_link_is_placed_whatever_its_score_and_a_rejected_one_never(
     assert links[(2, 3)] == "orphan-rescue" and (1, 3) not in links
     assert (1, 2) not in links and links[(2, 0)] == "topical"
     assert planner.stats.unresolved_orphans == []
+
+
+def _planned(rows: list[tuple]) -> pl.DataFrame:
+    """Links to keep or accepted ones, as the planner takes them (page indices)."""
+    return pl.DataFrame(
+        rows,
+        schema=["source", "target", "reason", "score", "evidence", "placement", "alternatives"],
+        orient="row",
+    ).with_columns(pl.col("score").cast(pl.Float32), pl.col("alternatives").cast(pl.List(pl.Int64)))
+
+
+def test_accepted_links_are_kept_past_a_pages_budget_and_use_up_its_room():
+    """Page 1 has a budget of 3 with one in-content link already; its editor accepted four more (one on an
+    index's list it no longer heads, one a hub link on a full home page): all are planned, nothing else is
+    added on page 1, and the budget check counts them as allowed."""
+    existing = [(0, 1, True), (1, 2, True)]
+    candidates = [(1, 3, 0.9, "similar"), (1, 4, 0.9, "similar"), (2, 5, 0.8, "similar")]
+    site = _site(7, similar=[(5, 2, 0.9), (6, 2, 0.8)], existing=existing, candidates=candidates)
+    accepted = _planned(
+        [(1, 3, "topical", 0.2, "accepted", "contextual", []),
+         (1, 4, "topical", 0.2, "accepted", "listing", []),
+         (1, 5, "topical", 0.2, "accepted", "contextual", []),
+         (1, 6, "orphan-rescue", 0.0, "accepted", "contextual", []),
+         (0, 2, "hub", 0.5, "centrality", "home", [])]
+    )  # fmt: skip
+    site = dataclasses.replace(site, accepted=accepted)
+    options = PlanOptions(out_link_budget=3, hub_links=1, min_probability=0.5)
+    planned, planner = plan_links(site, options)
+    links = _links(planned)
+    assert {pair for pair in links if pair[0] == 1} == {(1, 3), (1, 4), (1, 5), (1, 6)}
+    assert (0, 2) in links and planner.out_budget[1] == 0 and planner.hub_budget == 0
+    checks = {
+        c.name: c for c in check_plan(planned, [None] * planned.height, site.existing, planner, 0, options)
+    }
+    budget = checks["link_plan_within_budget"]
+    assert budget.passed and budget.figures["pages_past_budget_by_accepted_links"] == 1
+    # links of the last plan (not accepted) still wait for room (a listing link too, its page no index)
+    kept = dataclasses.replace(site, accepted=None, kept=accepted)
+    assert {pair for pair in _links(plan_links(kept, options)[0]) if pair[0] == 1} == {(1, 3), (1, 5)}
+
+
+def test_every_accepted_link_is_kept_or_said_why_not():
+    """What became of four accepted links: in the plan, live on the site, its target page gone (the last
+    plan had it: removed), its source page gone (in neither plan: not kept); the changes say why."""
+    ids = [f"{i:016x}" for i in range(6)]
+    standing = pl.DataFrame(
+        {"link_id": ["in", "live", "target", "source"],
+         "source_page_id": [ids[0], ids[1], ids[2], "gone-src"],
+         "target_page_id": [ids[3], ids[4], "gone-tgt", ids[5]], "decision": ["accept"] * 4,
+         "reason": ["topical", None, "topical", "hub"]}
+    ).with_columns(
+        source_url=pl.col("source_page_id").map_elements(lambda p: f"/{p}/", return_dtype=pl.String),
+        target_url=pl.col("target_page_id").map_elements(lambda p: f"/{p}/", return_dtype=pl.String),
+        decided_at=pl.datetime(2026, 11, 1) + pl.duration(days=pl.int_range(4)),
+    )  # fmt: skip
+    plan = standing.filter(pl.col("link_id") == "in").select(
+        "link_id", "source_page_id", "target_page_id", "source_url", "target_url", "reason"
+    )
+    outcomes = accepted_outcomes(standing, plan, pl.DataFrame({"link_id": ["live"]}), pl.Series(ids))
+    assert dict(zip(outcomes["link_id"], outcomes["outcome"], strict=True)) == {
+        "in": "in the plan", "live": "live on the site",
+        "target": "not kept: its target page is gone from the crawl",
+        "source": "not kept: its source page is gone from the crawl",
+    }  # fmt: skip
+    assert accepted_kept(outcomes).passed
+    previous = pl.concat([plan, standing.filter(pl.col("link_id") == "target").select(plan.columns)])
+    dropped = pl.DataFrame(
+        schema={"source_page_id": pl.String, "target_page_id": pl.String, "why": pl.String}
+    )
+    not_kept = outcomes.filter(pl.col("outcome").str.starts_with("not kept"))
+    changes = plan_changes(previous, plan, dropped, not_kept)
+    assert changes.select("source_page_id", "change", "why", "reason").rows() == [
+        (ids[0], "kept", "still valid", "topical"),
+        ("gone-src", "not kept", "accepted by an editor, not kept: its source page is gone from the crawl",
+         "hub"),
+        (ids[2], "removed", "accepted by an editor, not kept: its target page is gone from the crawl",
+         "topical"),
+    ]  # fmt: skip
 
 
 def test_a_rejected_link_comes_back_only_when_a_page_was_rewritten():
@@ -507,6 +591,7 @@ def test_plan_on_the_sample(sample_site):
         "link_plan_anchors",
         "link_plan_no_orphans",
         "link_plan_depth_target",
+        "link_plan_keeps_accepted",
     }
     assert all(check.passed for check in checks.values())
     with connect(sample_site.warehouse, read_only=True) as con:

@@ -298,6 +298,29 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     # the last backtest measured, whichever plan is published (`interlink backtest` publishes nothing)
     if (row := (current or shown)["backtest"]) is not None:
         lines.append(_backtest_line(row, shown["crawl_id"]))
+    return lines + _decision_lines(shown.get("decisions"))
+
+
+def _decision_lines(figures: dict | None) -> list[str]:
+    """Editors' decisions as the plan shown stands: accepted (and what became of them), rejected; a note
+    naming the accepted links the plan could not keep, and why."""
+    from interlink_pipeline.core.graph.decided_links import NOT_KEPT
+
+    if not figures or not figures["accepted"] + figures["rejected"]:
+        return []
+    outcomes = figures["accepted_outcomes"]
+    not_kept = {why.removeprefix(NOT_KEPT): n for why, n in outcomes.items() if why.startswith(NOT_KEPT)}
+    kept = ", ".join(f"{n:,} {why}" for why, n in outcomes.items() if not why.startswith(NOT_KEPT))
+    lines = [
+        f"{'decisions:':<11}{figures['accepted']:,} links accepted ({kept or 'none kept'}), "
+        f"{figures['rejected']:,} rejected (never planned again)"
+    ]
+    if not_kept:
+        lines.append(
+            f"note: {sum(not_kept.values()):,} accepted links are not kept: "
+            + "; ".join(f"{n:,} {why}" for why, n in not_kept.items())
+            + " (graph.link_plan_changes lists them)"
+        )
     return lines
 
 

@@ -1,7 +1,8 @@
 """What editors' decisions do to the next plan, and the planned links a re-crawl finds live.
 
-- An **accepted** link that is not on the site yet stays in the plan whatever its new score: it is placed
-  first, before the last plan's other links, until one of its pages is gone or the crawl finds it live.
+- An **accepted** link that is not on the site yet stays in the plan whatever its new score and however
+  many links its page already has: it is placed first, before the last plan's other links, until one of its
+  pages is gone or the crawl finds it live (accepted_outcomes says which).
 - A **rejected** link is never planned again, unless the text of one of its pages changed past a threshold
   since the decision: when less than `rejected_returns_below` (PlanOptions) of the page's word triples are
   still there. The share is estimated from a bottom-64 sketch of the page's word triples (title, H1,
@@ -28,6 +29,10 @@ SHINGLE_WORDS = 3
 SKETCH_TEXT = ("title", "h1", "meta_description", "body_text")
 ACCEPTED_EVIDENCE = "accepted"  # the evidence of an accepted link the last plan no longer had
 LIVE_COLUMNS = ["link_id", "source_page_id", "target_page_id", "source_url", "target_url", "reason"]
+# what became of an accepted link (accepted_outcomes)
+ACCEPTED_LIVE, ACCEPTED_IN_PLAN, NOT_KEPT = "live on the site", "in the plan", "not kept: "
+OUTCOME_COLUMNS = [*LIVE_COLUMNS, "decided_at", "outcome"]
+PLANNER_MISSED = "the planner left it out"  # never expected: the plan's link_plan_keeps_accepted check
 _WORD = re.compile(r"\w+")
 
 
@@ -212,17 +217,27 @@ def adoption_by_reason(plan: pl.DataFrame, standing: pl.DataFrame, live: pl.Data
     )
 
 
-def accepted_not_live(standing: pl.DataFrame, live: pl.DataFrame, plan: pl.DataFrame) -> pl.DataFrame:
-    """The links editors accepted that no crawl has shown live yet (the editor's list of work left): URLs,
-    when decided, and whether the plan still has them."""
-    return (
-        standing.filter(pl.col("decision") == "accept")
-        .join(live.select("link_id"), on="link_id", how="anti")
-        .select(
-            "source_url",
-            "target_url",
-            "decided_at",
-            pl.col("link_id").is_in(plan["link_id"].implode()).alias("in_plan"),
-        )
-        .sort("decided_at", "source_url", "target_url")
+def accepted_outcomes(
+    standing: pl.DataFrame, plan: pl.DataFrame, live: pl.DataFrame, page_ids: pl.Series
+) -> pl.DataFrame:
+    """Each link editors accepted (the standing decisions) and what became of it: live on the site, in the
+    plan, or not kept and why (a page of it is gone from the crawl's pages: removed, redirected, or excluded
+    by the cleaning). Its pages, URLs, when decided, the reason it was planned for, and the outcome; the
+    oldest decision first."""
+    known = page_ids.implode()
+    source_gone, target_gone = (~pl.col(f"{side}_page_id").is_in(known) for side in ("source", "target"))
+    outcome = (
+        pl.when(pl.col("link_id").is_in(live["link_id"].implode()))
+        .then(pl.lit(ACCEPTED_LIVE))
+        .when(pl.col("link_id").is_in(plan["link_id"].implode()))
+        .then(pl.lit(ACCEPTED_IN_PLAN))
+        .when(source_gone & target_gone)
+        .then(pl.lit(NOT_KEPT + "both its pages are gone from the crawl"))
+        .when(source_gone)
+        .then(pl.lit(NOT_KEPT + "its source page is gone from the crawl"))
+        .when(target_gone)
+        .then(pl.lit(NOT_KEPT + "its target page is gone from the crawl"))
+        .otherwise(pl.lit(NOT_KEPT + PLANNER_MISSED))
     )
+    accepted = standing.filter(pl.col("decision") == "accept").with_columns(outcome.alias("outcome"))
+    return accepted.select(OUTCOME_COLUMNS).sort("decided_at", "source_url", "target_url")

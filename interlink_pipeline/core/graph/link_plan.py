@@ -17,7 +17,9 @@ from interlink_pipeline.core.graph.anchors import plan_anchors
 from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.decided_links import (
     LIVE_COLUMNS,
+    NOT_KEPT,
     DecidedLinks,
+    accepted_outcomes,
     decided_links,
     links_seen_live,
 )
@@ -254,6 +256,7 @@ class SitePlan:
     site_rows: pl.DataFrame  # graph.site_metrics
     live: pl.DataFrame  # graph.live_links
     decided: DecidedLinks
+    accepted: pl.DataFrame  # the links editors accepted, and what became of each (accepted_outcomes)
     checks: list[Invariant]  # PLAN_INVARIANTS on the plan
     planner: Planner
     before: GraphSummary | None  # None when the existing links are unknown (no All Inlinks export)
@@ -288,11 +291,16 @@ def build_site_plan(
     anchors, offsets = plan_anchors(pages, planned, candidates, options, inputs.taken)
     plan = plan_rows(site, pages, planned, anchors, offsets, options.min_probability)
     refused = refused_links(pages["page_id"], planner.refused)
-    changes = plan_changes(history.previous, plan, pl.concat([dropped, refused])).with_columns(
+    live = live_links(site, inputs, history, computed_at)
+    accepted = accepted_outcomes(history.decisions, plan, live, pages["page_id"])
+    not_kept = accepted.filter(pl.col("outcome").str.starts_with(NOT_KEPT))
+    changes = plan_changes(history.previous, plan, pl.concat([dropped, refused]), not_kept).with_columns(
         pl.lit(site).alias("site"), pl.lit(computed_at).dt.cast_time_unit("us").alias("computed_at")
     )
     before, after = before_and_after(planner)
     fingerprint_rows = fingerprints.sort("i")["plan_fingerprint"]
+    orphans = after.summary.orphan_pages
+    checks = check_plan(planned, anchors, inputs.existing, planner, orphans, options, inputs.taken, accepted)
     return SitePlan(
         plan,
         changes,
@@ -300,11 +308,10 @@ def build_site_plan(
         site_metrics_rows(
             site, pages["crawl_id"][0], computed_at, before, after, planned.height, inputs.links_known
         ),
-        live_links(site, inputs, history, computed_at),
+        live,
         decided,
-        check_plan(
-            planned, anchors, inputs.existing, planner, after.summary.orphan_pages, options, inputs.taken
-        ),
+        accepted,
+        checks,
         planner,
         before.summary if before is not None else None,
         after.summary,

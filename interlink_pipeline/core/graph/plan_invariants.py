@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.graph.decided_links import NOT_KEPT, PLANNER_MISSED
 from interlink_pipeline.core.graph.plan_options import PlanOptions, out_link_budgets
 from interlink_pipeline.core.graph.plan_state import PlanStats
 from interlink_pipeline.core.graph.planner import Planner
@@ -16,13 +17,16 @@ from interlink_pipeline.core.invariants import Invariant
 PLAN_INVARIANTS = {
     "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",
     "link_plan_within_budget": "No page exceeds its out-link budget (existing in-content links counted; "
-    "section_links for a section index); the home page stays within hub_links.",
+    "section_links for a section index) but by links its editors accepted; the home page stays within "
+    "hub_links, the same way.",
     "link_plan_anchors": "One anchor per (source, target) pair, and no anchor text points at more than "
     "anchor_max_targets pages.",
     "link_plan_no_orphans": "Every page has an in-link after the plan; when the settings make that "
     "impossible, a warning names the pages and why.",
     "link_plan_depth_target": "Every page is within max_depth clicks of the home page after the plan "
     "(a warning when the settings make that impossible).",
+    "link_plan_keeps_accepted": "Every link editors accepted is in the plan, live on the site, or has a page "
+    "gone from the crawl (each counted by why in the step's metadata and link_plan_changes).",
 }
 
 
@@ -34,9 +38,11 @@ def check_plan(
     orphans_after: int,
     options: PlanOptions,
     taken: Mapping[str, set[int]] | None = None,
+    accepted: pl.DataFrame | None = None,
 ) -> list[Invariant]:
     """PLAN_INVARIANTS on a plan (source, target rows, placement) and its anchors, in that order; an
-    anchor's targets include those the site's in-content links already give it (`taken`)."""
+    anchor's targets include those the site's in-content links already give it (`taken`); `accepted`: what
+    became of each link editors accepted (accepted_outcomes)."""
     why = _why_unmet(planner.stats)
     return [
         _targets_are_pages(planned, len(planner.site.page_ids)),
@@ -44,6 +50,7 @@ def check_plan(
         _anchors(planned, anchors, options, taken),
         _no_orphans(orphans_after, planner.stats, why),
         _depth_target(planner.stats, options, why),
+        accepted_kept(accepted if accepted is not None else pl.DataFrame(schema={"outcome": pl.String})),
     ]
 
 
@@ -56,15 +63,22 @@ def _within_budget(
     planned: pl.DataFrame, existing: pl.DataFrame, planner: Planner, options: PlanOptions
 ) -> Invariant:
     n, home = len(planner.site.page_ids), planner.site.home
-    contextual = planned.filter(pl.col("placement") == "contextual")
+    pairs = zip(planned["source"].to_list(), planned["target"].to_list(), strict=True)
+    accepted = np.array([pair in planner.accepted_pairs for pair in pairs], dtype=bool)
+    sources = planned["source"].to_numpy()
+    contextual = (planned["placement"] == "contextual").to_numpy()
     content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
-    planned_out = np.bincount(contextual["source"].to_numpy(), minlength=n)
+    planned_out = np.bincount(sources[contextual], minlength=n)
     budget = out_link_budgets(n, planner.site.sections, options)
-    over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > budget))
-    home_planned = int((planned["placement"] == "home").sum())
-    home_ok = home_planned <= max(0, options.hub_links - int(content_out[home]))
+    allowed = np.maximum(budget, content_out + np.bincount(sources[contextual & accepted], minlength=n))
+    over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > allowed))
+    past_budget = (planned_out > 0) & (planned_out + content_out > budget)  # by links editors accepted
+    on_home = (planned["placement"] == "home").to_numpy()
+    home_planned = int(on_home.sum())
+    home_ok = home_planned <= max(options.hub_links - int(content_out[home]), int((on_home & accepted).sum()))
     figures = {
         "pages_over_budget": len(over),
+        "pages_past_budget_by_accepted_links": int(past_budget.sum()),
         "home_links_planned": home_planned,
         "out_link_budget": options.out_link_budget,
     }
@@ -96,6 +110,14 @@ def _anchors(
         "examples": shared.sort("targets", descending=True).head(10)["anchor"].to_list(),
     }
     return Invariant("link_plan_anchors", repeated_pairs == 0 and shared.is_empty(), figures)
+
+
+def accepted_kept(outcomes: pl.DataFrame) -> Invariant:
+    """link_plan_keeps_accepted on accepted_outcomes' rows: none left out by the planner itself."""
+    counts = dict(outcomes.group_by("outcome").len().iter_rows())
+    missed = counts.get(NOT_KEPT + PLANNER_MISSED, 0)
+    figures = {"accepted": outcomes.height, **counts}
+    return Invariant("link_plan_keeps_accepted", not missed, figures, blocking=False)
 
 
 def _why_unmet(stats: PlanStats) -> str:

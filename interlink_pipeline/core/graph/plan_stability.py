@@ -59,9 +59,13 @@ def links_to_keep(
     return keep, dropped
 
 
-def plan_changes(previous: pl.DataFrame, plan: pl.DataFrame, dropped: pl.DataFrame) -> pl.DataFrame:
+def plan_changes(
+    previous: pl.DataFrame, plan: pl.DataFrame, dropped: pl.DataFrame, not_kept: pl.DataFrame
+) -> pl.DataFrame:
     """Each link of the last plan or this one: kept, added or removed, and why (`dropped`: the links
-    links_to_keep or the planner let go, with why; a link of both plans was kept)."""
+    links_to_keep or the planner let go, with why; a link of both plans was kept); and each link editors
+    accepted that this plan cannot hold (`not_kept`: accepted_outcomes' rows), removed if the last plan had
+    it, else `not kept`, saying why."""
     pair = ["source_page_id", "target_page_id"]
     columns = [*pair, "source_url", "target_url", "reason"]
     kept = plan.join(previous, on=pair, how="semi").select(
@@ -74,12 +78,18 @@ def plan_changes(previous: pl.DataFrame, plan: pl.DataFrame, dropped: pl.DataFra
     added = plan.join(previous, on=pair, how="anti").select(
         *columns, pl.lit("added").alias("change"), pl.lit("new in this plan").alias("why")
     )
+    was_planned = previous.select(*pair).unique().with_columns(pl.lit("removed").alias("change"))
+    accepted = not_kept.join(was_planned, on=pair, how="left", maintain_order="left").select(
+        *pair, "source_url", "target_url", pl.col("reason").fill_null("topical"),
+        pl.col("change").fill_null("not kept"), ("accepted by an editor, " + pl.col("outcome")).alias("why"),
+    )  # fmt: skip
     removed = (
         previous.join(plan, on=pair, how="anti")
+        .join(accepted, on=pair, how="anti")
         .join(dropped, on=pair, how="left", maintain_order="left")
         .select(*columns, pl.lit("removed").alias("change"), pl.col("why").fill_null("no longer chosen"))
     )
-    return pl.concat([kept, added, removed]).sort("change", *pair)
+    return pl.concat([kept, added, removed, accepted]).sort("change", *pair)
 
 
 def refused_links(page_ids: pl.Series, refused: Mapping[tuple[int, int], str]) -> pl.DataFrame:

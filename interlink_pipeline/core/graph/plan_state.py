@@ -125,6 +125,7 @@ class PlanState:
         self.stats = PlanStats()
         self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run
         self.refused: dict[tuple[int, int], str] = {}  # links of the last plan not kept, and why
+        self.accepted_pairs: set[tuple[int, int]] = set()  # links editors accepted, placed whatever the room
 
     def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """For each page, the pages most likely to link to it: its candidate sources by the ranker's
@@ -177,22 +178,28 @@ class PlanState:
         home: bool = False,
         alternatives: tuple[int, ...] = (),
         listing: bool = False,
+        accepted: bool = False,
     ) -> bool:
         """Add a link if it is new and its place has room: the home page's hub budget (`home`), an index
-        page's list (`listing`: no budget), else the source's in-content budget."""
+        page's list (`listing`: no budget), else the source's in-content budget. A link an editor
+        `accepted` is added whatever room is left (it uses up what there is): the editor decided to
+        publish it."""
         if not self.is_new(source, target):
             return False
+        if listing and not self.is_index[source]:  # no longer an index: in-content, for an accepted link
+            if not accepted:
+                return False
+            listing = False
         if home:
-            if self.hub_budget <= 0:
+            if self.hub_budget <= 0 and not accepted:
                 return False
-            self.hub_budget -= 1
-        elif listing:
-            if not self.is_index[source]:
+            self.hub_budget = max(0, self.hub_budget - 1)
+        elif not listing:
+            if self.out_budget[source] <= 0 and not accepted:
                 return False
-        else:
-            if self.out_budget[source] <= 0:
-                return False
-            self.out_budget[source] -= 1
+            self.out_budget[source] = max(0, self.out_budget[source] - 1)
+        if accepted:
+            self.accepted_pairs.add((source, target))
         self.planned.add((source, target))
         self.planned_sources.append(source)
         self.planned_targets.append(target)

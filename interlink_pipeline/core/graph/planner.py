@@ -3,7 +3,8 @@
 Steps, each adding links only where the source page has spare out-link budget and the link does not exist
 (nor did an editor reject it: see decided_links.py):
 
-0. **What stands.** The links editors accepted, then the last plan's links whose pages are unchanged.
+0. **What stands.** The links editors accepted (past a page's budget if need be: the editor decided to publish
+   them; they use up the room there is), then the last plan's links whose pages are unchanged.
 
 1. **Centrality.** Betweenness on the relatedness graph (link candidates and similar pairs, undirected):
    pages that sit between topics. Exact below `exact_centrality_below` pages, sampled above; a sampled
@@ -88,9 +89,9 @@ class Planner(PlanState):
             self.stats.seconds[name] = time.monotonic() - started
 
     def _keep_previous(self) -> None:
-        """The links editors accepted, then the last plan's still-valid links, first: the new plan only adds
-        what the change needs."""
-        for kept in (self.site.accepted, self.site.kept):
+        """The links editors accepted (whatever room their page has left), then the last plan's still-valid
+        links, first: the new plan only adds what the change needs."""
+        for kept, accepted in ((self.site.accepted, True), (self.site.kept, False)):
             if kept is None:
                 continue
             for source, target, reason, score, evidence, placement, alternatives in kept.iter_rows():
@@ -103,7 +104,7 @@ class Planner(PlanState):
                     continue
                 elif not self.add(
                     source, target, reason, score, evidence, home=placement == "home",
-                    alternatives=tuple(alternatives), listing=placement == "listing",
+                    alternatives=tuple(alternatives), listing=placement == "listing", accepted=accepted,
                 ):  # fmt: skip
                     self.refused[pair] = "no link budget left on the source"
 

@@ -24,7 +24,12 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from plotly.colors import qualitative
 
 from interlink_pipeline.core.files import replaced_atomically
-from interlink_pipeline.core.graph.decided_links import accepted_not_live, adoption_by_reason
+from interlink_pipeline.core.graph.decided_links import (
+    ACCEPTED_LIVE,
+    NOT_KEPT,
+    accepted_outcomes,
+    adoption_by_reason,
+)
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
@@ -286,9 +291,15 @@ def adoption_section(data: ReportData) -> str:
         return SECTIONS.adoption()
     by_reason = adoption_by_reason(data.plan, decisions, live)
     total = by_reason.row(by_reason.height - 1, named=True)
-    waiting = accepted_not_live(decisions, live, data.plan)
+    outcomes = accepted_outcomes(decisions, data.plan, live, data.pages["page_id"])
+    waiting = outcomes.filter(pl.col("outcome") != ACCEPTED_LIVE).select(
+        "source_url", "target_url", "decided_at", "outcome"
+    )
+    not_kept = int(waiting["outcome"].str.starts_with(NOT_KEPT).sum())
     weeks = data.adoption.drop("week_key", "site") if data.adoption is not None else pl.DataFrame()
-    return SECTIONS.adoption(total, by_reason, weeks, waiting.head(ADOPTION_SHOWN), waiting.height)
+    # the links the plan cannot hold first: the editor's to know of
+    shown = waiting.sort(pl.col("outcome").str.starts_with(NOT_KEPT), descending=True, maintain_order=True)
+    return SECTIONS.adoption(total, by_reason, weeks, shown.head(ADOPTION_SHOWN), waiting.height, not_kept)
 
 
 def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from interlink_pipeline.core.graph.decided_links import accepted_outcomes
 from interlink_pipeline.core.ingest.site_links import content_page_pairs, existing_links
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
@@ -124,6 +125,35 @@ FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1
 """
 
 
+# each link's standing decision, with what accepted_outcomes reads
+DECISIONS_SQL = """
+SELECT link_id, source_page_id, target_page_id, source_url, target_url, reason, decided_at, decision
+FROM graph.link_decisions WHERE site = ? AND superseded_at IS NULL
+QUALIFY row_number() OVER (PARTITION BY link_id ORDER BY decided_at DESC, source_file DESC) = 1
+"""
+
+
+def decision_figures(
+    warehouse: str | Path, site: str, *, lock_timeout_s: float, read_only: bool = False
+) -> dict:
+    """Editors' decisions as the plan stands: links accepted and rejected, and how many of the accepted
+    ones are in the plan, live on the site, or not kept and why (accepted_outcomes' outcomes)."""
+    read = partial(store.query, warehouse, params=[site], lock_timeout_s=lock_timeout_s, read_only=read_only)
+    standing = read(sql=DECISIONS_SQL)
+    outcomes = accepted_outcomes(
+        standing,
+        read(sql="SELECT link_id FROM graph.link_plan WHERE site = ?"),
+        read(sql="SELECT link_id FROM graph.live_links WHERE site = ?"),
+        read(sql="SELECT page_id FROM staging.pages WHERE site = ?")["page_id"],
+    )
+    counts = outcomes.group_by("outcome").len().sort("len", "outcome", descending=[True, False])
+    return {
+        "accepted": outcomes.height,
+        "rejected": int((standing["decision"] == "reject").sum()),
+        "accepted_outcomes": dict(counts.iter_rows()),
+    }
+
+
 def published_figures(
     warehouse: str | Path, site: str, *, lock_timeout_s: float, read_only: bool = False
 ) -> dict:
@@ -132,6 +162,7 @@ def published_figures(
     read = partial(store.query, warehouse, params=[site], lock_timeout_s=lock_timeout_s, read_only=read_only)
     metrics = read(sql=METRICS_SQL)
     backtest = read(sql=LAST_BACKTEST_SQL)
+    decisions = decision_figures(warehouse, site, lock_timeout_s=lock_timeout_s, read_only=read_only)
     as_json = [
         {key: value.isoformat() if hasattr(value, "isoformat") else value for key, value in row.items()}
         for row in metrics.iter_rows(named=True)
@@ -141,6 +172,7 @@ def published_figures(
         "plan_computed_at": as_json[0]["computed_at"] if as_json else None,
         "site_metrics": as_json,
         "backtest": backtest.row(0, named=True) if backtest.height else None,
+        "decisions": decisions,
     }
 
 

@@ -25,7 +25,7 @@ PLAN_REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge"
 # the reasons of the plan's structure steps: links a page needs, from the best source it can get
 STRUCTURAL_REASONS = ("orphan-rescue", "component-bridge", "depth-shortcut")
 # graph.link_plan_changes.change: a link against the plan before
-PLAN_CHANGES = ("kept", "added", "removed")
+PLAN_CHANGES = ("kept", "added", "removed", "not kept")
 # graph.link_decisions.decision: what an editor decided about a planned link
 DECISIONS = ("accept", "reject")
 # graph.site_metrics.links_known: how the site's existing links are known (All Inlinks, the crawl's counts)

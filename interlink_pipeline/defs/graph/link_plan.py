@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
-from interlink_pipeline.core.graph.decided_links import accepted_not_live, adoption_by_reason
+from interlink_pipeline.core.graph.decided_links import ACCEPTED_LIVE, NOT_KEPT, adoption_by_reason
 from interlink_pipeline.core.graph.link_plan import PlanHistory, SitePlan, keep_centrality, plan_for_site
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, SUMMARY_ROWS, comparison
@@ -111,12 +111,15 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int, links_
 
 def _adoption(result: SitePlan, history: PlanHistory) -> dict:
     """Editors' decisions and the links seen live: counts the Plots tab charts run after run, acceptance by
-    reason, and the accepted links no crawl has shown live yet."""
+    reason, the accepted links no crawl has shown live yet, and those the plan cannot hold, with why (a
+    warning: the CLI prints it)."""
     standing = history.decisions
     by_reason = adoption_by_reason(result.plan, standing, result.live)
     total = by_reason.row(by_reason.height - 1, named=True)
-    waiting = accepted_not_live(standing, result.live, result.plan)
-    return {
+    waiting = result.accepted.filter(pl.col("outcome") != ACCEPTED_LIVE)
+    not_kept = waiting.filter(pl.col("outcome").str.starts_with(NOT_KEPT))
+    why = not_kept.group_by("outcome").len("links").sort("links", "outcome", descending=[True, False])
+    metadata = {
         "links_accepted": total["accepted"],
         "links_rejected": total["rejected"],
         "links_live": result.live.height,
@@ -129,8 +132,21 @@ def _adoption(result: SitePlan, history: PlanHistory) -> dict:
         if result.decided.returned.height
         else "none",
         "adoption_by_reason": table_preview(by_reason, 10),
-        "accepted_not_live": table_preview(waiting, 20) if waiting.height else "none",
+        "accepted_not_live": table_preview(
+            waiting.select("source_url", "target_url", "decided_at", "outcome"), 20
+        )
+        if waiting.height
+        else "none",
+        "accepted_not_kept": not_kept.height,
+        "accepted_not_kept_why": table_preview(why, 10) if not_kept.height else "none",
     }
+    if not_kept.height:
+        counts = "; ".join(f"{n:,} {outcome.removeprefix(NOT_KEPT)}" for outcome, n in why.iter_rows())
+        metadata["warning"] = (
+            f"{not_kept.height:,} of the {result.accepted.height:,} links editors accepted are not in the "
+            f"plan: {counts} (graph.link_plan_changes lists them: why 'accepted by an editor, not kept: …')"
+        )
+    return metadata
 
 
 def _figures(result: SitePlan) -> dict:

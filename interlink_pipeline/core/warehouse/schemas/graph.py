@@ -169,11 +169,14 @@ class LinkPlanChange(PairTable, unique=("site", "source_page_id", "target_page_i
     reason: str = pa.Field(isin=list(PLAN_REASONS), description="Why the plan holding it chose it.")
     change: str = pa.Field(
         isin=list(PLAN_CHANGES),
-        description="kept: in both plans; added: new in this plan; removed: in the previous plan only.",
+        description="kept: in both plans; added: new in this plan; removed: in the previous plan only; not "
+        "kept: accepted by an editor, in neither plan (one of its pages is gone).",
     )
     why: str = pa.Field(
         description="still valid, planned again after a change, new in this plan, page removed, page "
-        "changed: planned anew, now on the site, no link budget left on the source, no longer chosen."
+        "changed: planned anew, now on the site, rejected by an editor, no link budget left on the source, "
+        "no longer chosen; for a link an editor accepted that this plan cannot hold: 'accepted by an editor, "
+        "not kept: its source page (its target page, both its pages) is gone from the crawl'."
     )
     computed_at: pl.Datetime = pa.Field(description="When this plan was computed (UTC).")
 
