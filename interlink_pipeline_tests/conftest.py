@@ -193,6 +193,27 @@ def lake(postgres_port, new_database, tmp_path, monkeypatch) -> str:
 
 
 @pytest.fixture()
+def small_disk(tmp_path):
+    """A tmpfs of a few MB (mounting needs root, as in CI); unmounted afterwards."""
+    mount_point = tmp_path / "small_disk"
+    mount_point.mkdir()
+
+    def mount(size_kb: int, *options: str) -> None:
+        flags = ",".join([f"size={size_kb}k", *options])
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", flags, "tmpfs", str(mount_point)], capture_output=True
+        )
+        if done.returncode:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+
+    def remount_read_only() -> None:
+        subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
+
+    yield mount_point, mount, remount_read_only
+    subprocess.run(["umount", str(mount_point)], capture_output=True)
+
+
+@pytest.fixture()
 def cli_env(tmp_path):
     """The environment of an `interlink` command with its own Dagster home (configured, as the project's
     is), warehouse and drop folder."""

@@ -5,6 +5,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -503,6 +504,13 @@ BAD_ARGUMENTS = {
     "negative pages": (["generate-site", "--pages", "-5", "--out", "{bad}/site"], "not -5"),
     "--out naming a file": (["generate-site", "--pages", "200", "--out", "{bad}/latin1.yaml"],
         "--out {bad}/latin1.yaml is a file; name a folder for the exports (made if missing)."),
+    "a site larger than memory": (["generate-site", "--pages", "1000000000000", "--out", "{bad}/site"],
+        "--pages 1,000,000,000,000: generating that site takes about 3,725,290.6 GiB of memory and "),
+    "--out a special path": (["generate-site", "--pages", "200", "--out", "/proc/1"],
+        "--out /proc/1 cannot be written: /proc/1/"),
+    "--out a folder holding a crawl export": (["generate-site", "--pages", "200", "--out", "{bad}/crawl"],
+        "--out {bad}/crawl already holds internal_all.csv: name a new or empty folder, or pass --overwrite "
+        "to replace them."),
 }  # fmt: skip
 
 
@@ -520,15 +528,16 @@ def test_a_bad_argument_or_setting_is_refused_in_a_sentence_naming_it(case, regi
     (bad / "paths.yaml").write_text(
         "ops: {similarity_pairs: {config: {exclude_target_paths: ['^/tags/', '*.pdf']}}}\n"
     )
+    write_export(bad / "crawl" / "internal_all.csv", CRAWL_HEADER, [])  # a crawl export someone keeps
     args, message = BAD_ARGUMENTS[case]
-    before = _state(tmp_path / "inbox", tmp_path / "home")
+    before = _state(tmp_path / "inbox", tmp_path / "home", bad)
     started = time.monotonic()
     done = call_cli(env, *[a.replace("{bad}", str(bad)) for a in args])
     assert time.monotonic() - started < 10  # the bomb is refused before it expands
     assert done.returncode == 2, done.stdout + done.stderr
     assert message.replace("{bad}", str(bad)) in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) <= 3 and "Traceback" not in done.stderr
-    assert _state(tmp_path / "inbox", tmp_path / "home") == before  # nothing ran, nothing written
+    assert _state(tmp_path / "inbox", tmp_path / "home", bad) == before  # nothing ran, nothing written
     assert not Path(env["INTERLINK_WAREHOUSE"]).exists() and not (bad / "site").exists()
 
 
@@ -680,3 +689,71 @@ def test_a_run_whose_process_id_was_reused_is_dead():
     assert _process_gone({**here, PROCESS_STARTED_TAG: f"{now - 3600:.2f}"})  # another process, same id
     assert not _process_gone({**here, HOST_TAG: "another-machine", PROCESS_STARTED_TAG: "0"})
     assert not _process_gone({})  # a run of the UI or the daemon: their run monitoring's
+
+
+def _fill(folder: Path) -> None:
+    """Every byte left on `folder`'s file system taken."""
+    with open(folder / "filler", "wb") as filler, contextlib.suppress(OSError):
+        while True:
+            filler.write(b"\0" * 65536)
+            filler.flush()
+
+
+@pytest.mark.e2e
+def test_a_full_disk_ends_each_command_in_a_sentence_and_leaves_nothing_half_made(
+    cli_env, tmp_path, crawls, small_disk
+):
+    """Issue 56: with 0 bytes left, `materialize` ended in a 20-line OSError traceback raised while writing
+    its log, the step's own message lost and nothing recorded. The warehouse, drop folder and logs on a full
+    disk: the step's message, the log and the record each said in a line, and no empty warehouse or log
+    left to be taken for a damaged one. The Dagster home on it too: one line before anything runs."""
+    disk, mount, _ = small_disk
+    mount(4096)
+    env = {**cli_env, "INTERLINK_WAREHOUSE": str(disk / "w.duckdb"), "INTERLINK_INBOX": str(disk / "inbox")}
+    light = crawls / "lightchiropractic"
+    assert call_cli(env, "register", str(light / "internal_all.csv")).returncode == 0
+    (disk / "home").mkdir()
+    shutil.copyfile(PROJECT_ROOT / "dagster_home/dagster.yaml", disk / "home" / "dagster.yaml")
+    home_on_disk = {**env, "DAGSTER_HOME": str(disk / "home")}
+    assert call_cli(home_on_disk, "register", str(light / "internal_all.csv")).returncode == 0
+    _fill(disk)
+    done = run_cli(env, "materialize", "--site", LIGHT)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    error, log, recorded = done.stderr.strip().splitlines()
+    assert error.startswith("error: run ") and "failed at raw_crawl after" in error
+    assert (
+        f"cannot open the warehouse {disk / 'w.duckdb'}: the disk is full (No space left on device)" in error
+    )
+    assert log.startswith(f"full log: not kept: {disk / 'logs'}/") and "the disk is full: free space" in log
+    assert recorded.startswith("not recorded: ") and "the disk is full" in recorded
+    assert not (disk / "w.duckdb").exists() and not list((disk / "logs").iterdir())  # no empty file left
+
+    home = call_cli(home_on_disk, "materialize", "--site", LIGHT)
+    assert home.returncode == 2
+    assert home.stderr == (
+        f"error: the Dagster home {disk / 'home'} cannot be written: its disk is full (df -h shows how much "
+        "is left); nothing was run. Free space there (or set DAGSTER_HOME to a folder on another disk) and "
+        "run again.\n"
+    )
+
+
+@pytest.mark.e2e
+def test_a_log_folder_that_cannot_be_written_never_hides_the_runs_own_message(cli_env, tmp_path):
+    host = "noindex.example"
+    crawl = tmp_path / "internal_all.csv"
+    write_export(
+        crawl, CRAWL_HEADER, [[f"https://{host}/{p}", "text/html", "200", "Non-Indexable", p or "Home", p]
+                              for p in ("", "a/", "b/")]
+    )  # fmt: skip
+    logs = tmp_path / "logs"  # beside the warehouse (w.duckdb)
+    logs.mkdir()
+    subprocess.run(["chattr", "+i", str(logs)], check=True)
+    try:
+        done = run_cli(cli_env, "register", str(crawl), "--run")
+    finally:
+        subprocess.run(["chattr", "-i", str(logs)], check=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    error, log, recorded = done.stderr.strip().splitlines()
+    assert "no page of noindex.example's crawl is worth linking" in error
+    assert log.startswith(f"full log: not kept: {logs}/{host}-") and "not permitted" in log
+    assert recorded.startswith("recorded in ops.run_failures")

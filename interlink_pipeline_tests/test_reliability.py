@@ -305,27 +305,6 @@ def test_a_run_killed_midway_leaves_the_next_incremental_run_right(tmp_path, sam
     assert gaps.len() > 10_000 and gaps.abs().max() < 1e-5
 
 
-@pytest.fixture()
-def small_disk(tmp_path):
-    """A tmpfs of a few MB (mounting needs root, as in CI); unmounted afterwards."""
-    mount_point = tmp_path / "small_disk"
-    mount_point.mkdir()
-
-    def mount(size_kb: int, *options: str) -> None:
-        flags = ",".join([f"size={size_kb}k", *options])
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", flags, "tmpfs", str(mount_point)], capture_output=True
-        )
-        if done.returncode:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-
-    def remount_read_only() -> None:
-        subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
-
-    yield mount_point, mount, remount_read_only
-    subprocess.run(["umount", str(mount_point)], capture_output=True)
-
-
 def test_a_full_disk_gives_a_clear_error_and_keeps_the_previous_rows(
     small_disk, tmp_path, baseline, instance
 ):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -46,6 +47,14 @@ SQL_DESCRIPTION = (
     "TO, read_csv, ATTACH and INSTALL are refused). Given a query, print its result and leave: redirect it "
     "to keep it."
 )
+HOME_FREE_BYTES = 1_000_000  # less free space than this on the Dagster home's disk: it is full
+# SQLite's words for a Dagster home it cannot write (a full disk, a read-only folder), not a damaged file
+HOME_UNWRITABLE = (
+    "disk i/o error",
+    "database or disk is full",
+    "readonly database",
+    "unable to open database",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,17 +76,27 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader left (`| head`): say nothing more, to no one
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # a full disk, a folder that cannot be written, a special path
+        from interlink_pipeline.core.files import file_problem
+
+        print(f"error: {file_problem(exc)}; nothing more was done.", file=sys.stderr)
+        return 2
     except Exception as exc:
-        damaged = _damaged_home_database(exc)
-        if damaged is None:
+        problem = _home_problem(exc)
+        if problem is None:
             raise
-        print(f"error: {damaged}", file=sys.stderr)
+        print(f"error: {problem}", file=sys.stderr)
         return 2
 
 
-def _damaged_home_database(exc: Exception) -> Exception | None:
-    """A damaged SQLite file of the Dagster home that its header did not show (dagster_instance checks
-    those), found by SQLite's own check, as an error naming it; None for any other exception."""
+def _home_problem(exc: Exception) -> Exception | str | None:
+    """What an SQLite error of the Dagster home means, as an error naming it: its disk full or its folder
+    not writable, or a damaged file that its header did not show (dagster_instance checks those), found by
+    SQLite's own check; None for any other exception."""
+    import shutil
     import sqlite3
 
     from interlink_pipeline.cli.runs import HOME_DATABASES, damaged_home
@@ -85,6 +104,14 @@ def _damaged_home_database(exc: Exception) -> Exception | None:
     if not isinstance(getattr(exc, "orig", exc), sqlite3.DatabaseError):
         return None
     home = Path(environment().dagster_home)
+    said = str(getattr(exc, "orig", exc)).lower()
+    if any(words in said for words in HOME_UNWRITABLE):
+        full = home.exists() and shutil.disk_usage(home).free < HOME_FREE_BYTES
+        why = "its disk is full (df -h shows how much is left)" if full else f"SQLite says: {said}"
+        return (
+            f"the Dagster home {home} cannot be written: {why}; nothing was run. Free space there (or set "
+            "DAGSTER_HOME to a folder on another disk) and run again."
+        )
     for path in (home / name for name in HOME_DATABASES if (home / name).exists()):
         try:
             with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as con:
@@ -146,11 +173,15 @@ def _parser() -> argparse.ArgumentParser:
     backtest.add_argument("--seed", type=_seed, default=0, help="which links are hidden (0)")
     _decisions_command(command("decisions", DECISIONS_SUMMARY, DECISIONS_DESCRIPTION))
     generate = command("generate-site", "write a synthetic site's exports and ground truth")
+    generate.usage = "%(prog)s --out FOLDER [--pages N] [--seed N] [--host HOST] [--no-links] [--overwrite]"
     generate.add_argument("--pages", type=_pages, default=1700, help="linkable pages, about (1700)")
     generate.add_argument("--seed", type=_seed, default=7, help="the same seed writes the same site (7)")
     generate.add_argument("--host", default=None, help="the site's host (www.alpinegear.example)")
     generate.add_argument("--out", type=Path, required=True, help="folder to write the exports to")
     generate.add_argument("--no-links", action="store_true", help="skip the All Inlinks export")
+    generate.add_argument(
+        "--overwrite", action="store_true", help="replace the exports the folder holds (default: refuse)"
+    )
     command("sites", "list registered sites and their table row counts")
     status = command("status", "a site's last run, its figures and where its files are")
     status.add_argument("--site", required=True, help="a registered site")

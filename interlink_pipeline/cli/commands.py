@@ -164,12 +164,10 @@ def decisions(args: argparse.Namespace) -> int:
 
 
 def generate(args: argparse.Namespace) -> int:
-    from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.urls import normalize_host
     from interlink_pipeline.sample import generate_site, write_site
 
-    if args.out.exists() and not args.out.is_dir():
-        raise InputError(f"--out {args.out} is a file; name a folder for the exports (made if missing).")
+    _check_generation(args.out, args.pages, with_links=not args.no_links, overwrite=args.overwrite)
     started = time.monotonic()
     host = {"host": normalize_host(args.host)} if args.host else {}
     site = generate_site(args.pages, seed=args.seed, with_links=not args.no_links, **host)
@@ -178,6 +176,42 @@ def generate(args: argparse.Namespace) -> int:
     for kind, path in paths.items():
         print(f"  {kind:<6} {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
+
+
+def _check_generation(out: Path, pages: int, *, with_links: bool, overwrite: bool) -> None:
+    """Refuse, before anything is generated, a site this machine's memory cannot hold, an --out that is a
+    file or cannot be written, and one holding exports the site would overwrite (unless `overwrite`)."""
+    import tempfile
+
+    import psutil
+
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.files import file_problem
+    from interlink_pipeline.sample.site import GENERATION_BASE_BYTES, GENERATION_BYTES_PER_PAGE, SITE_FILES
+
+    needed = GENERATION_BASE_BYTES + pages * GENERATION_BYTES_PER_PAGE
+    available = psutil.virtual_memory().available
+    if needed > available:
+        most = (available - GENERATION_BASE_BYTES) // GENERATION_BYTES_PER_PAGE
+        raise InputError(
+            f"--pages {pages:,}: generating that site takes about {needed / 2**30:,.1f} GiB of memory and "
+            f"{available / 2**30:,.1f} GiB is available: generate at most about {max(most, 0):,} pages here."
+        )
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; name a folder for the exports (made if missing).")
+    names = [name for kind, name in SITE_FILES.items() if with_links or kind != "links"]
+    held = [name for name in names if (out / name).exists()]
+    if held and not overwrite:
+        raise InputError(
+            f"--out {out} already holds {', '.join(held)}: name a new or empty folder, or pass --overwrite "
+            "to replace them."
+        )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise InputError(f"--out {out} cannot be written: {file_problem(exc)}.") from None
 
 
 def sites(args: argparse.Namespace) -> int:

@@ -130,12 +130,12 @@ def execute(
     run_id = str(uuid.uuid4())  # known before the run starts, so its events can be followed
     planned = job.get_subset(asset_selection=set(selection)) if selection else job
     # what the steps print (dbt's own console, for one) goes to a file, not between the progress lines
-    said = _run_file(site, run_id, "out")
+    said = _KeptText(_run_file(site, run_id, "out"))
     with (
         _screen() as screen,
         _progress(instance, run_id, len(planned.graph.nodes), screen),
-        said.open("w", encoding="utf-8") as out,
-        redirect_stdout(out),
+        said,
+        redirect_stdout(said),
     ):
         result = job.execute_in_process(
             run_id=run_id,
@@ -151,7 +151,7 @@ def execute(
     seconds = time.monotonic() - started
     if not result.success:
         return _report_failure(instance, result, site, seconds)
-    print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s (its steps' output: {said})")
+    print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s (its steps' output: {said.where()})")
     for event in result.all_events:
         if event.event_type_value == "ASSET_MATERIALIZATION":
             metadata = event.event_specific_data.materialization.metadata
@@ -348,9 +348,11 @@ def release_dead_runs(instance, site: str | None = None) -> None:
 def _record_failure(payload: dict) -> str:
     """Record a failed run in ops.run_failures and post it to the webhook, as the run-failure sensor does;
     what happened, in words (a warehouse that cannot be written cannot keep the record either)."""
+    import duckdb
+
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.publish.alerts import record_failure
-    from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, default_warehouse
+    from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, default_warehouse, storage_problem
     from interlink_pipeline.defs.publish.alerts import FailureAlerts
 
     alerts = FailureAlerts()
@@ -360,6 +362,9 @@ def _record_failure(payload: dict) -> str:
         )
     except InputError as exc:
         return f"not recorded: {exc}"
+    except (OSError, duckdb.Error) as exc:  # a full disk, a warehouse that cannot be written
+        problem = storage_problem(str(exc)) or str(exc).splitlines()[0]
+        return f"not recorded in ops.run_failures ({default_warehouse()}: {problem})"
     return f"recorded in ops.run_failures (webhook: {outcome})"
 
 
@@ -374,30 +379,85 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
         [e for e in events if e.event_type_value == "STEP_FAILURE"],
         None,
     )
-    log = _run_file(site, result.run_id, "log")
-    with log.open("w", encoding="utf-8") as out:
+    with _KeptText(_run_file(site, result.run_id, "log")) as log:
         for event in events:
-            out.write(f"{event.event_type_value} {event.step_key or ''} {event.message or ''}\n")
+            log.write(f"{event.event_type_value} {event.step_key or ''} {event.message or ''}\n")
             error = getattr(event.event_specific_data, "error", None)
             if error is not None:
-                out.write(error.to_string() + "\n")
+                log.write(error.to_string() + "\n")
     recorded = _record_failure(payload)
     where = f" at {payload['step']}" if payload["step"] else ""
     print(
         f"error: run {result.run_id} for {site} failed{where} after {seconds:.1f}s: {payload['message']}\n"
-        f"full log: {log}\n{recorded}",
+        f"full log: {log.where()}\n{recorded}",
         file=sys.stderr,
     )
     return 1
+
+
+class _KeptText(io.TextIOBase):
+    """A run's text file (its steps' output, its failure's log), made at the first write and kept while the
+    disk allows: a refused write (a full disk, a folder that cannot be written) stops the keeping and is
+    said (`where`), never raised into the run or over its own message."""
+
+    def __init__(self, path: Path):
+        self.path, self.problem, self._file, self._written = path, None, None, False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.problem is None and text:
+            try:
+                if self._file is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._file = self.path.open("w", encoding="utf-8")
+                self._file.write(text)
+                self._written = True
+            except OSError as exc:
+                self._give_up(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.flush()
+            except OSError as exc:
+                self._give_up(exc)
+
+    def close(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError as exc:
+                self._give_up(exc)
+            self._file = None
+        super().close()
+
+    def _give_up(self, exc: OSError) -> None:
+        from interlink_pipeline.core.files import file_problem
+
+        self.problem = file_problem(exc, self.path)
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+        self._file = None
+        with contextlib.suppress(OSError):  # nothing of it could be written: no empty file left behind
+            if self.path.stat().st_size == 0:
+                self.path.unlink()
+
+    def where(self) -> str:
+        """The file, or why it was not kept (or that nothing was written to it)."""
+        if self.problem is not None:
+            return f"not kept: {self.problem}"
+        return str(self.path) if self._written else "none"
 
 
 def _run_file(site: str, run_id: str, kind: str) -> Path:
     """A file of a CLI run, in the warehouse's files folder: logs/<site>-<run id>.<kind>."""
     from interlink_pipeline.core.warehouse.database import default_warehouse, files_folder
 
-    path = files_folder(default_warehouse()) / "logs" / f"{site}-{run_id}.{kind}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+    return files_folder(default_warehouse()) / "logs" / f"{site}-{run_id}.{kind}"
 
 
 def print_where() -> None:

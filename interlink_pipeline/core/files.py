@@ -62,9 +62,10 @@ def shareable_mode() -> int:
     return 0o666 & ~mask
 
 
-def file_problem(exc: OSError) -> str:
-    """A refused file operation as one sentence: the path, what is wrong and what to do."""
-    where = exc.filename if exc.filename is not None else "a file"
+def file_problem(exc: OSError, path: Path | None = None) -> str:
+    """A refused file operation as one sentence: the path (the error's, else `path`), what is wrong and what
+    to do."""
+    where = exc.filename if exc.filename is not None else path or "a file"
     what = FILE_PROBLEMS.get(exc.errno) if exc.errno is not None else None
     return f"{where}: {what or exc.strerror or type(exc).__name__} ({exc.strerror or exc.errno})"
 

@@ -97,10 +97,17 @@ def connect(
                 ) from None
         elif not path.exists():
             raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
+        if not read_only:
+            _remove_empty(path)
         _check_format(path)
-        con = waiting_for_lock(
-            lambda: duckdb.connect(str(path), read_only=read_only, config=config), path, lock_timeout_s
-        )
+        try:
+            con = waiting_for_lock(
+                lambda: duckdb.connect(str(path), read_only=read_only, config=config), path, lock_timeout_s
+            )
+        except InputError:
+            if not read_only:
+                _remove_empty(path)  # a file DuckDB made and could not write (a full disk)
+            raise
     try:
         yield con
     except duckdb.Error as exc:
@@ -123,6 +130,22 @@ _OTHER_FORMATS = {
     b"PAR1": "a Parquet file",
     b"PK\x03\x04": "a ZIP file",
 }
+
+
+def _remove_empty(path: Path) -> None:
+    """An empty warehouse file that no process holds is no warehouse: what a first write left when it
+    could not write the file's header (a full disk). Removed, so the next run makes the warehouse anew
+    rather than call it damaged."""
+    import fcntl
+
+    try:
+        with path.open("rb") as f:
+            if os.fstat(f.fileno()).st_size:
+                return
+            fcntl.lockf(f, fcntl.LOCK_SH | fcntl.LOCK_NB)  # DuckDB holds its file's lock while it writes it
+            path.unlink()
+    except OSError:  # not there, held by a process, or not ours to remove: DuckDB says what it is
+        return
 
 
 def _check_format(path: Path) -> None:
