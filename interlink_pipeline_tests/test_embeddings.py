@@ -1,5 +1,6 @@
 """Embeddings: the bundled offline model, backends, the cache, and the page_embeddings asset."""
 
+import logging
 import os
 import re
 import shutil
@@ -296,3 +297,14 @@ def test_real_crawl_neighbours_are_topical(encoder, warehouse_path, crawls):
     same = (categories[similarity.argmax(axis=1)] == categories).mean()
     chance = (products["category"].value_counts()["count"] / products.height).pow(2).sum()
     assert products.height > 150 and same > 5 * chance  # measured: 0.51 against a chance of 0.07
+
+
+def test_quantising_the_encoder_says_nothing_on_the_root_logger(encoder, model_cache, tmp_path, caplog):
+    """ORT advised its pre-processing on the root logger, which reached the user's console (issue 56)."""
+    from interlink_pipeline.core.ml import onnx_encoder
+
+    graph = next(path for path in sorted(model_cache.rglob("*.onnx")) if "int8" not in str(path))
+    with caplog.at_level(logging.DEBUG):
+        onnx_encoder._quantise(graph, tmp_path / "int8.onnx")
+    assert (tmp_path / "int8.onnx").stat().st_size > 0
+    assert [r.getMessage() for r in caplog.records if "pre-processing" in r.getMessage()] == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -249,6 +250,11 @@ def _quantise(graph: Path, target: Path) -> None:
 
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".onnx")
     os.close(fd)
+    # ORT advises its pre-processing (shape inference and graph clean-up for static quantisation) on the root
+    # logger, whatever the mode; dynamic quantisation of MatMul weights needs none, and the advice would reach
+    # the user's console as if something were wrong
+    advice = _Dropped("Please consider to run pre-processing before quantization")
+    logging.getLogger().addFilter(advice)
     try:
         quantize_dynamic(
             graph, tmp, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
@@ -256,8 +262,20 @@ def _quantise(graph: Path, target: Path) -> None:
         os.chmod(tmp, shareable_mode())
         os.replace(tmp, target)
     finally:
+        logging.getLogger().removeFilter(advice)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+class _Dropped(logging.Filter):
+    """Drops the log records whose message starts with `start`."""
+
+    def __init__(self, start: str):
+        super().__init__()
+        self.start = start
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.start)
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
