@@ -17,6 +17,7 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+import polars as pl
 import psutil
 import pytest
 
@@ -757,3 +758,43 @@ def test_a_log_folder_that_cannot_be_written_never_hides_the_runs_own_message(cl
     assert "no page of noindex.example's crawl is worth linking" in error
     assert log.startswith(f"full log: not kept: {logs}/{host}-") and "not permitted" in log
     assert recorded.startswith("recorded in ops.run_failures")
+
+
+@pytest.mark.e2e
+def test_a_links_export_with_almost_no_link_position_is_said_at_every_step_it_thins(
+    cli_env, tmp_path, crawls
+):
+    """Issue 56: 4 of 5,518 rows with a Link Position was accepted without a word (the plan had 2 links, 12
+    of 14 orphans stayed, the backtest read 0.0% against 0.0%). Now: registered with a warning naming the
+    share; the links without a position count as navigation, so the plan still rescues every orphan; the
+    ranker and the backtest say what they fall back to."""
+    light = crawls / "lightchiropractic"
+    export = pl.read_csv(light / "all_inlinks.csv", infer_schema=False)
+    thin = tmp_path / "all_inlinks.csv"
+    export.with_columns(
+        pl.when(pl.int_range(pl.len()) < 4)
+        .then(pl.col("Link Position"))
+        .otherwise(pl.lit(""))
+        .alias("Link Position")
+    ).write_csv(thin)
+    done = run_cli(cli_env, "register", str(light / "internal_all.csv"), "--links", str(thin), "--run")
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("warning")]
+    assert said[0] == (
+        "warning: all_inlinks.csv: Link Position is filled for only 4 of its 5,518 links (0.1%): the others "
+        "count as navigation (where they sit is unknown), so the plan learns from, and is measured on, 1 "
+        "in-content link(s), and ranks with the default weights if that is too few. Export Bulk Export > "
+        "Links > All Inlinks again from Screaming Frog (it fills Link Position for every link)."
+    )
+    assert any(
+        line.startswith("warning (ml/link_ranker_runs): only 0 of the site's in-content links")
+        for line in said
+    )
+    assert any(
+        line.startswith("warning (graph/backtest_runs): the links export has no in-content link")
+        for line in said
+    )
+    with duckdb.connect(cli_env["INTERLINK_WAREHOUSE"], read_only=True) as con:
+        orphans = con.execute("SELECT orphan_pages FROM graph.site_metrics ORDER BY scenario DESC").fetchall()
+        planned = con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0]
+    assert orphans == [(14,), (0,)] and planned > 20  # before, after

@@ -16,6 +16,7 @@ from interlink_pipeline.core.ingest.crawl_columns import (
     TEXT_FIELDS,
     Field,
 )
+from interlink_pipeline.core.ingest.link_graph import followed_hyperlinks
 from interlink_pipeline.core.ingest.tabular_files import (
     file_digest,
     mapped_positions,
@@ -62,6 +63,10 @@ def read_crawl_export(
     return loaded
 
 
+# Below this share of links with a Link Position, a links export is thin: it is read, with a warning.
+THIN_POSITIONS = 0.5
+
+
 def read_links_export(
     path: Path,
     site: str,
@@ -88,7 +93,24 @@ def read_links_export(
     _check_destinations(loaded.frame, site, path)
     # A missing Follow value means the link is followed (older exports have no such column).
     follow = pl.col("follow").str.to_lowercase().is_in(TRUE_WORDS) | pl.col("follow").is_null()
-    return replace(loaded, frame=loaded.frame.with_columns(follow.alias("follow")))
+    frame = loaded.frame.with_columns(follow.alias("follow"))
+    return replace(loaded, frame=frame, warning=_thin_positions(frame, Path(path)))
+
+
+def _thin_positions(links: pl.DataFrame, path: Path) -> str | None:
+    """A warning when most links have no Link Position: where a link sits is unknown, so it is not taken for
+    an editor's in-content link, and the plan learns from, and is measured on, the few whose position is."""
+    filled = int((links["link_position"].str.strip_chars().fill_null("") != "").sum())
+    if filled >= THIN_POSITIONS * links.height:
+        return None
+    content = int(followed_hyperlinks(links)["content"].sum())
+    return (
+        f"{path.name}: Link Position is filled for only {filled:,} of its {links.height:,} links "
+        f"({filled / links.height:.1%}): the others count as navigation (where they sit is unknown), so the "
+        f"plan learns from, and is measured on, {content:,} in-content link(s), and ranks with the default "
+        "weights if that is too few. Export Bulk Export > Links > All Inlinks again from Screaming Frog (it "
+        "fills Link Position for every link)."
+    )
 
 
 def read_page_text(

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -27,6 +28,9 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.ingest.tabular_files import as_utf8, file_digest
 from interlink_pipeline.core.urls import normalize_host, url_parts
+
+if TYPE_CHECKING:
+    from interlink_pipeline.core.ingest.crawl_exports import LoadedExport
 
 DEFAULT_INBOX = "data/inbox"
 EXPORT_SUFFIXES = {".csv", ".tsv", ".txt", ".xlsx", ".xlsm"}
@@ -223,9 +227,9 @@ def resolve_export(root: str | Path, site: str, name: str) -> Path:
     return resolved
 
 
-def validate_export(path: Path, kind: str, site: str) -> pl.DataFrame | None:
-    """Raise InputError when the run would refuse this export (read with the default settings); the rows
-    read (None for a queries file)."""
+def validate_export(path: Path, kind: str, site: str) -> LoadedExport | None:
+    """Raise InputError when the run would refuse this export (read with the default settings); the export
+    as read, with what the run will warn of (None for a queries file)."""
     from interlink_pipeline.core.ingest.crawl_exports import (
         read_crawl_export,
         read_links_export,
@@ -241,7 +245,7 @@ def validate_export(path: Path, kind: str, site: str) -> pl.DataFrame | None:
         read_queries_export(path)
         return None
     reader = {"crawl": read_crawl_export, "links": read_links_export, "text": read_page_text}[kind]
-    return reader(path, site).frame
+    return reader(path, site)
 
 
 def text_coverage(crawl: pl.DataFrame, text: pl.DataFrame, path: Path) -> str | None:
@@ -309,10 +313,10 @@ def register_crawl(
     ]
     with contextlib.ExitStack() as stack:
         readable = [(src, stack.enter_context(as_utf8(src, encoding)), kind) for src, kind in sources]
-        frames = {kind: validate_export(utf8, kind, normalize_host(site)) for _, utf8, kind in readable}
-        warnings = (
-            [text_coverage(frames["crawl"], frames["text"], Path(text_src))] if text_src is not None else []
-        )
+        read = {kind: validate_export(utf8, kind, normalize_host(site)) for _, utf8, kind in readable}
+        warnings = [export.warning for export in read.values() if export is not None]
+        if text_src is not None:
+            warnings.append(text_coverage(read["crawl"].frame, read["text"].frame, Path(text_src)))
         folder.mkdir(parents=True, exist_ok=True)
         placed = {kind: _placed(src, utf8, kind, folder) for src, utf8, kind in readable}
     new_crawl = file_digest(placed["crawl"]) != earlier_crawl  # the same crawl again changes nothing

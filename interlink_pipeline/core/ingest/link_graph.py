@@ -68,12 +68,14 @@ NAVIGATION_POSITIONS = ("header", "footer", "navigation", "nav", "sidebar", "asi
 
 
 def followed_hyperlinks(links: pl.DataFrame) -> pl.DataFrame:
-    """The rows of a raw.crawl_links frame that are followed hyperlinks, with `content` (in the body)."""
+    """The rows of a raw.crawl_links frame that are followed hyperlinks, with `content` (in the body). A link
+    whose position is not given is not taken for an editor's in-content link (a menu link would be)."""
+    position = pl.col("link_position").str.strip_chars().str.to_lowercase()
     return links.filter(
         (pl.col("link_type").is_null() | (pl.col("link_type").str.to_lowercase() == "hyperlink"))
         & pl.col("follow")
     ).with_columns(
-        (~pl.col("link_position").str.to_lowercase().is_in(NAVIGATION_POSITIONS).fill_null(False)).alias(
+        ((position.fill_null("") != "") & ~position.is_in(NAVIGATION_POSITIONS).fill_null(False)).alias(
             "content"
         )
     )

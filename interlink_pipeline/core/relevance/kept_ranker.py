@@ -14,6 +14,7 @@ import polars as pl
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import save_state
+from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.encoders import TextEncoder
 from interlink_pipeline.core.relevance.candidate_features import FEATURES
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
@@ -57,6 +58,7 @@ class RankerRun:
     path: Path
     fingerprint: str
     text_neighbours: str  # the neighbour searches fitting ran, or why none ran
+    warning: str | None = None  # the site's links are known but too few to learn from (thin_links)
 
 
 def ranker_path(tables: SiteTables, site: str) -> Path:
@@ -130,7 +132,8 @@ def site_ranker(
         else reusable_ranker(path, site, (fingerprint, settings, state), request.refit_above)
     )
     if kept is not None:
-        return RankerRun(kept, why, path, fingerprint, "none: the kept model was reused")
+        thin = thin_links(inputs.links, kept.ranker, request.ranker)
+        return RankerRun(kept, why, path, fingerprint, "none: the kept model was reused", thin)
     inputs = with_vectors(inputs, tables, model_id, encoder)
     builder = CandidateBuilder(inputs.signals, request.candidates)
     examples = training_examples(builder, inputs.links, request.ranker, inputs.decided)
@@ -138,7 +141,22 @@ def site_ranker(
     fitted_at = datetime.now(UTC).replace(tzinfo=None)
     kept = KeptRanker(fitted, fingerprint, run_id, fitted_at, FEATURES, settings, state)
     save_state(kept, path)
-    return RankerRun(kept, why, path, fingerprint, builder.searches_done())
+    thin = thin_links(inputs.links, fitted, request.ranker)
+    return RankerRun(kept, why, path, fingerprint, builder.searches_done(), thin)
+
+
+def thin_links(links: LinkGraph, ranker: Ranker, options: RankerOptions) -> str | None:
+    """Why the plan learns nothing from the site's own links although they are known (an All Inlinks export
+    whose in-content links are too few among the candidates); None when it learns from them, or when no
+    links export was given (the default ranker is then the plan, and the run says so elsewhere)."""
+    if ranker.kind != "default" or not len(links.source):
+        return None
+    return (
+        f"only {ranker.positives:,} of the site's in-content links are among its link candidates, fewer than "
+        f"min_positives ({options.min_positives}): links are ranked by the default weights fitted on the "
+        "development crawls, not by what this site's editors link. Is the links export's Link Position "
+        "filled (see raw_links)?"
+    )
 
 
 def ranker_run_row(site: str, run_id: str, run: RankerRun, options: RankerOptions) -> pl.DataFrame:

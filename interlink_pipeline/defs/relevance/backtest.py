@@ -14,6 +14,7 @@ from interlink_pipeline.core.graph.link_plan import backtest_plan, read_plan_inp
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.numbers import SEED_LIMIT
 from interlink_pipeline.core.relevance.backtest import (
+    MIN_MEASURED_LINKS,
     BacktestSetup,
     backtest_row,
     earlier_measurement,
@@ -90,7 +91,7 @@ def link_backtest(
             f"{site}: backtest skipped: no in-content links to hide (register an All Inlinks export with "
             "link positions to measure the plan on the site's own links)"
         )
-        yield from _skipped(context, site, crawl_id, started)
+        yield from _skipped(context, site, crawl_id, started, links_export=len(inputs.links.source) > 0)
         return
     setup = BacktestSetup(
         fraction=config.fraction,
@@ -175,7 +176,19 @@ def _figures(row: dict) -> dict:
         for name, ours, base in comparison.select("figure", "ours", "baseline").iter_rows()
     )
     by_reason = pl.DataFrame(json.loads(row["precision_by_reason"]))
+    interval = interval_text(intervals.get(OURS[0])) or "unknown"
+    thin = (
+        {
+            "warning": f"only {row['hidden_links']:,} in-content links were hidden, too few to read the "
+            f"plan's precision ({row['plan_precision']:.1%}, 95% interval {interval}) or tell it from the "
+            "baseline's; an All Inlinks export with more in-content links (its Link Position filled) makes "
+            "the backtest meaningful."
+        }
+        if row["hidden_links"] < MIN_MEASURED_LINKS
+        else {}
+    )
     return {
+        **thin,
         "hidden_links": row["hidden_links"],
         "plan_links": row["plan_links"],
         "plan_precision": MetadataValue.float(row["plan_precision"]),
@@ -228,12 +241,18 @@ def _orphan_figures(row: dict) -> dict:
     }
 
 
-def _skipped(context, site, crawl_id, started):
-    """Nothing to measure: the run history says so (no row is added) and the plan stands."""
+def _skipped(context, site, crawl_id, started, links_export: bool):
+    """Nothing to measure: the run history says so (no row is added) and the plan stands; a links export
+    that holds no in-content link is warned of (the CLI prints it)."""
     report = ValidationReport("graph.backtest_runs", 0, NO_FAILURES)
     metadata = {
         "skipped": "no in-content links to hide: the site has no All Inlinks export (or none of its links "
         "are in the body), so there is nothing to measure the plan against",
         "crawl_id": crawl_id,
     }
+    if links_export:
+        metadata["warning"] = (
+            "the links export has no in-content link between the site's pages (see raw_links' Link "
+            "Position), so the plan is not measured on the site's own links: the backtest was skipped"
+        )
     yield from materialized(context, site, {"graph.backtest_runs": report}, metadata, started)

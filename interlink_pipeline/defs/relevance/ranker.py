@@ -96,6 +96,7 @@ def link_ranker(
         else f"{site}: the model of run {run.kept.run_id} is reused: {run.why}"
     )
     metadata = {
+        **({"warning": run.warning} if run.warning else {}),
         **_ranker_metadata(run.kept.ranker),
         "reused": not fitted,
         "reused_or_fitted_because": run.why,
