@@ -13,7 +13,7 @@ import openpyxl
 import polars as pl
 import pytest
 
-from interlink_pipeline.core.graph.decisions import link_ids
+from interlink_pipeline.core.graph.decisions import link_ids, read_decisions
 from interlink_pipeline.core.publish.warehouse_reads import spreadsheet_tables
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
@@ -406,6 +406,8 @@ def test_an_import_refused_while_the_site_runs_leaves_nothing_and_the_same_conte
     env, sample = sample_cli
     reviewed = tmp_path / "reviewed.csv"
     _plan_csv(sample, reviewed, ["accept", "reject"])
+    long_note = pl.read_csv(reviewed).with_columns(pl.Series("note", ["x" * 40_000, None]))
+    long_note.write_csv(reviewed)  # past a workbook cell: said at import
     folder = sample.inbox / SAMPLE_HOST / "decisions"
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, SAMPLE_HOST],
@@ -441,6 +443,10 @@ def test_an_import_refused_while_the_site_runs_leaves_nothing_and_the_same_conte
 
     done = run_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
     assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "warning: reviewed.csv: 1 note(s) are longer than a workbook cell holds (32,767 characters; rows 1): "
+        "kept whole in the warehouse and the CSV files, cut in interlink_plan.xlsx.\n"
+    )
     [kept] = folder.iterdir()
     again = call_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
     assert again.returncode == 0, again.stderr
@@ -501,3 +507,42 @@ def test_accepted_links_are_kept_past_a_budget_and_those_whose_page_is_gone_are_
     status = call_cli(env, "status", "--site", SAMPLE_HOST).stdout
     assert "decisions: 15 links accepted (14 in the plan), 0 rejected (never planned again)" in status
     assert "note: 1 accepted links are not kept: 1 its target page is gone from the crawl" in status
+
+
+def test_a_workbook_is_read_on_its_link_plan_sheet_and_refused_in_a_decisions_files_terms(
+    sample_cli, tmp_path
+):
+    """Issue 56: a workbook whose link_plan sheet was not first was refused with another sheet's columns
+    and advice (column_map) that the command cannot take; a `decisions` path that is a file gave a
+    16-line traceback."""
+    env, sample = sample_cli
+    workbook = openpyxl.load_workbook(_workbook(sample))
+    sheet = workbook["link_plan"]
+    header = [cell.value for cell in sheet[1]]
+    sheet.cell(2, header.index("decision") + 1, "accept")
+    workbook.move_sheet("link_plan", offset=len(workbook.sheetnames))  # the last sheet now
+    assert workbook.sheetnames[0] != "link_plan" and "source_url" in [
+        c.value for c in workbook.worksheets[0][1]
+    ]
+    workbook.save(tmp_path / "reordered.xlsx")
+    decided = read_decisions(tmp_path / "reordered.xlsx", SAMPLE_HOST)
+    assert decided["decision"].to_list() == ["accept"]
+    assert decided["link_id"].to_list() == [sheet.cell(2, header.index("link_id") + 1).value]
+    del workbook["link_plan"]  # no sheet has a decision column: said in a decisions file's terms
+    workbook.save(tmp_path / "no_plan.xlsx")
+    refused = call_cli(env, "decisions", "import", str(tmp_path / "no_plan.xlsx"), "--site", SAMPLE_HOST)
+    assert refused.returncode == 2 and "column_map" not in refused.stderr
+    assert refused.stderr.startswith(
+        f"error: no_plan.xlsx: no decision column on sheet '{workbook.sheetnames[0]}'"
+    )
+    assert "a decisions file is the plan's link_plan.csv, or its workbook (sheet link_plan)" in refused.stderr
+    # the site's decisions path is a file someone made
+    (sample.inbox / SAMPLE_HOST / "decisions").write_text("not a folder")
+    _plan_csv(sample, tmp_path / "reviewed.csv", ["accept"])
+    blocked = call_cli(env, "decisions", "import", str(tmp_path / "reviewed.csv"), "--site", SAMPLE_HOST)
+    folder = sample.inbox / SAMPLE_HOST / "decisions"
+    assert blocked.returncode == 2 and blocked.stderr == (
+        f"error: {folder} is a file, not a folder: move it aside (decisions files go in a folder so named); "
+        "nothing was imported.\n"
+    )
+    assert (sample.inbox / SAMPLE_HOST / "decisions").read_text() == "not a folder"
