@@ -850,3 +850,12 @@ def test_a_page_text_file_without_a_text_column_names_what_it_needs(inbox_root, 
     with pytest.raises(InputError, match=r"page_text\.csv") as error:
         read_page_text(path, "x.example")
     assert "Text" in str(error.value)
+
+
+def test_a_backtest_of_too_few_hidden_links_says_it_cannot_be_read():
+    from interlink_pipeline.core.relevance.backtest import MIN_MEASURED_LINKS, thin_measurement
+
+    said = thin_measurement(4, 0.0, [0.0, 0.6])
+    assert said.startswith("only 4 in-content links were hidden, too few to read the plan's precision (0.0%, "
+                           "95% interval [0.000, 0.600])")  # fmt: skip
+    assert thin_measurement(MIN_MEASURED_LINKS, 0.3, None) is None

@@ -172,16 +172,7 @@ def _parser() -> argparse.ArgumentParser:
     backtest.add_argument("--fraction", type=float, default=0.2, help="share of link pairs hidden (0.2)")
     backtest.add_argument("--seed", type=_seed, default=0, help="which links are hidden (0)")
     _decisions_command(command("decisions", DECISIONS_SUMMARY, DECISIONS_DESCRIPTION))
-    generate = command("generate-site", "write a synthetic site's exports and ground truth")
-    generate.usage = "%(prog)s --out FOLDER [--pages N] [--seed N] [--host HOST] [--no-links] [--overwrite]"
-    generate.add_argument("--pages", type=_pages, default=1700, help="linkable pages, about (1700)")
-    generate.add_argument("--seed", type=_seed, default=7, help="the same seed writes the same site (7)")
-    generate.add_argument("--host", default=None, help="the site's host (www.alpinegear.example)")
-    generate.add_argument("--out", type=Path, required=True, help="folder to write the exports to")
-    generate.add_argument("--no-links", action="store_true", help="skip the All Inlinks export")
-    generate.add_argument(
-        "--overwrite", action="store_true", help="replace the exports the folder holds (default: refuse)"
-    )
+    _generate_command(command("generate-site", "write a synthetic site's exports and ground truth"))
     command("sites", "list registered sites and their table row counts")
     status = command("status", "a site's last run, its figures and where its files are")
     status.add_argument("--site", required=True, help="a registered site")
@@ -194,6 +185,18 @@ def _decisions_command(decisions: argparse.ArgumentParser) -> None:
     imported = action.add_parser("import", help="import one decisions file (CSV or XLSX)")
     imported.add_argument("file", type=Path, help="the edited link_plan CSV or interlink_plan.xlsx")
     imported.add_argument("--site", required=True, help="a materialised site")
+
+
+def _generate_command(generate: argparse.ArgumentParser) -> None:
+    generate.usage = "%(prog)s --out FOLDER [--pages N] [--seed N] [--host HOST] [--no-links] [--overwrite]"
+    generate.add_argument("--pages", type=_pages, default=1700, help="linkable pages, about (1700)")
+    generate.add_argument("--seed", type=_seed, default=7, help="the same seed writes the same site (7)")
+    generate.add_argument("--host", default=None, help="the site's host (www.alpinegear.example)")
+    generate.add_argument("--out", type=Path, required=True, help="folder to write the exports to")
+    generate.add_argument("--no-links", action="store_true", help="skip the All Inlinks export")
+    generate.add_argument(
+        "--overwrite", action="store_true", help="replace the exports the folder holds (default: refuse)"
+    )
 
 
 def _sql_command(sql: argparse.ArgumentParser) -> None:

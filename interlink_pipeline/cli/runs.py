@@ -152,6 +152,13 @@ def execute(
     if not result.success:
         return _report_failure(instance, result, site, seconds)
     print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s (its steps' output: {said.where()})")
+    _print_written(result)
+    print_where()
+    return 0
+
+
+def _print_written(result) -> None:
+    """What a successful run wrote, table by table, and the warnings its steps gave (to stderr)."""
     for event in result.all_events:
         if event.event_type_value == "ASSET_MATERIALIZATION":
             metadata = event.event_specific_data.materialization.metadata
@@ -167,8 +174,6 @@ def execute(
             else:
                 detail = "built by dbt" if event.asset_key.path[0] in ("marts", "dbt_staging") else ""
             print(f"  {event.asset_key.to_user_string():<32} {detail}")
-    print_where()
-    return 0
 
 
 @contextmanager

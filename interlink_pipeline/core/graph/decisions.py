@@ -188,32 +188,15 @@ def folder_decisions(
                 tables.read_site("graph.link_plan", site, ["link_id", "reason"]),
             )
         try:
-            decided = decision_rows(
-                site,
-                read_decisions(path, site),
-                context[0]["page_id"],
-                path.name,
-                datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None),
-            )
+            new.append(_file_version(path, site, digest, context))
         except InputError as exc:
             standing = current.filter(pl.col("source_file") == path.name).height
             kept = f"; its earlier version's {standing:,} decisions stand" if path.name in versions else ""
             result.refused.append(f"{exc}{kept}")
             continue
-        new.append(
-            with_decided_context(decided, *context).with_columns(
-                pl.lit(digest).alias("file_digest"),
-                pl.lit(None, dtype=pl.Datetime("us")).alias("superseded_at"),
-            )
-        )
         result.read.append(path.name)
         if path.name in versions:
-            result.rows = result.rows.with_columns(
-                pl.when((pl.col("source_file") == path.name) & pl.col("superseded_at").is_null())
-                .then(pl.lit(now, dtype=pl.Datetime("us")))
-                .otherwise(pl.col("superseded_at"))
-                .alias("superseded_at")
-            )
+            result.rows = _superseded(result.rows, path.name, now)
     empty = empty_frame("graph.link_decisions")
     result.rows = pl.concat(
         [frame.select(empty.columns) for frame in (empty, result.rows.select(empty.columns), *new)],
@@ -233,6 +216,33 @@ def decision_invariants(read: FolderDecisions) -> list[Invariant]:
     """DECISION_INVARIANTS on a reading of the folder: a refusal is a warning, never a failed run."""
     figures = {"refused": read.refused[:SHOWN], "files_read_now": len(read.read)}
     return [Invariant("link_decisions_files_read", not read.refused, figures, blocking=False)]
+
+
+def _file_version(
+    path: Path, site: str, digest: str, context: tuple[pl.DataFrame, pl.DataFrame]
+) -> pl.DataFrame:
+    """graph.link_decisions rows of one version of a decisions file (its content `digest`), with what was
+    decided on (`context`: the pages with their text, the plan's reasons); InputError when refused."""
+    decided = decision_rows(
+        site,
+        read_decisions(path, site),
+        context[0]["page_id"],
+        path.name,
+        datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None),
+    )
+    return with_decided_context(decided, *context).with_columns(
+        pl.lit(digest).alias("file_digest"), pl.lit(None, dtype=pl.Datetime("us")).alias("superseded_at")
+    )
+
+
+def _superseded(rows: pl.DataFrame, name: str, now: datetime) -> pl.DataFrame:
+    """The rows of file `name`'s current version marked superseded (`now`): an edited version stands."""
+    return rows.with_columns(
+        pl.when((pl.col("source_file") == name) & pl.col("superseded_at").is_null())
+        .then(pl.lit(now, dtype=pl.Datetime("us")))
+        .otherwise(pl.col("superseded_at"))
+        .alias("superseded_at")
+    )
 
 
 def _with_digest(rows: pl.DataFrame, name: str, digest: str) -> pl.DataFrame:

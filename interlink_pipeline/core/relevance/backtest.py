@@ -30,7 +30,12 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.exact_search import exact_top
-from interlink_pipeline.core.relevance.intervals import Interval, ratio_figures, ratio_intervals
+from interlink_pipeline.core.relevance.intervals import (
+    Interval,
+    interval_text,
+    ratio_figures,
+    ratio_intervals,
+)
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 from interlink_pipeline.core.relevance.link_ranker import (
     Ranker,
@@ -572,3 +577,15 @@ def earlier_measurement(
 def keep_measurement(tables: SiteTables, site: str, now: tuple[str, str, SiteState], run_id: str) -> None:
     """What this run measured, so the next run can tell whether its figures still stand."""
     save_state(BacktestInputs(*now, run_id), measurement_path(tables, site))
+
+
+def thin_measurement(hidden_links: int, plan_precision: float, interval: list[float] | None) -> str | None:
+    """A warning when a backtest hid too few links to be read (MIN_MEASURED_LINKS); None otherwise."""
+    if hidden_links >= MIN_MEASURED_LINKS:
+        return None
+    return (
+        f"only {hidden_links:,} in-content links were hidden, too few to read the plan's precision "
+        f"({plan_precision:.1%}, 95% interval {interval_text(interval) or 'unknown'}) or tell it from the "
+        "baseline's; an All Inlinks export with more in-content links (its Link Position filled) makes the "
+        "backtest meaningful."
+    )

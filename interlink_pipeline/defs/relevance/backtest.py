@@ -14,13 +14,13 @@ from interlink_pipeline.core.graph.link_plan import backtest_plan, read_plan_inp
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.numbers import SEED_LIMIT
 from interlink_pipeline.core.relevance.backtest import (
-    MIN_MEASURED_LINKS,
     BacktestSetup,
     backtest_row,
     earlier_measurement,
     keep_measurement,
     links_to_hide,
     measured_inputs,
+    thin_measurement,
 )
 from interlink_pipeline.core.relevance.intervals import interval_text
 from interlink_pipeline.core.relevance.link_ranker import RankerOptions
@@ -176,17 +176,8 @@ def _figures(row: dict) -> dict:
         for name, ours, base in comparison.select("figure", "ours", "baseline").iter_rows()
     )
     by_reason = pl.DataFrame(json.loads(row["precision_by_reason"]))
-    interval = interval_text(intervals.get(OURS[0])) or "unknown"
-    thin = (
-        {
-            "warning": f"only {row['hidden_links']:,} in-content links were hidden, too few to read the "
-            f"plan's precision ({row['plan_precision']:.1%}, 95% interval {interval}) or tell it from the "
-            "baseline's; an All Inlinks export with more in-content links (its Link Position filled) makes "
-            "the backtest meaningful."
-        }
-        if row["hidden_links"] < MIN_MEASURED_LINKS
-        else {}
-    )
+    warning = thin_measurement(row["hidden_links"], row["plan_precision"], intervals.get(OURS[0]))
+    thin = {"warning": warning} if warning else {}
     return {
         **thin,
         "hidden_links": row["hidden_links"],
