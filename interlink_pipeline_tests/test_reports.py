@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.publish import exports, report
-from interlink_pipeline.core.publish.publication import publish, read_manifest, staged_folder
+from interlink_pipeline.core.publish.publication import publish, read_manifest, release_root, staged_folder
 from interlink_pipeline.core.publish.report import PLAN_COLUMNS
 from interlink_pipeline.core.warehouse.vocabularies import PLAN_REASONS
 from interlink_pipeline.defs.writes import readable
@@ -445,3 +445,23 @@ def test_the_drilldown_shows_a_pages_links_in_and_out_before_and_after(planned_s
     assert shown == expected(target) and shown["in"]["planned"] and shown["in"]["now"]
     assert f"clicks from home {depth['depth_before']} → {depth['depth_after']}" in figures
     assert followed == expected(source) and target in followed["out"]["planned"]
+
+
+def test_a_site_folder_from_before_releases_is_switched_once_and_kept_until_the_next(tmp_path):
+    """An installation published before releases has a real folder of files: the first publication keeps
+    them (linked into its release, the folder kept as the release it replaced); the next removes it
+    quietly."""
+    folder = tmp_path / "shop.example"
+    folder.mkdir()
+    (folder / "report.html").write_text("the old report")
+    (folder / "published.json").write_text('{"run_id": "old"}')
+    first = publish(folder, "run-1", {"site": "shop.example"})
+    assert folder.is_symlink() and (folder / "report.html").read_text() == "the old report"
+    assert read_manifest(folder)["run_id"] == "run-1" and first.removed == []
+    kept = read_manifest(folder)["replaced_run"]
+    assert kept.startswith("before-releases-") and (release_root(folder) / kept / "report.html").exists()
+    second = publish(folder, "run-2", {"site": "shop.example"})
+    assert second.removed == [] and sorted(p.name for p in release_root(folder).iterdir()) == [
+        "run-1",
+        "run-2",
+    ]

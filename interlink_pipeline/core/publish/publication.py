@@ -31,6 +31,7 @@ from interlink_pipeline.core.files import replaced_atomically
 
 RELEASES = ".releases"
 MANIFEST = "published.json"
+BEFORE_RELEASES = "before-releases"  # the name a folder of files from before releases is kept under
 REPLACED = "replaced_run"  # the manifest's field naming the release it replaced (removed by the next one)
 
 
@@ -77,7 +78,10 @@ def publish(
     if before is not None:
         _link_missing(before, release)
     files = sorted(path.name for path in release.iterdir() if path.name != MANIFEST)
-    replaced = before.name if before is not None and before.parent == release.parent else None
+    if before == folder:  # a folder of files from before releases: kept as a release under this name
+        replaced = f"{BEFORE_RELEASES}-{time.time_ns()}"
+    else:
+        replaced = before.name if before is not None and before.parent == release.parent else None
     with replaced_atomically(release / MANIFEST) as partial:
         record = {**manifest, "run_id": run_id, "files": files, REPLACED: replaced}
         partial.write_text(json.dumps(record, indent=1))
@@ -91,8 +95,8 @@ def publish(
             published.files.append(str(target))
         published.removed += _remove_staged(source.parent.parent, run_id, running)
     fault_point("publish-file")
-    _switch(folder, release)
-    earlier = (read_manifest(before) or {}).get(REPLACED) if replaced else None
+    _switch(folder, release, replaced)
+    earlier = (read_manifest(release.parent / replaced) or {}).get(REPLACED) if replaced else None
     published.removed += _remove_releases(release.parent, {run_id, replaced}, earlier, running)
     return published
 
@@ -110,15 +114,15 @@ def _link_missing(before: Path, release: Path) -> None:
             shutil.copy2(path, target)
 
 
-def _switch(folder: Path, release: Path) -> None:
+def _switch(folder: Path, release: Path, replaced: str | None) -> None:
     """`folder` made a symbolic link to `release` in one rename. A folder of files from before releases is
-    first kept as a release of its own (removed by the next publication)."""
+    first kept as the release `replaced` (removed by the next publication)."""
     link = folder.parent / f".{folder.name}.{os.getpid()}.link"
     with contextlib.suppress(FileNotFoundError):
         link.unlink()
     os.symlink(os.path.relpath(release, folder.parent), link)
     if folder.is_dir() and not folder.is_symlink():
-        os.replace(folder, release.parent / f"before-releases-{time.time_ns()}")
+        os.replace(folder, release.parent / str(replaced))
     os.replace(link, folder)
 
 
