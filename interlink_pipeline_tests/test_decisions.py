@@ -546,3 +546,20 @@ def test_a_workbook_is_read_on_its_link_plan_sheet_and_refused_in_a_decisions_fi
         "nothing was imported.\n"
     )
     assert (sample.inbox / SAMPLE_HOST / "decisions").read_text() == "not a folder"
+
+
+def test_a_warehouse_of_the_last_version_read_only_has_no_decision_figures_yet(tmp_path):
+    """status opens the warehouse read-only: decisions stored before file versions were kept have no
+    superseded_at until the next run's write adds it, and status says nothing of them rather than fail."""
+    from interlink_pipeline.core.publish.warehouse_reads import decision_figures
+    from interlink_pipeline.core.warehouse.database import connect, ensure_tables
+
+    warehouse = tmp_path / "w.duckdb"
+    with connect(warehouse) as con:
+        ensure_tables(con)
+        con.execute("ALTER TABLE graph.link_decisions DROP COLUMN superseded_at")
+    assert decision_figures(warehouse, SAMPLE_HOST, lock_timeout_s=1, read_only=True) is None
+    with connect(warehouse) as con:  # a run's write adds the column
+        ensure_tables(con)
+    figures = decision_figures(warehouse, SAMPLE_HOST, lock_timeout_s=1, read_only=True)
+    assert figures == {"accepted": 0, "rejected": 0, "accepted_outcomes": {}}

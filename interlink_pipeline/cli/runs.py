@@ -342,9 +342,12 @@ def release_dead_runs(instance, site: str | None = None) -> None:
                 f"its process (pid {run.tags[PID_TAG]}) is gone: it was killed or crashed before finishing"
             )
             instance.report_run_failed(run, message)
-            _record_failure(failure_payload(run, [], message))
+            recorded = _record_failure(failure_payload(run, [], message))
             storage.free_concurrency_slots_for_run(run.run_id)
-            print(f"run {run.run_id} had stopped: {message}; marked failed, its slots freed", file=sys.stderr)
+            print(
+                f"run {run.run_id} had stopped: {message}; marked failed, its slots freed; {recorded}",
+                file=sys.stderr,
+            )
         elif run.run_id in holding:
             where = run.tags.get("dagster/partition", "?")
             print(f"waiting: run {run.run_id} ({where}) holds the {WRITER_POOL} pool", file=sys.stderr)
@@ -425,19 +428,19 @@ class _KeptText(io.TextIOBase):
 
     def flush(self) -> None:
         if self._file is not None:
-            try:
-                self._file.flush()
-            except OSError as exc:
-                self._give_up(exc)
+            self._guarded(self._file.flush)
 
     def close(self) -> None:
         if self._file is not None:
-            try:
-                self._file.close()
-            except OSError as exc:
-                self._give_up(exc)
+            self._guarded(self._file.close)
             self._file = None
         super().close()
+
+    def _guarded(self, act) -> None:
+        try:
+            act()
+        except OSError as exc:
+            self._give_up(exc)
 
     def _give_up(self, exc: OSError) -> None:
         from interlink_pipeline.core.files import file_problem

@@ -162,11 +162,11 @@ def folder_decisions(
     again, its earlier version's rows kept as history (superseded_at: now) and its new rows standing; one
     with another file's content is read once. A file refused (its content, or an entry the folder does not
     read) changes nothing: its earlier version's rows stand. A file gone withdraws its rows."""
-    present = {path.name for path in folder.files} | {line.split(": ", 1)[0] for line in folder.refused}
+    present = {path.name for path in folder.files} | {name for name, _ in folder.refused}
     rows = stored.filter(pl.col("source_file").is_in(list(present)))
     current = rows.filter(pl.col("superseded_at").is_null())
     versions = dict(current.select("source_file", "file_digest").unique("source_file").iter_rows())
-    result = FolderDecisions(rows, refused=list(folder.refused))
+    result = FolderDecisions(rows, refused=[f"{name}: {why}" for name, why in folder.refused])
     result.gone = stored["source_file"].n_unique() - rows["source_file"].n_unique()
     context: tuple[pl.DataFrame, pl.DataFrame] | None = None  # the pages and the plan, read once if needed
     seen: dict[str, str] = {}  # content digest -> the file first found with it
@@ -199,7 +199,7 @@ def folder_decisions(
             result.rows = _superseded(result.rows, path.name, now)
     empty = empty_frame("graph.link_decisions")
     result.rows = pl.concat(
-        [frame.select(empty.columns) for frame in (empty, result.rows.select(empty.columns), *new)],
+        [frame.select(empty.columns) for frame in (empty, result.rows, *new)],
         how="vertical_relaxed",
     )
     return result

@@ -145,7 +145,7 @@ class DecisionFolder:
     """A site's decisions/ folder as a run reads it."""
 
     files: list[Path]  # the regular files to read, oldest first (by modification time, then name)
-    refused: list[str]  # everything else in it, one line each: "<name>: <why it is not read>"
+    refused: list[tuple[str, str]]  # everything else in it: (name, why it is not read)
 
 
 def decision_files(root: str | Path, site: str, *, settled_before: float | None = None) -> DecisionFolder:
@@ -154,28 +154,28 @@ def decision_files(root: str | Path, site: str, *, settled_before: float | None 
     spreadsheet's lock file or another kind of file is named with why it is not read (a file being copied
     in atomically, and one modified after `settled_before`, wait for the next scan)."""
     folder = site_folder(root, site) / DECISIONS
-    if folder_problem(folder):
-        return DecisionFolder([], [folder_problem(folder)])
+    if problem := _folder_problem(folder):
+        return DecisionFolder([], [(str(folder), problem)])
     found: list[tuple[float, str, Path]] = []
-    refused: list[str] = []
+    refused: list[tuple[str, str]] = []
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
         if path.name.startswith(".") and path.name.endswith(".partial"):
             continue  # a copy being written (files.replaced_atomically)
         info = os.lstat(path)
         why = _not_read(path, info.st_mode)
         if why:
-            refused.append(f"{path.name}: {why}")
+            refused.append((path.name, why))
         elif settled_before is None or info.st_mtime <= settled_before:
             found.append((info.st_mtime, path.name, path))
     return DecisionFolder([path for _, _, path in sorted(found)], refused)
 
 
-def folder_problem(folder: Path) -> str | None:
+def _folder_problem(folder: Path) -> str | None:
     """Why a site's decisions/ path cannot hold decisions files (None: it is a folder, or not there yet)."""
     if folder.is_symlink():
-        return f"{folder} is a symbolic link: the decisions folder must be a folder in the drop folder"
+        return "a symbolic link: the decisions folder must be a folder in the drop folder"
     if folder.exists() and not folder.is_dir():
-        return f"{folder} is a file, not a folder: move it aside (decisions files go in a folder so named)"
+        return "a file, not a folder: move it aside (decisions files go in a folder so named)"
     return None
 
 
@@ -203,8 +203,8 @@ def place_decisions(root: str | Path, site: str, src: Path) -> Path:
     """A decisions file copied into the site's decisions/ folder (atomically), under a name that says when
     it was imported: files of the same name imported twice are both kept."""
     folder = site_folder(root, site) / DECISIONS
-    if folder_problem(folder):
-        raise InputError(f"{folder_problem(folder)}; nothing was imported.")
+    if problem := _folder_problem(folder):
+        raise InputError(f"{folder} is {problem}; nothing was imported.")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{datetime.now(UTC):%Y%m%d-%H%M%S-%f}-{src.name}"
     with replaced_atomically(target) as tmp:

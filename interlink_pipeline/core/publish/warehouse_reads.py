@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from interlink_pipeline.core.graph.decided_links import accepted_outcomes
@@ -14,10 +15,11 @@ from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
 from interlink_pipeline.core.publish.report import ReportData
 from interlink_pipeline.core.warehouse import store
 
-# each link's standing decision: the newest
+# each link's standing decision: the newest of a file's current version (site_tables.standing_decisions)
 STANDING_SQL = """
 standing AS (
-    SELECT link_id, decision, note FROM graph.link_decisions WHERE site = $1 AND superseded_at IS NULL
+    SELECT link_id, source_page_id, target_page_id, source_url, target_url, reason, decided_at, decision, note
+    FROM graph.link_decisions WHERE site = $1 AND superseded_at IS NULL
     QUALIFY row_number() OVER (PARTITION BY link_id ORDER BY decided_at DESC, source_file DESC) = 1
 )"""
 # an editor fills in decision (accept, reject) and note, and imports the file: `interlink decisions import`
@@ -125,21 +127,17 @@ FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1
 """
 
 
-# each link's standing decision, with what accepted_outcomes reads
-DECISIONS_SQL = """
-SELECT link_id, source_page_id, target_page_id, source_url, target_url, reason, decided_at, decision
-FROM graph.link_decisions WHERE site = ? AND superseded_at IS NULL
-QUALIFY row_number() OVER (PARTITION BY link_id ORDER BY decided_at DESC, source_file DESC) = 1
-"""
-
-
 def decision_figures(
     warehouse: str | Path, site: str, *, lock_timeout_s: float, read_only: bool = False
-) -> dict:
+) -> dict | None:
     """Editors' decisions as the plan stands: links accepted and rejected, and how many of the accepted
-    ones are in the plan, live on the site, or not kept and why (accepted_outcomes' outcomes)."""
+    ones are in the plan, live on the site, or not kept and why (accepted_outcomes' outcomes). None for a
+    warehouse of an earlier version opened read-only (its decisions have no versions yet)."""
     read = partial(store.query, warehouse, params=[site], lock_timeout_s=lock_timeout_s, read_only=read_only)
-    standing = read(sql=DECISIONS_SQL)
+    try:
+        standing = read(sql=f"WITH {STANDING_SQL} SELECT * FROM standing")
+    except duckdb.BinderException:  # no superseded_at: the next run's write adds it
+        return None
     outcomes = accepted_outcomes(
         standing,
         read(sql="SELECT link_id FROM graph.link_plan WHERE site = ?"),
