@@ -140,9 +140,13 @@ def decisions(args: argparse.Namespace) -> int:
             print(f"{args.file.name}: already imported for {site} (as {same[0].name}); nothing changed.")
             return 0
         placed = place_decisions(default_inbox(), site, args.file)
-        code = execute(instance, site, ["link_decisions"], run_key=decisions_run_key(default_inbox(), site))
+        key, code = decisions_run_key(default_inbox(), site), 1
+        try:
+            code = execute(instance, site, ["link_decisions"], run_key=key)
+        finally:
+            if code != 0:  # failed, or interrupted: the file is not kept, so no later run reads it
+                placed.unlink(missing_ok=True)
         if code != 0:
-            placed.unlink(missing_ok=True)
             return code
     said = rows["decision"].value_counts()
     counts = dict(zip(said["decision"], said["count"], strict=True))
