@@ -294,9 +294,9 @@ def _recrawl_with_links(sample, tmp_path, links: pl.DataFrame) -> tuple[Path, Pa
 
 
 def _check_sentences(sample, accepted: set[str]) -> None:
-    """The to_do sheet's sentence around each anchor: the sample's pages have no body text and its anchors
-    come from titles, so three accepted links' source pages are given a text that holds their anchor (the
-    offset as the plan would have found it) and the sheet is read again off the warehouse."""
+    """The to_do sheet says where each link goes: the sample's pages have no body text, so every link goes in
+    its page's related links; three accepted links are then placed in a sentence (as the plan places a
+    phrase it found in a page's text) and the sheet is read again off the warehouse."""
     with duckdb.connect(str(sample.warehouse)) as con:
         links = (
             con.execute("SELECT link_id, source_page_id, anchor_text FROM graph.link_plan").pl()
@@ -306,16 +306,24 @@ def _check_sentences(sample, accepted: set[str]) -> None:
         for link_id, page_id, anchor in links.iter_rows():
             text = f"Our guide. We tested the {anchor} on three trips! Then more."
             con.execute("UPDATE staging.pages SET body_text = ? WHERE page_id = ?", [text, page_id])
-            offset = text.index(anchor)
-            con.execute("UPDATE graph.link_plan SET anchor_offset = ? WHERE link_id = ?", [offset, link_id])
+            offset, sentence = text.index(anchor), f"We tested the {anchor} on three trips!"
+            con.execute(
+                "UPDATE graph.link_plan SET anchor_offset = ?, sentence = ?, placement = 'contextual' "
+                "WHERE link_id = ?",
+                [offset, sentence, link_id],
+            )
     todo = spreadsheet_tables(sample.warehouse, SAMPLE_HOST, lock_timeout_s=10)["to_do"]
     placed = todo.filter(pl.col("link_id").is_in(links["link_id"].implode())).sort("link_id")
     expected = [f"We tested the {anchor} on three trips!" for anchor in links["anchor_text"]]
     assert placed["sentence"].to_list() == expected
-    assert set(placed["how"]) == {"link the anchor where it stands"}
+    assert set(placed["how"]) == {"link the anchor where it stands in the sentence"}
     unplaced = todo.filter(pl.col("anchor_offset").is_null())
     assert unplaced["sentence"].null_count() == unplaced.height
-    assert set(unplaced["how"]) == {"no sentence has the anchor: write one"}
+    assert set(unplaced["how"]) <= {
+        "add it to the page's related links, the anchor as its title",
+        "add it to the home page's links to its sections",
+        "add it to the page's list",
+    }
 
 
 def test_the_plan_keeps_accepted_links_refuses_rejected_ones_and_a_recrawl_finds_them_live(

@@ -10,7 +10,14 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from interlink_pipeline.core.graph.anchors import anchor_phrases, choose_anchors, mention_span
+from interlink_pipeline.core.graph.anchors import (
+    Anchored,
+    AnchorRules,
+    anchor_rules,
+    choose_anchors,
+    placed_mention,
+    target_names,
+)
 from interlink_pipeline.core.graph.centrality import betweenness, centrality
 from interlink_pipeline.core.graph.decided_links import (
     accepted_outcomes,
@@ -28,7 +35,7 @@ from interlink_pipeline.core.graph.metrics import (
 )
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS, accepted_kept, check_plan
 from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, before_and_after, comparison
-from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, utility_pages
 from interlink_pipeline.core.graph.plan_stability import plan_changes
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import plan_links
@@ -87,6 +94,16 @@ def _site(n, similar=(), existing=(), candidates=(), vectors=None, clusters=None
         edges,
         vectors=vectors,
         sections=sections or SiteSections.empty(),
+    )
+
+
+def _anchored(anchors: list[str | None]) -> Anchored:
+    """Anchors placed in the text, each in a sentence of its own (None: not placed)."""
+    return Anchored(
+        list(anchors),
+        [0 if a else None for a in anchors],
+        [f"We read {a} in this sentence." if a else None for a in anchors],
+        ["contextual" if a else "related" for a in anchors],
     )
 
 
@@ -155,7 +172,8 @@ def test_accepted_links_are_kept_past_a_pages_budget_and_use_up_its_room():
     assert {pair for pair in links if pair[0] == 1} == {(1, 3), (1, 4), (1, 5), (1, 6)}
     assert (0, 2) in links and planner.out_budget[1] == 0 and planner.hub_budget == 0
     checks = {
-        c.name: c for c in check_plan(planned, [None] * planned.height, site.existing, planner, 0, options)
+        c.name: c
+        for c in check_plan(planned, _anchored([None] * planned.height), site.existing, planner, 0, options)
     }
     budget = checks["link_plan_within_budget"]
     assert budget.passed and budget.figures["pages_past_budget_by_accepted_links"] == 1
@@ -285,15 +303,18 @@ def test_an_orphan_joins_the_list_of_the_index_likely_to_list_it_whatever_its_bu
     site = _site(7, existing=existing, candidates=candidates, sections=sections)
     options = PlanOptions(out_link_budget=3, section_links=3, hub_links=0, max_inlinks=1)
     planned, planner = plan_links(site, options)
-    rescues = {
-        r["target"]: r for r in planned.filter(pl.col("reason") == "orphan-rescue").iter_rows(named=True)
-    }
-    assert (rescues[5]["source"], rescues[5]["placement"]) == (1, "listing")
-    assert rescues[5]["alternatives"] == [2]
+    rescues: dict[int, list[dict]] = {}
+    for row in planned.filter(pl.col("reason") == "orphan-rescue").iter_rows(named=True):
+        rescues.setdefault(row["target"], []).append(row)
+    assert (rescues[5][0]["source"], rescues[5][0]["placement"]) == (1, "listing")
+    assert rescues[5][0]["alternatives"] == [2]
+    # its next likely source gives it a second link; page 6 has none likely
+    assert (rescues[5][1]["source"], rescues[5][1]["placement"]) == (2, "contextual")
+    assert len(rescues[6]) == 1
     # an unlikely index never takes a link beyond its budget: page 6 goes on page 2, in its content
-    assert (rescues[6]["source"], rescues[6]["placement"]) == (2, "contextual")
+    assert (rescues[6][0]["source"], rescues[6][0]["placement"]) == (2, "contextual")
     anchors = [f"anchor {i}" for i in range(planned.height)]
-    checks = {c.name: c for c in check_plan(planned, anchors, site.existing, planner, 0, options)}
+    checks = {c.name: c for c in check_plan(planned, _anchored(anchors), site.existing, planner, 0, options)}
     assert checks["link_plan_within_budget"].passed
 
 
@@ -311,14 +332,55 @@ def test_existing_links_are_never_suggested_and_budgets_hold():
     assert all(count + content.get(source, 0) <= 2 for source, count in per_source.iter_rows())
 
 
-def test_hubs_are_placed_on_the_home_page_within_hub_links():
-    candidates = [(1, t, 0.8, "semantic") for t in (2, 3, 4)] + [(t, 1, 0.8, "both") for t in (2, 3, 4)]
-    site = _site(5, candidates=candidates, existing=[(0, 4, True)])
-    planned, planner = plan_links(site, PlanOptions(hub_links=2, out_link_budget=5))
+def test_the_home_page_links_the_sections_it_misses_never_a_leaf():
+    # 1 and 2 head sections of 6 pages each (3..8 below 1, 9..14 below 2), the home page links 1 only;
+    # 15 is a central leaf page
+    sizes = np.zeros(16, dtype=np.int64)
+    sizes[[1, 2]] = 6
+    candidates = [(15, t, 0.9, "similar") for t in range(1, 15)] + [
+        (t, 15, 0.9, "similar") for t in range(1, 15)
+    ]
+    site = _site(16, candidates=candidates, existing=[(0, 1, False)])
+    site.section_sizes = sizes
+    planned, planner = plan_links(site, PlanOptions(hub_links=5, out_link_budget=5))
     hubs = planned.filter(pl.col("reason") == "hub")
-    assert hubs["source"].to_list() == [0] and set(hubs["placement"]) == {"home"}  # 1 slot: 2 minus existing
-    assert hubs["target"][0] == 1  # the most central page
-    assert planner.hubs[0] == 1
+    assert hubs["target"].to_list() == [2] and set(hubs["placement"]) == {"home"}
+    assert planner.hubs == [2]  # never the central leaf 15, and not 1, which the home page links
+    # the home page that links every section gets no hub link
+    site = _site(16, candidates=candidates, existing=[(0, 1, False), (0, 2, True)])
+    site.section_sizes = sizes
+    planned, planner = plan_links(site, PlanOptions(hub_links=5, out_link_budget=5))
+    assert planner.hubs == [] and planned.filter(pl.col("reason") == "hub").is_empty()
+
+
+def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_likely_source():
+    # page 4 is an orphan; 1 (about us) is its most probable source, 2 and 3 the next ones
+    existing = [(0, 1, False), (0, 2, False), (0, 3, False)]
+    candidates = [(1, 4, 0.9, "similar"), (2, 4, 0.8, "similar"), (3, 4, 0.5, "similar")]
+    site = _site(5, existing=existing, candidates=candidates)
+    site.utility = utility_pages(
+        pl.Series(["/", "/about-us/", "/guides/a/", "/guides/b/", "/guides/c/"]), UTILITY_PAGES
+    )
+    planned, _ = plan_links(site, PlanOptions(hub_links=0, min_inlinks=0, max_inlinks=0))
+    assert _links(planned) == {(2, 4): "orphan-rescue", (3, 4): "orphan-rescue"}
+    # the second comes from a likely source only: none under min_probability
+    planned, _ = plan_links(site, PlanOptions(hub_links=0, min_inlinks=0, max_inlinks=0, min_probability=0.6))
+    assert _links(planned) == {(2, 4): "orphan-rescue"}
+    with pytest.raises(Exception, match=r"utility_pages is not a regular expression \(missing \)"):
+        plan_links(site, PlanOptions(utility_pages="/(about"))
+
+
+def test_no_page_takes_more_than_its_share_of_the_topical_links():
+    # every page may link page 1 (a glossary) first, then its neighbour
+    n = 60
+    candidates = [(s, 1, 0.9, "similar") for s in range(2, n)] + [
+        (s, s + 1 if s + 1 < n else 2, 0.5, "similar") for s in range(2, n)
+    ]
+    existing = [(0, t, False) for t in range(1, n)]
+    site = _site(n, existing=existing, candidates=candidates)
+    planned, _ = plan_links(site, PlanOptions(hub_links=0, max_inlinks=40, max_target_share=0.05))
+    into = planned.group_by("target").len().sort("len", descending=True)
+    assert planned.height > 50 and into["len"][0] <= max(2, int(0.05 * planned.height)) + 1
 
 
 def test_a_section_index_links_its_menu_members_and_main_sections_are_hubs_first():
@@ -338,7 +400,9 @@ def test_a_section_index_links_its_menu_members_and_main_sections_are_hubs_first
     assert section["target"].to_list() == list(range(14, 4, -1))
     assert planner.out_budget[1] == 0 and planner.out_budget[15] > options.out_link_budget - 1
     assert planner.hubs[:2] == [1, 2]  # the menu's top level before the most central pages
-    checks = check_plan(planned, [str(i) for i in range(planned.height)], site.existing, planner, 0, options)
+    checks = check_plan(
+        planned, _anchored([f"anchor {i}" for i in range(planned.height)]), site.existing, planner, 0, options
+    )
     assert next(c for c in checks if c.name == "link_plan_within_budget").passed
 
 
@@ -380,11 +444,11 @@ def test_plan_invariants_catch_a_broken_plan():
     options = PlanOptions(out_link_budget=3, hub_links=0, max_inlinks=1)
     planned, planner = plan_links(site, options)
     anchors = [f"anchor {i}" for i in range(planned.height)]
-    checks = {c.name: c for c in check_plan(planned, anchors, site.existing, planner, 0, options)}
+    checks = {c.name: c for c in check_plan(planned, _anchored(anchors), site.existing, planner, 0, options)}
     assert list(checks) == list(PLAN_INVARIANTS) and all(c.passed for c in checks.values())
     # an anchor the site's own links already give another page counts against the cap
     taken = {"anchor 0": {1}}
-    assert not check_plan(planned, anchors, site.existing, planner, 0, options, taken)[2].passed
+    assert not check_plan(planned, _anchored(anchors), site.existing, planner, 0, options, taken)[2].passed
     # the same link twice under two anchors; one anchor text on two pages; page 0 over its budget (2 + 2 > 3)
     rows = [(2, 4, "anchor 0"), (2, 4, "another anchor"), (3, 1, "anchor 0"), (0, 3, None), (0, 4, None)]
     broken = pl.DataFrame(
@@ -392,13 +456,30 @@ def test_plan_invariants_catch_a_broken_plan():
         schema=planned.schema,
         orient="row",
     )
-    found = check_plan(broken, [a for _, _, a in rows], site.existing, planner, 1, options)
+    found = check_plan(broken, _anchored([a for _, _, a in rows]), site.existing, planner, 1, options)
     checks = {c.name: c for c in found}
     assert not checks["link_plan_anchors"].passed and checks["link_plan_anchors"].blocking
     assert checks["link_plan_anchors"].figures["pairs_with_two_links"] == 1
     assert checks["link_plan_anchors"].figures["examples"] == ["anchor 0"]
     assert not checks["link_plan_within_budget"].passed and checks["link_plan_within_budget"].blocking
     assert not checks["link_plan_no_orphans"].passed and not checks["link_plan_no_orphans"].blocking
+    # a generic phrase placed in the text, a phrase with no sentence, a URL path anywhere
+    rules = AnchorRules(function_words("en"))
+    anchored = _anchored(["this example", "Alpine Boots", "/guides/boots/", "Trail Runners"])
+    anchored.sentences[1] = "Alpine Boots"
+    anchored.offsets[2] = None
+    found = check_plan(broken.head(4), anchored, site.existing, planner, 0, options, rules=rules)
+    readable = next(c for c in found if c.name == "link_plan_anchors_readable")
+    assert (
+        not readable.passed
+        and readable.blocking
+        and readable.figures["examples"]
+        == [
+            "this example (generic)",
+            "Alpine Boots (not in a sentence of its own)",
+            "/guides/boots/ (URL path)",
+        ]
+    )
 
 
 def test_bad_plan_settings():
@@ -408,43 +489,67 @@ def test_bad_plan_settings():
         plan_links(_site(2), PlanOptions(min_inlinks=5, max_inlinks=2))
 
 
-def test_anchors_are_whole_phrases_unique_per_target_and_found_in_place():
-    glue = function_words("en")
-    # a short H1 or title is used whole; a long one gives its phrases between function words, never a cut
-    assert anchor_phrases("Hiking Boots | Alpine Gear", None, 6, glue) == ["Hiking Boots"]
-    assert anchor_phrases("Dieta proteica: ¿qué comer?", None, 6, function_words("es")) == ["Dieta proteica"]
-    # the H1's later clauses follow its first ('Expert Tips' may be every guide's)
-    h1 = "Expert Tips: Caring for Climbing Harnesses"
-    assert anchor_phrases(None, h1, 6, glue) == ["Expert Tips", "Caring for Climbing Harnesses"]
-    long_title = "How to Choose the Right Sleeping Bag for Winter Camping in the Alps"
-    assert anchor_phrases(long_title, None, 4, glue) == [
-        "Right Sleeping Bag",
-        "Winter Camping",
-        "Choose",
-        "Alps",
-    ]
+def test_anchors_are_phrases_an_editor_keeps_or_the_targets_name():
     text = "Before a long hike, lace the Alpine Boot snugly."
-    assert mention_span(text, text.lower().index("alpine boot"), 2) == "Alpine Boot"
-    assert mention_span(text, 3, 2) is None  # not at a word's start
+    assert placed_mention(text, text.lower().index("alpine boot"), 2) == (
+        "Alpine Boot",
+        29,
+        "Before a long hike, lace the Alpine Boot snugly.",
+    )
+    assert placed_mention(text, 3, 2) is None  # not at a word's start
+    refused = {
+        "Edit postcss.config.mjs to add the plugin to the build.": ("postcss", 1),  # inside a file name
+        "Pack the tent. Boots go on top of it, always.": ("tent. Boots", 2),  # across a sentence's end
+        "Filter Description :-- :-- boots for the winter season": ("boots", 1),  # a table row's debris
+        "Walking Boots : lace them snugly before a long hike.": ("Walking Boots", 2),  # a heading
+        "Call `resize` with the width you want here.": ("resize", 1),  # in code
+    }
+    for sentence, (phrase, words) in refused.items():
+        assert placed_mention(sentence, sentence.index(phrase), words) is None, phrase
+    rules = AnchorRules(function_words("en"), spread=frozenset({"details"}), common=frozenset({"function"}))
+    for anchor, why in [
+        ("this example", "generic"), ("and", "generic"), ("Details", "generic"), ("function", "generic"),
+        ("/methods/page/prev/", "URL path"), ("postcss.config.mjs", "URL path"), ("Alpine Boot", None),
+        ("function templates", None),
+    ]:  # fmt: skip
+        assert rules.refusal(anchor) == why, anchor
+    pages = pl.DataFrame(
+        {
+            "body_text": [
+                f"page {i} uses a function and a {'rare' if i == 0 else 'plain'} word" for i in range(60)
+            ],
+            "meta_description": [None] * 60,
+        }
+    )
+    site_rules = anchor_rules(pages, {"details": {1, 2, 3}, "alpine boot": {4}}, function_words("en"))
+    assert site_rules.spread == {"details"} and {"function", "plain"} <= site_rules.common
+    assert "rare" not in site_rules.common  # on one page of 60
+    assert target_names("Overview | Gear", "Overview", "Boots") == [
+        "Overview",
+        "Overview | Gear",
+        "Overview (Boots)",
+    ]
+    assert target_names(None, None, None, "/guides/winter-hiking/") == ["Winter hiking"]
     links = pl.DataFrame(
         {
             "source": [1, 2, 3, 4, 5],
             "target": [7, 8, 7, 9, 10],
             "score": [0.9, 0.8, 0.7, 0.6, 0.5],
-            "mention_text": [None, None, "Alpine Boot", None, None],
-            "mention_offset": [None, None, 29, None, None],
+            "placement": ["contextual", "contextual", "contextual", "home", "contextual"],
+            "mention_text": [None, "this example", "Alpine Boot", None, "Alpine Boot"],
+            "mention_offset": [None, 3, 29, None, 4],
+            "sentence": [None, "See this example for more.", text, None, "The Alpine Boot fits."],
         }
     )
-    phrases = {7: ["Sleeping Bag"], 8: ["Sleeping Bag", "Down Bag"], 9: ["Contact"], 10: ["Sleeping Bag"]}
-    fallback = {7: ["Sleeping Bags"], 8: ["Down Sleeping Bags"], 9: ["Contact Us", "/contact/"], 10: ["/x/"]}
-    anchors, offsets = choose_anchors(links, phrases, fallback, 1, taken={"contact": {3}})
-    # one target per anchor text: page 8 gets its next phrase, page 10 its fallback; "contact" already
-    # points at page 3 on the site; the phrase the source already uses is kept, with its place
-    assert anchors == ["Sleeping Bag", "Down Bag", "Alpine Boot", "Contact Us", "/x/"]
-    assert offsets == [None, None, 29, None, None]
-    # an anchor the site already uses for two pages is not used again, not even for one of them
-    anchors, offsets = choose_anchors(links, phrases, fallback, 1, taken={"alpine boot": {7, 2}})
-    assert anchors[2] == "Sleeping Bag" and offsets[2] is None  # its phrase, as the first link to it
+    names = {7: ["Alpine Boots"], 8: ["Down Bags"], 9: ["Contact Us", "Contact Us (Help)"], 10: ["Boot Care"]}
+    anchored = choose_anchors(links, names, rules, 1, taken={"contact us": {3}})
+    # the phrase in place where it passes the rules; a generic phrase and a link to the home page's sections
+    # take the target's name; "Contact Us" already points at page 3, so page 9 takes its next name; "Alpine
+    # Boot" already names page 7, so page 10 goes in the related links under its own
+    assert anchored.anchors == ["Alpine Boots", "Down Bags", "Alpine Boot", "Contact Us (Help)", "Boot Care"]
+    assert anchored.offsets == [None, None, 29, None, None]
+    assert anchored.placements == ["related", "related", "contextual", "home", "related"]
+    assert anchored.sentences[2] == text and anchored.sentences[1] is None
 
 
 def test_existing_links_split_navigation_from_content_and_keep_pass_through_pages():
@@ -589,6 +694,7 @@ def test_plan_on_the_sample(sample_site):
         "link_plan_targets_are_pages",
         "link_plan_within_budget",
         "link_plan_anchors",
+        "link_plan_anchors_readable",
         "link_plan_no_orphans",
         "link_plan_depth_target",
         "link_plan_keeps_accepted",
@@ -602,6 +708,7 @@ def test_plan_on_the_sample(sample_site):
             con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'before'").pl().row(0, named=True)
         )
         plan = con.execute("SELECT * FROM graph.link_plan").pl()
+        pages = con.execute("SELECT page_id, path, coalesce(h1, title) AS name FROM staging.pages").pl()
         repeated = con.execute(
             "SELECT count(*) FROM graph.link_plan p JOIN raw.crawl_links l ON l.source_url = p.source_url "
             "AND l.target_url = p.target_url"
@@ -611,13 +718,19 @@ def test_plan_on_the_sample(sample_site):
     assert after["max_depth"] <= 4 and after["unreachable_pages"] == 0
     assert after["inlink_gini"] < before["inlink_gini"]
     assert repeated == 0
-    # one anchor text points at one page; an anchor found in the source's text is there, at its offset
-    assert (
-        plan.group_by(pl.col("anchor_text").str.to_lowercase())
-        .agg(pl.col("target_page_id").n_unique())["target_page_id"]
-        .max()
-        == 1
+    # one anchor text in the text points at one page; a name in the related links is shared only by pages
+    # that share their whole H1 or title (the sample has such near-duplicates)
+    assert plan.filter(pl.col("anchor_offset").is_not_null()).is_empty()  # no body text: none in the text
+    shared = (
+        plan.join(pages.select("page_id", "name"), left_on="target_page_id", right_on="page_id")
+        .group_by(pl.col("anchor_text").str.to_lowercase())
+        .agg(pl.col("target_page_id").n_unique().alias("targets"), pl.col("name").n_unique().alias("names"))
     )
+    assert (shared.filter(pl.col("targets") > 1)["names"] == 1).all()
+    assert set(plan["placement"]) <= {"related", "home", "listing"}
+    # no link is placed on a utility page (the sample's About Us, Contact, Privacy Policy)
+    utility = pages.filter(pl.Series(utility_pages(pages["path"], UTILITY_PAGES)))["page_id"]
+    assert utility.len() >= 3 and not plan["source_page_id"].is_in(utility.implode()).any()
     # topical links are the ranker's probable ones; structure is met by the most probable source there is
     # (the sample's own in-content links are listings and menus: the ranker finds few topical pairs likely)
     topical = plan.filter(pl.col("reason") == "topical")
@@ -634,7 +747,9 @@ def test_plan_on_the_sample(sample_site):
     assert (plan.filter(~structural)["alternative_source_urls"].list.len() == 0).all()
     words = plan_in_words(plan)
     editors = words.filter(pl.col("why").str.contains("editors would link"))
-    assert editors.height and (editors["probability"] >= PlanOptions().min_probability).all()
+    # (the sample's few likely topical pairs point into its best-linked quarter, its categories, which take
+    # no link beyond their quota: the backtest's rebuilt plan still has some, by_reason below)
+    assert (editors["probability"] >= PlanOptions().min_probability).all()
     assert words.filter("weak")["why"].str.contains("weak: no page is a likely place for it").all()
     # the run measured itself: the backtest beats the same-budget title-cosine list
     assert backtest["hidden_links"] > 200 and backtest["plan_links"] > 0
@@ -647,6 +762,7 @@ def test_plan_on_the_sample(sample_site):
     assert {"links", "hits", "precision", "recall", "known", "known_precision", "reachable",
             "reachable_precision"} <= set(by_reason["topical"])  # fmt: skip
     assert all(row["reachable"] <= row["known"] <= row["links"] for row in by_reason.values())
+    assert by_reason["topical"]["links"] > 0 and by_reason["topical"]["precision"] > 0.5
     backtest_meta = materialization_metadata(sample_site, "link_backtest")
     assert "plan precision" in backtest_meta["ours_vs_baseline"]["figure"].to_list()
     # each figure with its 95% interval: in the row, and beside the figure in the metadata
@@ -775,7 +891,9 @@ def test_plan_on_real_crawls_with_and_without_inlinks(light_and_nutri):
     # hub links aside, every page keeps to its budget
     assert (nutri_pages["depth_before"] == nutri_pages["crawl_depth"].clip(1)).all()
     assert (nutri_pages["inlinks_before"] == nutri_pages["crawl_inlinks"]).all()
-    assert nutri_reasons.keys() <= {"hub", "section", "topical"} and nutri_reasons["hub"] == 20
+    # its products sit below URL folders that are no pages and, without a links export, no listing is
+    # known: the home page takes no hub link rather than links to leaf pages
+    assert nutri_reasons.keys() <= {"section", "topical"}
     assert nutri_pages["planned_outlinks"].max() <= PlanOptions().out_link_budget
     # without a links export there is nothing to hide: the backtest says so, and the plan stands
     assert backtested == [(LIGHT,)]

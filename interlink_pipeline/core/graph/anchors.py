@@ -1,19 +1,43 @@
-"""Anchors: each planned link's text. Anchors vary per link to the same target: the phrase the source's own
-text already uses for it, else a whole phrase of the target's H1 or title, kept short; no anchor text points
-at more than anchor_max_targets pages across the site."""
+"""Anchors: each planned link's text and where it goes on its source. An in-text link takes the phrase the
+source's own text already uses for the target, in a sentence an editor can link as it stands; every other
+link goes in the page's related-links block (or the home page's sections, or an index's list) under the
+target's name. An anchor is never a generic word or phrase, a URL path, or a phrase inside code, a table
+row or a heading; no anchor text points at more than anchor_max_targets pages across the site."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import NamedTuple
 
 import polars as pl
 
 from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.relevance.phrases import GENERIC_ANCHORS
 from interlink_pipeline.core.text import detect_language, function_words
 
 _CUT = re.compile(r"\s+[|:–—-]\s+|[:,;(]\s*")
 _WORD = re.compile(r"\w+", re.UNICODE)
+# where a sentence ends: . ! ? before a space, a line break, and the ' : ' or ' | ' a page's flattened
+# headings, definition lists and tables leave between their parts
+_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)|\n|\s[:|]\s")
+_URL_LIKE = re.compile(
+    r"[/\\]|^(https?:|www\.)|\w\.(html?|php|aspx?|md|m?js|cjs|ts|css|json|ya?ml|toml|xml|txt)$", re.I
+)
+_TABLE_DEBRIS = re.compile(r"\|| :?-{2,}:?|\t")
+_BEFORE_OK = set(" \n\t\"'“‘([«¿¡")  # what may stand right before an anchor in a sentence
+_AFTER_OK = set(" \n\t,;!?)\"'”’]»")  # ... and right after it (and . or : at a sentence's end)
+_JOINS_OK = re.compile(r"^(?: |-|'|’)$")  # between an anchor's words
+MIN_SENTENCE_WORDS = 4  # shorter is a heading, a label or a table cell, not a sentence to link in
+SPREAD_TARGETS = 3  # an existing anchor pointing at this many pages or more names none of them
+COMMON_SHARE = 0.05  # a single word on this share of the site's pages (and 3 or more) names nothing
+
+
+def url_like(text: str) -> bool:
+    """A URL, a path or a file name (`/methods/page/prev/`, `postcss.config.mjs`), not a name."""
+    return bool(_URL_LIKE.search(text))
 
 
 def first_clause(text: str | None) -> str:
@@ -21,108 +45,195 @@ def first_clause(text: str | None) -> str:
     return _CUT.split((text or "").strip())[0].strip(" .") if text else ""
 
 
-def anchor_phrases(title: str | None, h1: str | None, max_words: int, glue: frozenset[str]) -> list[str]:
-    """Anchors for one target, best first, each a whole phrase of its H1 or title — never cut mid-phrase:
-    each clause (the first ones first; of the title, only the first) when it has at most `max_words`
-    words, else the phrases between its function words ('How to Choose a Sleeping Bag for Winter Camping'
-    gives 'Sleeping Bag', 'Winter Camping', …), longest first (single words only as a last resort)."""
-    phrases: list[str] = []
-    clauses = [first_clause(h1), first_clause(title)]
-    # the H1's later clauses too (a title's may be branding: 'Hiking Boots | Alpine Gear')
-    clauses += [c.strip(" .") for c in _CUT.split((h1 or "").strip())[1:]]
-    for clause in clauses:
-        words = clause.split()
-        if not words:
-            continue
-        if len(words) <= max_words:
-            phrases.append(clause)
-            continue
-        chunks: list[list[str]] = [[]]
-        for word in words:
-            if word.lower().strip(".,!?¿¡") in glue:
-                chunks.append([])
-            else:
-                chunks[-1].append(word)
-        fitting = [c for c in chunks if 0 < len(c) <= max_words]
-        phrases += [" ".join(c) for c in sorted(fitting, key=len, reverse=True)]
-    seen: set[str] = set()
-    distinct = []
-    for phrase in sorted(phrases, key=lambda p: len(p.split()) < 2):  # stable: phrases of 2+ words first
-        if phrase.lower() not in seen:
-            seen.add(phrase.lower())
-            distinct.append(phrase)
-    return distinct
+def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """The character range of the sentence of `text` that holds [start, end)."""
+    left = max(0, start - 2000)
+    begin = left
+    for found in _SENTENCE_END.finditer(text, left, start):
+        begin = found.end()
+    after = _SENTENCE_END.search(text, end, end + 2000)
+    return begin, (after.end() if after else min(len(text), end + 2000))
 
 
-def mention_span(text: str | None, offset: int | None, words: int) -> str | None:
-    """The `words`-word phrase of `text` starting at character `offset`, as written there."""
+class Mention(NamedTuple):
+    """A phrase of the source's text an editor can link in place: the text as written, its offset, and the
+    sentence that holds it."""
+
+    text: str
+    offset: int
+    sentence: str
+
+
+def placed_mention(text: str | None, offset: int | None, words: int) -> Mention | None:
+    """The `words`-word phrase of `text` at character `offset`, when it stands in a sentence as words of
+    their own: not inside code or a file name (`postcss` of `postcss.config.mjs`), not across a sentence's
+    end, not in a table row or a heading; else None."""
     if not text or offset is None or offset < 0 or words < 1:
-        return None
-    if offset and _WORD.match(text[offset - 1]):  # not at a word's start
         return None
     tokens = list(_WORD.finditer(text.lower(), offset))[:words]
     if len(tokens) < words or tokens[0].start() != offset:
         return None
-    return text[offset : tokens[-1].end()]
+    end = tokens[-1].end()
+    if offset and text[offset - 1] not in _BEFORE_OK:
+        return None
+    if end < len(text) and text[end] not in _AFTER_OK:
+        closes = text[end] in ".:" and (end + 1 == len(text) or text[end + 1].isspace())
+        if not closes:
+            return None
+    if any(not _JOINS_OK.match(text[a.end() : b.start()]) for a, b in pairwise(tokens)):
+        return None
+    begin, stop = sentence_bounds(text, offset, end)
+    sentence = text[begin:stop].strip()
+    return Mention(text[offset:end], offset, sentence) if readable(sentence) else None
+
+
+def readable(sentence: str) -> bool:
+    """A sentence an editor can put a link in: MIN_SENTENCE_WORDS words or more, no table row's debris."""
+    return len(sentence.split()) >= MIN_SENTENCE_WORDS and not _TABLE_DEBRIS.search(sentence)
+
+
+@dataclass(frozen=True)
+class AnchorRules:
+    """What an anchor may not be: a generic phrase (the list, or only function words), a phrase the site's
+    own links give three or more pages, a single word most of the site's pages use, or a URL path."""
+
+    glue: frozenset[str]
+    spread: frozenset[str] = frozenset()  # existing anchors (lower case) that point at many pages
+    common: frozenset[str] = frozenset()  # single words on many of the site's pages (lower case)
+
+    def refusal(self, anchor: str | None) -> str | None:
+        """Why `anchor` names nothing ('generic', 'URL path'), or None when it may be used."""
+        text = (anchor or "").strip()
+        if not text:
+            return "empty"
+        if url_like(text):
+            return "URL path"
+        lowered = " ".join(_WORD.findall(text.lower()))
+        tokens = lowered.split()
+        if (
+            lowered in GENERIC_ANCHORS
+            or not any(len(t) > 2 and not t.isdigit() for t in tokens)
+            or all(t in self.glue for t in tokens)
+            or lowered in self.spread
+            or (len(tokens) == 1 and lowered in self.common)
+        ):
+            return "generic"
+        return None
+
+
+def anchor_rules(pages: pl.DataFrame, taken: Mapping[str, set[int]], glue: frozenset[str]) -> AnchorRules:
+    """The site's anchor rules: its existing anchors that point at many pages, and the single words on
+    COMMON_SHARE of its pages' texts."""
+    spread = frozenset(" ".join(_WORD.findall(a)) for a, t in taken.items() if len(t) >= SPREAD_TARGETS)
+    texts = pages.select(pl.coalesce("body_text", "meta_description").fill_null("").alias("t"))
+    counts = (
+        texts.select(pl.col("t").str.to_lowercase().str.extract_all(r"\w+").list.unique().alias("w"))
+        .explode("w")
+        .group_by("w")
+        .len()
+    )
+    floor = max(3, COMMON_SHARE * pages.height)
+    common = frozenset(counts.filter(pl.col("len") >= floor)["w"].drop_nulls().to_list())
+    return AnchorRules(glue, spread, common)
+
+
+def target_names(
+    title: str | None,
+    h1: str | None,
+    parent: str | None,
+    path: str | None = None,
+    shared: frozenset[str] = frozenset(),
+    rules: AnchorRules | None = None,
+) -> list[str]:
+    """A target's names, best first: its H1's and title's own words (unless other pages' begin the same:
+    `shared`, lower case, as 'Expert Tips: …'), the whole H1 and title (without either, its URL's last part
+    in words), then the first of them with its parent's name (two pages called 'Overview' in two sections,
+    and the only name of a page called by a word the site uses everywhere, 'File (Page methods)'); never a
+    URL, and no name the `rules` refuse while another is left."""
+    clauses = [c for c in (first_clause(h1), first_clause(title)) if c.lower() not in shared]
+    names = [*clauses, (h1 or "").strip(), (title or "").strip()]
+    names = [n for n in dict.fromkeys(names) if n and not url_like(n)]
+    if not names and path:  # no title at all: its URL's last part, in words
+        last = [s for s in path.split("?")[0].split("/") if s]
+        names = [re.sub(r"[-_]+", " ", last[-1]).strip().capitalize()] if last else []
+    if names and parent and parent.lower() != names[0].lower():
+        names.append(f"{names[0]} ({parent})")
+    if rules is not None:
+        names = [n for n in names if rules.refusal(n) is None] or names
+    return names
+
+
+class Anchored(NamedTuple):
+    """Each planned link's anchor, its offset in the source's text and the sentence there (None for a link
+    not placed in the text), and its placement."""
+
+    anchors: list[str]
+    offsets: list[int | None]
+    sentences: list[str | None]
+    placements: list[str]
 
 
 def choose_anchors(
     links: pl.DataFrame,
-    phrases: Mapping[int, list[str]],
-    fallback: Mapping[int, list[str]],
+    names: Mapping[int, list[str]],
+    rules: AnchorRules,
     max_targets: int,
     taken: Mapping[str, set[int]] | None = None,
-) -> tuple[list[str], list[int | None]]:
-    """One anchor per planned link (source, target, score, and optionally mention_text, mention_offset):
-    the phrase the source's own text already uses for the target, where there is one (its character
-    offset is returned, so the link can be inserted in place); else the target's best phrase. No anchor
-    text points at more than `max_targets` targets, counting the site's existing in-content anchors
-    (`taken`: lower-cased anchor -> targets); the target's `fallback` anchors (its whole title, then its
-    URL path, which no other page has) are used when every phrase is taken. Links are served most
-    probable first."""
+) -> Anchored:
+    """One anchor per planned link (source, target, score, placement, and optionally mention_text,
+    mention_offset, sentence), most probable first. An in-content link takes the phrase the source's text
+    already uses for the target, where it passes the `rules` and points at no more than `max_targets` pages
+    (the site's existing in-content anchors, `taken`, counted); else it goes in the page's related-links
+    block ('related') under the target's first free name. Home and listing links take the target's name."""
     used: dict[str, set[int]] = {k: set(v) for k, v in (taken or {}).items()}
 
-    def free(anchor: str, target: int) -> bool:  # an anchor the site already spreads too wide stays unused
+    def free(anchor: str, target: int) -> bool:
         return len(used.get(anchor.lower(), set()) | {target}) <= max_targets
 
     order = links.with_row_index("row").sort(["score", "row"], descending=[True, False], nulls_last=True)
     has_mention = "mention_text" in links.columns
-    anchors: list[str] = [""] * links.height
-    offsets: list[int | None] = [None] * links.height
+    result = Anchored([""] * links.height, [None] * links.height, [None] * links.height, [""] * links.height)
     for row in order.iter_rows(named=True):
-        target = row["target"]
-        choice, offset = None, None
-        if has_mention and row["mention_text"] and free(row["mention_text"], target):
-            choice, offset = row["mention_text"], row["mention_offset"]
+        target, placement = row["target"], row["placement"]
+        mention = row["mention_text"] if has_mention else None
+        if placement == "contextual" and mention and rules.refusal(mention) is None and free(mention, target):
+            choice = mention
+            result.offsets[row["row"]], result.sentences[row["row"]] = row["mention_offset"], row["sentence"]
         else:
-            choice = next((p for p in phrases.get(target, []) if free(p, target)), None)
-        if choice is None:
-            choice = next((f for f in fallback[target] if free(f, target)), fallback[target][-1])
+            own = names[target]
+            choice = next((n for n in own if free(n, target)), own[0] if own else "")
+            placement = "related" if placement == "contextual" else placement
         used.setdefault(choice.lower(), set()).add(target)
-        anchors[row["row"]], offsets[row["row"]] = choice, offset
-    return anchors, offsets
+        result.anchors[row["row"]], result.placements[row["row"]] = choice, placement
+    return result
 
 
 def _mentions(pages: pl.DataFrame, planned: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
-    """The planned links (source, target, score) with the phrase the source's text already uses for the
-    target, where its candidate found one (mention_text, mention_offset)."""
+    """The planned links (source, target, score, placement) with the phrase the source's text already uses
+    for the target where its candidate found one that can be linked in place (mention_text,
+    mention_offset, sentence)."""
     texts = pages.select(pl.coalesce("body_text", "meta_description").alias("t"))["t"].to_list()
-    mentions = planned.select("source", "target", "score").join(
+    mentions = planned.select("source", "target", "score", "placement").join(
         candidates.select("source", "target", "mention_offset", "mention_words"),
         on=["source", "target"],
         how="left",
         maintain_order="left",
     )
+    placed = [
+        placed_mention(texts[s], o, int(w or 0))
+        for s, o, w in mentions.select("source", "mention_offset", "mention_words").iter_rows()
+    ]
     return mentions.with_columns(
-        pl.Series(
-            "mention_text",
-            [
-                mention_span(texts[s], o, int(w or 0))
-                for s, o, w in mentions.select("source", "mention_offset", "mention_words").iter_rows()
-            ],
-            dtype=pl.String,
-        )
+        pl.Series("mention_text", [m.text if m else None for m in placed], dtype=pl.String),
+        pl.Series("mention_offset", [m.offset if m else None for m in placed], dtype=pl.Int64),
+        pl.Series("sentence", [m.sentence if m else None for m in placed], dtype=pl.String),
     )
+
+
+def site_anchor_rules(pages: pl.DataFrame, taken: Mapping[str, set[int]]) -> AnchorRules:
+    """The anchor rules of a site, in its language (told from its titles)."""
+    glue = function_words(detect_language(pages["title"].drop_nulls().head(2000).to_list()))
+    return anchor_rules(pages, taken, glue)
 
 
 def plan_anchors(
@@ -131,16 +242,21 @@ def plan_anchors(
     candidates: pl.DataFrame,
     options: PlanOptions,
     taken: Mapping[str, set[int]],
-) -> tuple[list[str], list[int | None]]:
-    """Each planned link's anchor and, when the source's text already holds it, its offset there; phrases
-    split at the function words of the site's language (told from its titles)."""
-    glue = function_words(detect_language(pages["title"].drop_nulls().head(2000).to_list()))
+    parents: list[int],
+    rules: AnchorRules,
+) -> Anchored:
+    """Each planned link's anchor, its place in the source's text (when the text holds it) and its
+    placement; `parents`: each page's parent in the URL tree (-1: none)."""
     titles, h1s, paths = pages["title"].to_list(), pages["h1"].to_list(), pages["path"].to_list()
-    targets = planned["target"].unique().to_list()
-    phrases = {t: anchor_phrases(titles[t], h1s[t], options.anchor_max_words, glue) for t in targets}
-    fallback = {
-        t: [a for a in (first_clause(titles[t] or h1s[t]), titles[t], paths[t]) if a] for t in targets
-    }
+    clauses = pl.Series(
+        [first_clause(h or t).lower() for t, h in zip(titles, h1s, strict=True)], dtype=pl.String
+    )
+    shared = frozenset(clauses.filter(clauses.is_duplicated()).to_list())
+    names = {}
+    for t in planned["target"].unique().to_list():
+        parent = parents[t]
+        parent_name = first_clause(h1s[parent] or titles[parent]) if parent >= 0 else None
+        names[t] = target_names(titles[t], h1s[t], parent_name, paths[t], shared, rules)
     return choose_anchors(
-        _mentions(pages, planned, candidates), phrases, fallback, options.anchor_max_targets, taken
+        _mentions(pages, planned, candidates), names, rules, options.anchor_max_targets, taken
     )

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.graph.anchors import plan_anchors
+from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules, plan_anchors, site_anchor_rules
 from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.decided_links import (
     LIVE_COLUMNS,
@@ -27,7 +28,7 @@ from interlink_pipeline.core.graph.decisions import link_ids
 from interlink_pipeline.core.graph.metrics import GraphSummary, click_depth
 from interlink_pipeline.core.graph.plan_invariants import check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows
-from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.graph.plan_options import PlanOptions, utility_pages
 from interlink_pipeline.core.graph.plan_stability import (
     links_to_keep,
     page_fingerprints,
@@ -54,6 +55,7 @@ from interlink_pipeline.core.relevance.backtest import (
     run_backtest,
 )
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
+from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.warehouse.site_tables import SiteTables, standing_decisions
 from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 
@@ -83,6 +85,15 @@ class PlanInputs:
     # each page's in-links as the crawl counted them, when the links are known by these counts only (no
     # All Inlinks export: `existing` then holds the crawl's click depths, see links_from_crawl_counts)
     counted_inlinks: np.ndarray | None = None
+
+    @cached_property
+    def tree(self) -> UrlTree:
+        """The pages' URL tree: each page's parent and its section's size."""
+        return UrlTree(self.pages["path"].to_list())
+
+    @property
+    def parents(self) -> list[int]:
+        return self.tree.parent.tolist()
 
     @property
     def links_known(self) -> str:
@@ -174,6 +185,9 @@ def plan_site(
         rejected=decided.rejected,
         kept_centrality=kept_centrality,
         counted_inlinks=inputs.counted_inlinks,
+        section_sizes=np.where(inputs.tree.depth == 1, inputs.tree.descendants(), 0),
+        top_sections=inputs.tree.section,
+        utility=utility_pages(inputs.pages["path"], options.utility_pages),
     )
     planned, planner = plan_links(graph, options)
     planned = planned.join(
@@ -288,8 +302,7 @@ def build_site_plan(
         history.kept_centrality,
         decided,
     )
-    anchors, offsets = plan_anchors(pages, planned, candidates, options, inputs.taken)
-    plan = plan_rows(site, pages, planned, anchors, offsets, options.min_probability)
+    plan, anchored, rules = anchored_plan(site, inputs, planned, candidates, options)
     refused = refused_links(pages["page_id"], planner.refused)
     live = live_links(site, inputs, history, computed_at)
     accepted = accepted_outcomes(history.decisions, plan, live, pages["page_id"])
@@ -299,8 +312,11 @@ def build_site_plan(
     )
     before, after = before_and_after(planner)
     fingerprint_rows = fingerprints.sort("i")["plan_fingerprint"]
+    placed = planned.with_columns(pl.Series("placement", anchored.placements, dtype=pl.String))
     orphans = after.summary.orphan_pages
-    checks = check_plan(planned, anchors, inputs.existing, planner, orphans, options, inputs.taken, accepted)
+    checks = check_plan(
+        placed, anchored, inputs.existing, planner, orphans, options, inputs.taken, accepted, rules
+    )
     return SitePlan(
         plan,
         changes,
@@ -315,6 +331,21 @@ def build_site_plan(
         planner,
         before.summary if before is not None else None,
         after.summary,
+    )
+
+
+def anchored_plan(
+    site: str, inputs: PlanInputs, planned: pl.DataFrame, candidates: pl.DataFrame, options: PlanOptions
+) -> tuple[pl.DataFrame, Anchored, AnchorRules]:
+    """graph.link_plan's rows: the planned links with their anchors and placements, and the site's anchor
+    rules they were chosen by."""
+    rules = site_anchor_rules(inputs.pages, inputs.taken)
+    anchored = plan_anchors(inputs.pages, planned, candidates, options, inputs.taken, inputs.parents, rules)
+    navigation = navigation_pairs(inputs.existing)
+    return (
+        plan_rows(site, inputs.pages, planned, anchored, options.min_probability, navigation),
+        anchored,
+        rules,
     )
 
 
@@ -349,21 +380,47 @@ def with_alternatives(previous: pl.DataFrame, urls: pl.Series) -> pl.DataFrame:
     )
 
 
+def navigation_pairs(existing: pl.DataFrame) -> pl.DataFrame:
+    """The (source, target) pairs the site links in navigation but not in content."""
+    pairs = existing.select("source", "target", "content")
+    content = pairs.filter(pl.col("content")).select("source", "target")
+    return (
+        pairs.filter(~pl.col("content"))
+        .select("source", "target")
+        .unique()
+        .join(content, on=["source", "target"], how="anti")
+    )
+
+
 def plan_rows(
     site: str,
     pages: pl.DataFrame,
     planned: pl.DataFrame,
-    anchors: list[str],
-    offsets: list[int | None],
+    anchored: Anchored,
     min_probability: float,
+    navigation: pl.DataFrame,
 ) -> pl.DataFrame:
-    """graph.link_plan: the planned links (page indices) by page id and URL, with their anchors; a
-    structural link whose source scores under `min_probability` is weak."""
+    """graph.link_plan: the planned links (page indices) by page id and URL, with their anchors, sentences
+    and placements; a structural link whose source scores under `min_probability` is weak; a link the
+    source already has in its navigation (a menu, a sidebar) is flagged."""
     ids, urls = pages["page_id"], pages["url"]
     structural = pl.col("reason").is_in(STRUCTURAL_REASONS)
+    in_navigation = (
+        planned.select("source", "target")
+        .join(
+            navigation.with_columns(pl.lit(True).alias("in_navigation")),
+            on=["source", "target"],
+            how="left",
+            maintain_order="left",
+        )["in_navigation"]
+        .fill_null(False)
+    )
     return planned.with_columns(
-        pl.Series("anchor_text", anchors, dtype=pl.String),
-        pl.Series("anchor_offset", offsets, dtype=pl.Int32),
+        pl.Series("anchor_text", anchored.anchors, dtype=pl.String),
+        pl.Series("anchor_offset", anchored.offsets, dtype=pl.Int32),
+        pl.Series("sentence", anchored.sentences, dtype=pl.String),
+        pl.Series("placement", anchored.placements, dtype=pl.String),
+        in_navigation.alias("in_navigation"),
         pl.col("alternatives")
         .list.eval(
             pl.element().replace_strict(pl.int_range(urls.len(), eager=True), urls, return_dtype=pl.String)
@@ -379,11 +436,13 @@ def plan_rows(
         pl.Series("target_url", urls.gather(planned["target"]), dtype=pl.String),
         "anchor_text",
         "anchor_offset",
+        "sentence",
         "score",
         "probability",
         "reason",
         "evidence",
         "placement",
+        "in_navigation",
         "weak",
         "alternative_source_urls",
     )

@@ -8,19 +8,24 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules, readable
 from interlink_pipeline.core.graph.decided_links import NOT_KEPT, PLANNER_MISSED
 from interlink_pipeline.core.graph.plan_options import PlanOptions, out_link_budgets
 from interlink_pipeline.core.graph.plan_state import PlanStats
 from interlink_pipeline.core.graph.planner import Planner
 from interlink_pipeline.core.invariants import Invariant
+from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT
 
 PLAN_INVARIANTS = {
     "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",
     "link_plan_within_budget": "No page exceeds its out-link budget (existing in-content links counted; "
     "section_links for a section index) but by links its editors accepted; the home page stays within "
     "hub_links, the same way.",
-    "link_plan_anchors": "One anchor per (source, target) pair, and no anchor text points at more than "
-    "anchor_max_targets pages.",
+    "link_plan_anchors": "One anchor per (source, target) pair, and no anchor placed in the text points at "
+    "more than anchor_max_targets pages (a name in the related links may be two pages' shared title).",
+    "link_plan_anchors_readable": "No anchor is a URL path; no anchor placed in the text is a generic phrase "
+    "(the list, the site's own spread anchors, its most common words), sits inside code or a table row, or "
+    "crosses a sentence's end.",
     "link_plan_no_orphans": "Every page has an in-link after the plan; when the settings make that "
     "impossible, a warning names the pages and why.",
     "link_plan_depth_target": "Every page is within max_depth clicks of the home page after the plan "
@@ -32,22 +37,24 @@ PLAN_INVARIANTS = {
 
 def check_plan(
     planned: pl.DataFrame,
-    anchors: list[str | None],
+    anchors: Anchored,
     existing: pl.DataFrame,
     planner: Planner,
     orphans_after: int,
     options: PlanOptions,
     taken: Mapping[str, set[int]] | None = None,
     accepted: pl.DataFrame | None = None,
+    rules: AnchorRules | None = None,
 ) -> list[Invariant]:
     """PLAN_INVARIANTS on a plan (source, target rows, placement) and its anchors, in that order; an
     anchor's targets include those the site's in-content links already give it (`taken`); `accepted`: what
-    became of each link editors accepted (accepted_outcomes)."""
+    became of each link editors accepted (accepted_outcomes); `rules`: the site's anchor rules."""
     why = _why_unmet(planner.stats)
     return [
         _targets_are_pages(planned, len(planner.site.page_ids)),
         _within_budget(planned, existing, planner, options),
-        _anchors(planned, anchors, options, taken),
+        _anchors(planned, anchors.anchors, options, taken, anchors.offsets),
+        _anchors_readable(anchors, rules or AnchorRules(frozenset())),
         _no_orphans(orphans_after, planner.stats, why),
         _depth_target(planner.stats, options, why),
         accepted_kept(accepted if accepted is not None else pl.DataFrame(schema={"outcome": pl.String})),
@@ -66,7 +73,7 @@ def _within_budget(
     pairs = zip(planned["source"].to_list(), planned["target"].to_list(), strict=True)
     accepted = np.array([pair in planner.accepted_pairs for pair in pairs], dtype=bool)
     sources = planned["source"].to_numpy()
-    contextual = (planned["placement"] == "contextual").to_numpy()
+    contextual = planned["placement"].is_in(IN_CONTENT).to_numpy()
     content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
     planned_out = np.bincount(sources[contextual], minlength=n)
     budget = out_link_budgets(n, planner.site.sections, options)
@@ -90,26 +97,51 @@ def _anchors(
     anchors: list[str | None],
     options: PlanOptions,
     taken: Mapping[str, set[int]] | None,
+    offsets: list[int | None] | None = None,
 ) -> Invariant:
     anchored = planned.select("source", "target").with_columns(
-        pl.Series("anchor", anchors, dtype=pl.String).str.to_lowercase()
+        pl.Series("anchor", anchors, dtype=pl.String).str.to_lowercase(),
+        pl.Series(
+            "in_text",
+            [o is not None for o in offsets] if offsets else [True] * len(anchors),
+            dtype=pl.Boolean,
+        ),
     )
     repeated_pairs = anchored.height - anchored.select("source", "target").n_unique()
     targets_by_anchor: dict[str, set[int]] = {}
-    for anchor, target in anchored.drop_nulls("anchor").select("anchor", "target").iter_rows():
+    in_text = anchored.filter("in_text").drop_nulls("anchor")
+    for anchor, target in in_text.select("anchor", "target").iter_rows():
         targets_by_anchor.setdefault(anchor, set((taken or {}).get(anchor, ()))).add(target)
     shared = pl.DataFrame(
         [(a, len(t)) for a, t in targets_by_anchor.items() if len(t) > options.anchor_max_targets],
         schema={"anchor": pl.String, "targets": pl.Int64},
         orient="row",
     )
+    names = anchored.filter(~pl.col("in_text")).group_by("anchor").agg(pl.col("target").n_unique())
     figures = {
         "pairs_with_two_links": repeated_pairs,
+        "names_shared_by_pages": names.filter(pl.col("target") > 1).height,
         "anchors_over_cap": shared.height,
         "anchor_max_targets": options.anchor_max_targets,
         "examples": shared.sort("targets", descending=True).head(10)["anchor"].to_list(),
     }
     return Invariant("link_plan_anchors", repeated_pairs == 0 and shared.is_empty(), figures)
+
+
+def _anchors_readable(anchored: Anchored, rules: AnchorRules) -> Invariant:
+    refused: list[tuple[str, str]] = []
+    for anchor, sentence, offset in zip(anchored.anchors, anchored.sentences, anchored.offsets, strict=True):
+        why = rules.refusal(anchor)
+        if why == "URL path" or (offset is not None and why is not None):
+            refused.append((anchor, why))
+        elif offset is not None and (sentence is None or anchor not in sentence or not readable(sentence)):
+            refused.append((anchor, "not in a sentence of its own"))
+    figures = {
+        "anchors_in_text": sum(o is not None for o in anchored.offsets),
+        "anchors_refused": len(refused),
+        "examples": [f"{a} ({why})" for a, why in refused[:10]],
+    }
+    return Invariant("link_plan_anchors_readable", not refused, figures)
 
 
 def accepted_kept(outcomes: pl.DataFrame) -> Invariant:

@@ -3,13 +3,25 @@ give each page."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.settings import setting
+
+# the pages no editor links from: the site's own pages about itself, its forms, and machine-made listings
+UTILITY_PAGES = (
+    r"/(tags?|archives?|authors?|etiquetas?|autor|search|buscar|suche|recherche)(/|\?|$)"
+    r"|/(about|about-us|contact|contact-us|contacto|kontakt|impressum|imprint|legal|aviso-legal|"
+    r"mentions-legales|privacy|privacy-policy|politica-de-privacidad|cookies?|cookie-policy|terms|"
+    r"terms-of-service|terms-and-conditions|disclaimer|account|my-account|mi-cuenta|login|log-in|sign-in|"
+    r"signin|register|signup|sign-up|cart|basket|carrito|panier|warenkorb|checkout|sitemap|"
+    r"quienes-somos|careers|jobs|newsletter|subscribe|thank-you|gracias)(\.\w+)?/?$"
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +49,6 @@ class PlanOptions:
         ge=0,
         le=1,
     )
-    anchor_max_words: int = setting(6, "Longest anchor phrase, in words (phrases are never cut).", ge=1)
     anchor_max_targets: int = setting(1, "Most pages one anchor text may point at across the site.", ge=1)
     min_probability: float = setting(
         0.1,
@@ -49,6 +60,18 @@ class PlanOptions:
         True,
         "Keep the previous plan's links whose pages are unchanged (a plan the team has half shipped stays"
         " put); false plans from scratch.",
+    )
+    utility_pages: str = setting(
+        UTILITY_PAGES,
+        "Pages that never take a planned link (a regular expression searched in each page's URL path, case "
+        "ignored): about, contact, legal, account, cart, search, tag and archive pages by default.",
+    )
+    max_target_share: float = setting(
+        0.02,
+        "Most of a plan's topical links one page may take beyond its in-link quota, as a share of the "
+        "plan's links (at least 2): no page takes a plan's links over pages that need them.",
+        ge=0,
+        le=1,
     )
     rejected_returns_below: float = setting(
         0.5,
@@ -70,6 +93,17 @@ def check_options(options: PlanOptions) -> None:
         raise InputError("min_inlinks must be between 0 and max_inlinks.")
     if not 0 <= options.min_probability <= 1:
         raise InputError("min_probability must be between 0 and 1.")
+    try:
+        re.compile(options.utility_pages)
+    except re.error as error:
+        raise InputError(f"utility_pages is not a regular expression ({error}).") from None
+
+
+def utility_pages(paths: pl.Series, pattern: str) -> np.ndarray:
+    """Which pages are utility pages (`pattern` searched in the URL path, case ignored)."""
+    if not pattern:
+        return np.zeros(paths.len(), dtype=bool)
+    return paths.fill_null("").str.contains(f"(?i){pattern}").to_numpy()
 
 
 def out_link_budgets(n: int, sections: SiteSections, options: PlanOptions) -> np.ndarray:

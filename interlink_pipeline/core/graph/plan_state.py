@@ -3,6 +3,7 @@ related to each page. The planner's steps (planner.py, structure.py) add links t
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -80,6 +81,10 @@ class SiteGraph:
     # each page's in-links as the crawl counted them, when that is all that is known of the existing links
     # (`existing` then only carries the crawl's click depths)
     counted_inlinks: np.ndarray | None = None
+    # pages below each top-level page in the URL tree (its first path segment alone), 0 for the others
+    section_sizes: np.ndarray | None = None
+    top_sections: np.ndarray | None = None  # each page's top-level page in the URL tree (-1: none)
+    utility: np.ndarray | None = None  # pages that never take a planned link (about, contact, cart, …)
 
     def __post_init__(self) -> None:
         self.nodes = max(self.nodes, len(self.page_ids))
@@ -100,11 +105,14 @@ class PlanState:
         content_out = np.bincount(
             existing.filter(pl.col("content"))["source"].to_numpy(), minlength=self.node_count
         )
+        self.content_out = content_out  # each page's existing in-content links
         # pass-through nodes are never linked from
         self.out_budget = np.zeros(self.node_count, dtype=np.int64)
         self.out_budget[: self.page_count] = np.maximum(
             0, out_link_budgets(self.page_count, site.sections, options) - content_out[: self.page_count]
         )
+        if site.utility is not None:  # about, contact, cart: no editor links from them
+            self.out_budget[: self.page_count][site.utility] = 0
         self.hub_budget = max(0, options.hub_links - int(content_out[site.home]))
         self.inbound = np.bincount(existing["target"].to_numpy(), minlength=self.node_count).astype(np.int64)
         # quotas count in-content links only: a sitewide menu link does not make a page well linked
@@ -121,6 +129,10 @@ class PlanState:
         self.is_index = np.zeros(self.node_count, dtype=bool)
         self.is_index[site.sections.indexes] = True
         self.is_index[: self.page_count] |= content_out[: self.page_count] > options.out_link_budget
+        if site.utility is not None:
+            self.is_index[: self.page_count][site.utility] = False
+        self.orphans_before = np.flatnonzero(self.inbound[: self.page_count] == 0)
+        self.new_in = np.zeros(self.node_count, dtype=np.int64)  # links the plan adds into each page
         self.neighbours = self._neighbour_lists()
         self.stats = PlanStats()
         self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run
@@ -205,11 +217,37 @@ class PlanState:
         self.planned_targets.append(target)
         self.inbound[target] += 1
         self.contextual_in[target] += 1
+        self.new_in[target] += 1
         placement = "home" if home else "listing" if listing else "contextual"
         self.links.append(
             PlannedLink(source, target, reason, float(score), evidence, placement, alternatives)
         )
         return True
+
+    def drop_topical_past(self, cap: int) -> None:
+        """Take out each target's least probable topical links past `cap` new in-links (its structural
+        links and those editors accepted stay), giving their sources' budgets back."""
+        taken = Counter(link.target for link in self.links if link.reason != "topical")
+        ranked = sorted(
+            (i for i, link in enumerate(self.links) if link.reason == "topical"),
+            key=lambda i: (-self.links[i].score, i),
+        )
+        dropped = set()
+        for i in ranked:  # links editors accepted stay, and count
+            link = self.links[i]
+            taken[link.target] += 1
+            if taken[link.target] > cap and (link.source, link.target) not in self.accepted_pairs:
+                dropped.add(i)
+        for i in dropped:
+            source, target = self.links[i].source, self.links[i].target
+            self.planned.discard((source, target))
+            self.out_budget[source] += 1
+            self.inbound[target] -= 1
+            self.contextual_in[target] -= 1
+            self.new_in[target] -= 1
+        self.links = [link for i, link in enumerate(self.links) if i not in dropped]
+        self.planned_sources = [link.source for link in self.links]
+        self.planned_targets = [link.target for link in self.links]
 
     def current_graph(self) -> sparse.csr_matrix:
         """The existing links plus the plan so far."""

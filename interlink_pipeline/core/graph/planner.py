@@ -9,9 +9,9 @@ Steps, each adding links only where the source page has spare out-link budget an
 1. **Centrality.** Betweenness on the relatedness graph (link candidates and similar pairs, undirected):
    pages that sit between topics. Exact below `exact_centrality_below` pages, sampled above; a sampled
    estimate is reused on a re-crawl while at most `recompute_centrality_above` of the graph's edges changed.
-2. **Hubs** (`hub`, placed on the home page): the site's main sections (the top level of its menu), then
-   the most central page of each of the largest topic clusters, then the most central pages overall, up
-   to `hub_links`.
+2. **Hubs** (`hub`, placed on the home page): the sections it does not link yet (the top level of the
+   site's menu, the largest top-level pages of the URL tree, then the largest listings), up to
+   `hub_links`; never a leaf page.
    **Sections** (`section`): each section index links the pages its menu lists under it, up to
    `section_links` (the site's own menu declares the section; editors link an index to its members).
 3. **Structure** (`orphan-rescue`, `component-bridge`, `depth-shortcut`): round by round, each too-deep or
@@ -24,7 +24,10 @@ Steps, each adding links only where the source page has spare out-link budget an
    whose source scores under `min_probability` is marked weak, with the next best sources as
    alternatives.
 4. **Topical links** (`topical`): candidates best first, while the target is under its in-content quota
-   (from `min_inlinks` for the least central pages to `max_inlinks` for the most).
+   (from `min_inlinks` for the least central pages to `max_inlinks` for the most), then beyond it outside
+   the best-linked quarter; no target takes more than `max_target_share` of the plan.
+
+Utility pages (about, contact, cart: `utility_pages`) are never a link's source.
 
 Structure comes before topical links so that the shallow pages' budgets build a wide, shallow tree. Related
 pages come from the similarity pairs and candidates first, then from an exact search over the vectors.
@@ -45,6 +48,7 @@ from interlink_pipeline.core.graph.plan_state import PlanState, SiteGraph, plann
 from interlink_pipeline.core.graph.structure import bridge_components, rescue_orphans, shorten_depth
 
 # each reason as a person reads it (the report's plan table)
+SECTION_PAGES = 5  # the fewest pages below a page in the URL tree that make it a section for the home page
 REASON_WORDS = {
     "hub": "hub: linked from the home page",
     "section": "section: the menu lists it here",
@@ -109,23 +113,26 @@ class Planner(PlanState):
                     self.refused[pair] = "no link budget left on the source"
 
     def _choose_hubs(self) -> list[int]:
-        order = [int(i) for i in np.argsort(-self.centrality, kind="stable") if i != self.site.home]
-        sizes = (
-            np.bincount(self.site.cluster[self.site.cluster >= 0])
-            if (self.site.cluster >= 0).any()
-            else np.array([])
-        )
-        best_per_cluster: dict[int, int] = {}
-        for page in order:
-            cluster = int(self.site.cluster[page])
-            if cluster >= 0 and cluster not in best_per_cluster:
-                best_per_cluster[cluster] = page
-        by_size = sorted(best_per_cluster, key=lambda c: -sizes[c])
-        main = [int(p) for p in self.site.sections.main_sections if p != self.site.home]
-        hubs = list(dict.fromkeys([*main, *(best_per_cluster[c] for c in by_size)]))
-        chosen = set(hubs)
-        hubs += [p for p in order if p not in chosen]
-        return hubs[: self.options.hub_links]
+        """The sections the home page does not link yet, the largest first: the top level of the site's
+        menu, the top-level pages of the URL tree with the most pages below them, then the listings (index
+        pages) with the most members outside the sections it links — at least SECTION_PAGES and a
+        hundredth of the site; never a leaf page; none when the home page links every section."""
+        site = self.site
+        home_links = site.existing.filter(pl.col("source") == site.home)["target"].to_list()
+        below = site.section_sizes if site.section_sizes is not None else np.zeros(self.page_count, np.int64)
+        floor = max(SECTION_PAGES, self.page_count // 100)
+        large = [int(p) for p in np.argsort(-below, kind="stable") if below[p] >= floor]
+        members = np.where(self.is_index[: self.page_count], self.content_out[: self.page_count], 0)
+        linked = {site.home, *home_links}
+        section = site.top_sections if site.top_sections is not None else np.full(self.page_count, -1)
+        listings = [  # a listing in a section the home page links is reached through it
+            int(p)
+            for p in np.argsort(-members, kind="stable")
+            if members[p] >= floor and int(section[p]) not in linked
+        ]
+        main = [int(p) for p in site.sections.main_sections]
+        hubs = dict.fromkeys([*main, *large, *listings])
+        return [p for p in hubs if p not in linked][: self.options.hub_links]
 
     def _link_hubs(self) -> None:
         home = self.site.home
@@ -147,17 +154,35 @@ class Planner(PlanState):
 
     def _topical(self) -> None:
         """The most probable candidates, best first, within the sources' budgets: first up to each target's
-        in-link quota, then (quotas are soft) beyond it. Nothing under min_probability is added."""
+        in-link quota, then beyond it for the targets outside the best-linked quarter. No target takes more
+        than max_target_share of the plan's links (at least 2): a target past it keeps its most probable
+        links, and the budgets freed go to the targets under it. Nothing under min_probability is added."""
         ordered = self.site.candidates.filter(pl.col("score") >= self.options.min_probability).sort(
             ["score", "source", "target"], descending=[True, False, False]
         )
         rows = ordered.select("source", "target", "score", "provenance").rows()
-        for within_quota in (True, False):
-            for source, target, score, provenance in rows:
-                if self.out_budget[source] > 0 and (
-                    not within_quota or self.contextual_in[target] < self.quota[target]
-                ):
-                    self.add(source, target, "topical", score, provenance)
+        linked_before = (self.inbound - self.new_in)[: self.page_count]
+        strongest = linked_before >= np.quantile(linked_before, 0.75)
+
+        def fill(cap: int) -> None:
+            for beyond_quota in (False, True):
+                for source, target, score, provenance in rows:
+                    if (
+                        self.out_budget[source] > 0
+                        and self.new_in[target] < cap
+                        and (beyond_quota or self.contextual_in[target] < self.quota[target])
+                        and not (beyond_quota and strongest[target])
+                    ):
+                        self.add(source, target, "topical", score, provenance)
+
+        share = self.options.max_target_share
+        fill(len(rows) + 1)
+        for _ in range(3):  # the cap follows the plan's size: a few rounds settle it
+            cap = max(2, int(share * len(self.links)))
+            if not (self.new_in > cap).any():
+                return
+            self.drop_topical_past(cap)
+            fill(cap)
 
 
 def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.DataFrame, Planner]:

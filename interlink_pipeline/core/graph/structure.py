@@ -93,11 +93,21 @@ def link_from_related(
 
 
 def rescue_orphans(planner: PlanState) -> None:
-    """Every page nobody links to gets a link from its most related page anywhere, the most central first."""
+    """Every page nobody links to gets a link from its most related page anywhere, the most central first;
+    then every page the plan rescued and that has that one link gets a second from the next likely source
+    with room (a candidate at min_probability or more): one link is one edit away from an orphan again."""
     order = np.argsort(-planner.centrality, kind="stable")
+    anywhere = np.ones(planner.page_count, dtype=bool)
     orphans = order[(planner.inbound[: planner.page_count][order] == 0) & (order != planner.site.home)]
-    missed = link_from_related(planner, orphans, np.ones(planner.page_count, dtype=bool), "orphan-rescue")
+    missed = link_from_related(planner, orphans, anywhere, "orphan-rescue")
     planner.stats.unresolved_orphans = [str(planner.site.page_ids[p]) for p in missed]
+    rescued = order[np.isin(order, planner.orphans_before)]
+    once = rescued[(planner.inbound[rescued] == 1) & (rescued != planner.site.home)]
+    for target in once.tolist():
+        others, scores, likely = planner.neighbours[target]
+        _link_first_open(
+            planner, target, (others[likely], scores[likely], likely[likely]), anywhere, "orphan-rescue"
+        )
 
 
 def bridge_components(planner: PlanState) -> None:

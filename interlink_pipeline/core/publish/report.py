@@ -34,7 +34,7 @@ from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
-from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
+from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT, STRUCTURAL_REASONS
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
 LABELLED_TOPICS = 12  # the largest topics are named on the map itself; the legend names them all
@@ -185,7 +185,7 @@ def hub_tree(data: ReportData):
         labels.append(_label(hub_title, 32))
         parents.append("home")
         onward = (
-            plan.filter((pl.col("source_page_id") == hub_id) & (pl.col("placement") == "contextual"))
+            plan.filter((pl.col("source_page_id") == hub_id) & pl.col("placement").is_in(IN_CONTENT))
             .sort("priority")
             .head(PAGES_PER_HUB)
         )

@@ -25,33 +25,30 @@ standing AS (
 # an editor fills in decision (accept, reject) and note, and imports the file: `interlink decisions import`
 PLAN_SQL = f"""
 WITH {STANDING_SQL}
-SELECT o.link_id, o.source_url, o.source_title, o.target_url, o.target_title, o.anchor_text, o.reason,
-       o.evidence, o.placement, o.probability, o.score, o.similarity, o.target_cluster, o.priority,
+SELECT o.link_id, o.source_url, o.source_title, o.target_url, o.target_title, o.anchor_text, o.sentence,
+       o.reason, o.evidence, o.placement, o.in_navigation, o.probability, o.score, o.similarity,
+       o.target_cluster, o.priority,
        d.decision, d.note
 FROM marts.link_opportunities o LEFT JOIN standing d USING (link_id)
 WHERE o.site = $1 ORDER BY o.source_url, o.priority, o.target_url
 """
-# the editor's work list, page by page: each link not rejected, with the sentence of the source's text (its
-# body text, else its meta description) that holds the anchor, and the anchor's character offset in it
+# the editor's work list, page by page: each link not rejected, with where it goes: in the sentence of the
+# source's text that holds the anchor (at its character offset), in the page's related links, among the
+# home page's sections, or in an index's list
 TODO_SQL = f"""
-WITH {STANDING_SQL},
-site_pages AS (
-    SELECT page_id, title, coalesce(body_text, meta_description) AS text
-    FROM staging.pages WHERE site = $1
-),
-todo AS (
-    SELECT l.*, s.title AS source_title, s.text, d.decision
-    FROM graph.link_plan l JOIN site_pages s ON s.page_id = l.source_page_id
-    LEFT JOIN standing d USING (link_id)
-    WHERE l.site = $1 AND d.decision IS DISTINCT FROM 'reject'
-)
-SELECT source_url, source_title, anchor_text, target_url, anchor_offset,
-       trim(regexp_extract(substr(text, 1, anchor_offset), '[^.!?\n]*$')
-            || regexp_extract(substr(text, anchor_offset + 1), '^[^.!?\n]*[.!?]?')) AS sentence,
-       CASE WHEN anchor_offset IS NULL THEN 'no sentence has the anchor: write one'
-            ELSE 'link the anchor where it stands' END AS how,
-       reason, coalesce(decision, '') AS status, link_id
-FROM todo ORDER BY source_url, anchor_offset NULLS LAST, target_url
+WITH {STANDING_SQL}
+SELECT l.source_url, p.title AS source_title, l.anchor_text, l.target_url, l.anchor_offset, l.sentence,
+       CASE l.placement
+            WHEN 'contextual' THEN 'link the anchor where it stands in the sentence'
+            WHEN 'related' THEN 'add it to the page''s related links, the anchor as its title'
+            WHEN 'home' THEN 'add it to the home page''s links to its sections'
+            ELSE 'add it to the page''s list' END
+       || CASE WHEN l.in_navigation THEN ' (the page links it in navigation only)' ELSE '' END AS how,
+       l.reason, coalesce(d.decision, '') AS status, l.link_id
+FROM graph.link_plan l JOIN staging.pages p ON p.site = l.site AND p.page_id = l.source_page_id
+LEFT JOIN standing d USING (link_id)
+WHERE l.site = $1 AND d.decision IS DISTINCT FROM 'reject'
+ORDER BY l.source_url, l.anchor_offset NULLS LAST, l.target_url
 """
 # The site's pages in a CTE, joined by page id alone: joined on (site, page_id) twice, the pages' two copies
 # share `site`, and on a lake (no distinct-count statistics) DuckDB joined them to each other on site first:

@@ -12,10 +12,16 @@ import polars as pl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
 
-# Anchors that say nothing about the target: never phrases of it.
+# Anchors that say nothing about the target, in any site: never phrases of it, never a planned anchor
+# (the site's own generic phrases are found by the plan's anchor rules, graph/anchors.py).
 GENERIC_ANCHORS = frozenset(
-    {"here", "click here", "read more", "more", "learn more", "this", "link", "this page", "page", "see",
-     "details", "website", "home", "next", "previous", "back", "top", "continue reading"}
+    {"here", "click here", "read more", "more", "learn more", "this", "link", "this link", "this page",
+     "page", "see", "details", "more details", "website", "home", "next", "previous", "prev", "back", "top",
+     "continue reading", "this example", "example", "examples", "the example", "this article", "article",
+     "this post", "post", "this guide", "guide", "documentation", "the documentation", "docs", "file",
+     "files", "info", "information", "source", "view", "download", "below", "above", "following",
+     "the following", "it", "that", "there", "more info", "find out more", "go", "go to", "this section",
+     "section", "overview", "introduction", "menu", "index", "list", "all", "other", "related"}
 )  # fmt: skip
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 

@@ -36,6 +36,15 @@ class UrlTree:
                     break
         self.parent = parent
 
+    def descendants(self) -> np.ndarray:
+        """How many pages lie below each page in the URL tree (its section's size)."""
+        count = np.zeros(self.n, dtype=np.int64)
+        above = self.parent.copy()
+        while (held := above >= 0).any():
+            np.add.at(count, above[held], 1)
+            above[held] = self.parent[above[held]]
+        return count
+
     def groups(self, above: int = 0) -> dict[int, np.ndarray]:
         """{parent: the pages right below it} for the parents with more than `above` such pages."""
         has_parent = np.flatnonzero(self.parent >= 0)

@@ -24,6 +24,9 @@ EXCLUSION_REASONS = (
 PLAN_REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
 # the reasons of the plan's structure steps: links a page needs, from the best source it can get
 STRUCTURAL_REASONS = ("orphan-rescue", "component-bridge", "depth-shortcut")
+# graph.link_plan.placement: where a planned link goes on its source; the last two take its in-content budget
+PLACEMENTS = ("home", "listing", "contextual", "related")
+IN_CONTENT = ("contextual", "related")
 # graph.link_plan_changes.change: a link against the plan before
 PLAN_CHANGES = ("kept", "added", "removed", "not kept")
 # graph.link_decisions.decision: what an editor decided about a planned link

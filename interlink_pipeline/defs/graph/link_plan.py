@@ -175,7 +175,10 @@ def _links_by_reason(plan: pl.DataFrame) -> pl.DataFrame:
             pl.col("probability").mean().round(3).alias("mean_probability"),
             pl.col("probability").is_null().sum().alias("without_probability"),
             pl.col("weak").sum().alias("weak"),
+            (pl.col("placement") == "contextual").sum().alias("in_the_text"),
+            (pl.col("placement") == "related").sum().alias("in_related_links"),
             (pl.col("placement") == "listing").sum().alias("in_a_listing"),
+            pl.col("in_navigation").sum().alias("already_in_navigation"),
         )
         .sort("links", descending=True)
     )

@@ -7,7 +7,13 @@ import pandera.polars as pa
 import polars as pl
 
 from interlink_pipeline.core.warehouse.schemas.bases import PAGE_ID_LENGTH, PageTable, PairTable, SiteTable
-from interlink_pipeline.core.warehouse.vocabularies import DECISIONS, LINKS_KNOWN, PLAN_CHANGES, PLAN_REASONS
+from interlink_pipeline.core.warehouse.vocabularies import (
+    DECISIONS,
+    LINKS_KNOWN,
+    PLACEMENTS,
+    PLAN_CHANGES,
+    PLAN_REASONS,
+)
 
 LINK_ID = (
     "Stable link id: MD5 prefix of the site and both page ids; the same pair of URLs keeps its id across "
@@ -23,15 +29,21 @@ class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")
     target_url: str = pa.Field(description="URL to link to.")
     anchor_text: str = pa.Field(
         str_length={"min_value": 1},
-        description="Suggested anchor text: a phrase the source's text already uses for the target, else a "
-        "whole phrase of the target's H1 or title; no anchor text points at more than anchor_max_targets "
-        "pages.",
+        description="Suggested anchor text: a phrase the source's text already uses for the target (in "
+        "place: placement contextual), else the target's name, its H1 or title (with its parent's name when "
+        "another page has it); never a generic phrase or a URL path; no anchor text points at more than "
+        "anchor_max_targets pages.",
     )
     anchor_offset: pl.Int32 = pa.Field(
         nullable=True,
         ge=0,
         description="Character offset of the anchor in the source page's body text (its meta description "
         "when it has none), when the anchor is a phrase already there: the link goes in place.",
+    )
+    sentence: str = pa.Field(
+        nullable=True,
+        description="The sentence of the source's text that holds the anchor (null when the link is not "
+        "placed in the text).",
     )
     score: pl.Float32 = pa.Field(
         description="Evidence strength: the ranker's probability for candidates, the cosine for a similar "
@@ -55,10 +67,16 @@ class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")
         "(sections)."
     )
     placement: str = pa.Field(
-        isin=["home", "listing", "contextual"],
-        description="home: on the home page; listing: in the list of an index page (a menu parent or a "
-        "paginated listing's first page) that is a likely place for it, beyond its in-content budget; "
-        "contextual: in-content.",
+        isin=list(PLACEMENTS),
+        description="home: among the home page's links to sections; listing: in the list of an index page "
+        "(a menu parent or a paginated listing's first page) that is a likely place for it, beyond its "
+        "in-content budget; contextual: in the text, on the anchor where it stands in `sentence`; related: "
+        "in the page's related-links block, the anchor the target's name (no sentence of the page names "
+        "it well).",
+    )
+    in_navigation: bool = pa.Field(
+        description="The source already links the target in its navigation (a menu, a sidebar): the plan "
+        "adds it in the content."
     )
     weak: bool = pa.Field(
         description="A structural link (orphan-rescue, component-bridge, depth-shortcut) whose best source "

@@ -1,0 +1,224 @@
+"""An editor's review of a plan: the figures an editor reading it sees, and a blind sample to judge.
+
+- `sense`: per set, from the plan a `bench_link_quality` run left in benchmarks/.data/quality/<set>/ (or any
+  warehouse, `--warehouse PATH --site HOST`): generic anchors, URL-path anchors, anchors in code, tables or
+  across a sentence's end, the largest share of the plan's links into one page, new links into the weakest
+  and the strongest quarter of pages (by in-links before), tasks with neither a sentence nor a concrete
+  placement, hub links into pages that are not sections, rescues sourced from utility pages, links the
+  source already has in its navigation. Generic is judged by a fixed list (the issue's words and the
+  usual "here", "read more") and by the site's own statistics, with the plan's rules.
+- `sample`: a seeded random sample of the plan written for a reviewer (CSV): the source page, the sentence
+  with the anchor in [[brackets]] or the placement, the target's title and URL — nothing of the reason or
+  the probability — and empty `verdict` (yes / edit / no) and `why` columns.
+- `score`: the counts of a filled sample.
+
+    python -m benchmarks.bench_editor_review sense --sets hugodocs sample
+    python -m benchmarks.bench_editor_review sample --set hugodocs --links 30 --seed 0 --out review.csv
+    python -m benchmarks.bench_editor_review score benchmarks/reviews/*.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from benchmarks.harness import DATA, print_table
+from interlink_pipeline.core.graph.anchors import placed_mention, url_like
+from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, utility_pages
+from interlink_pipeline.core.graph.planner import SECTION_PAGES
+from interlink_pipeline.core.relevance.phrases import GENERIC_ANCHORS
+from interlink_pipeline.core.relevance.url_tree import UrlTree
+from interlink_pipeline.core.warehouse.store import read_site
+
+# the sets a bench_link_quality run leaves, by the name of their folder, and their site
+SITES = {
+    "hugodocs": "gohugo.io",
+    "hugodocs-no-text": "gohugo.io",
+    "hugodocs-no-links": "gohugo.io",
+    "cppdocs": "learn.microsoft.com",
+    "cppdocs-no-text": "learn.microsoft.com",
+    "cppdocs-no-links": "learn.microsoft.com",
+    "sample": "www.alpinegear.example",
+    "location-tree": "www.loneoakhomes.example",
+    "lightchiropractic": "www.lightchiropractic.sg",
+}
+# generic whatever the site: the plan's list and the words an editor's review refused on the docs sets
+EDITOR_GENERIC = GENERIC_ANCHORS | {"function", "string", "date", "and", "colors", "file"}
+VERDICTS = ("yes", "edit", "no")
+
+
+def _plan_frames(warehouse: str, site: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    plan = read_site(warehouse, "graph.link_plan", site)
+    pages = read_site(
+        warehouse, "staging.pages", site, ["page_id", "url", "path", "title", "h1", "body_text",
+                                          "meta_description", "is_home"],
+    )  # fmt: skip
+    metrics = read_site(warehouse, "graph.page_metrics", site, ["page_id", "inlinks_before"])
+    return plan, pages, metrics
+
+
+def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame) -> dict:
+    """The figures an editor reading the plan sees (see the module's docstring)."""
+    links = plan.height
+    anchors = plan["anchor_text"].fill_null("")
+    lowered = anchors.str.to_lowercase().str.strip_chars()
+    generic = int(lowered.is_in(list(EDITOR_GENERIC)).sum())
+    url_path = sum(url_like(a) for a in anchors.to_list())
+    texts = dict(pages.select("page_id", pl.coalesce("body_text", "meta_description").alias("t")).iter_rows())
+    in_text = plan.filter(pl.col("anchor_offset").is_not_null())
+    misplaced = sum(
+        placed_mention(texts.get(source), offset, len(anchor.split())) is None
+        for source, offset, anchor in in_text.select(
+            "source_page_id", "anchor_offset", "anchor_text"
+        ).iter_rows()
+    )
+    shares = plan.group_by("target_page_id").len().sort("len", descending=True)
+    before = metrics.select("page_id", "inlinks_before").sort("inlinks_before", "page_id")
+    quarter = max(1, before.height // 4)
+    weakest = set(before.head(quarter)["page_id"].to_list())
+    strongest = set(before.tail(quarter)["page_id"].to_list())
+    targets = plan["target_page_id"].to_list()
+    no_task = plan.filter(pl.col("anchor_offset").is_null() & (pl.col("placement") == "contextual")).height
+    tree = UrlTree(pages["path"].to_list())
+    below = dict(zip(pages["page_id"].to_list(), tree.descendants().tolist(), strict=True))
+    floor = max(SECTION_PAGES, pages.height // 100)
+    hubs = plan.filter(pl.col("reason") == "hub")["target_page_id"].to_list()
+    utility = set(pages.filter(pl.Series(utility_pages(pages["path"], UTILITY_PAGES)))["page_id"].to_list())
+    rescues = plan.filter(pl.col("reason") == "orphan-rescue")
+    from_utility = rescues["source_page_id"].is_in(list(utility)).sum()
+    return {
+        "links": links,
+        "generic anchors": _share(generic, links),
+        "URL-path anchors": _share(url_path, links),
+        "anchors in code, tables or across sentences": _share(misplaced, links),
+        "largest share into one page": f"{shares['len'][0] / links:.1%}" if links else "–",
+        "new links into the weakest / strongest quarter": f"{sum(t in weakest for t in targets)} / "
+        f"{sum(t in strongest for t in targets)}",
+        "in the text / related links / other": f"{in_text.height} / "
+        f"{plan.filter(pl.col('placement') == 'related').height} / "
+        f"{plan.filter(pl.col('placement').is_in(['home', 'listing'])).height}",
+        "tasks without a sentence or placement": no_task,
+        "hub links into non-sections": f"{sum(below.get(h, 0) < floor for h in hubs)} of {len(hubs)}",
+        "rescues from utility pages": f"{from_utility} of {rescues.height}",
+        "already in navigation": int(plan["in_navigation"].sum()) if "in_navigation" in plan.columns else "–",
+    }
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count} ({count / total:.1%})" if total else "0"
+
+
+def sense(sets: list[str], warehouse: str | None, site: str | None) -> None:
+    rows = []
+    places = [(warehouse, site, site)] if warehouse else [
+        (str(DATA / "quality" / name / "warehouse.duckdb"), SITES[name], name) for name in sets
+    ]  # fmt: skip
+    for path, host, name in places:
+        if not Path(path).is_file():
+            print(
+                f"{name}: no warehouse at {path}; run bench_link_quality --sets {name} first", file=sys.stderr
+            )
+            continue
+        rows.append({"set": name, **editor_sense(*_plan_frames(path, host))})
+    _table("What an editor reading the plan sees", rows)
+
+
+def review_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFrame:
+    """A seeded random sample of the plan, as a reviewer reads it: no reason, no probability."""
+    plan, pages, _ = _plan_frames(warehouse, site)
+    titles = pages.select("page_id", pl.coalesce("h1", "title").alias("title"))
+    picked = plan.sample(min(links, plan.height), seed=seed, shuffle=True)
+    where = {
+        "related": "add to the page's related links",
+        "home": "add to the home page's links to its sections",
+        "listing": "add to the page's list",
+    }
+    rows = []
+    for row in (
+        picked.join(
+            titles.rename({"page_id": "source_page_id", "title": "source_title"}),
+            on="source_page_id",
+            how="left",
+        )
+        .join(
+            titles.rename({"page_id": "target_page_id", "title": "target_title"}),
+            on="target_page_id",
+            how="left",
+        )
+        .iter_rows(named=True)
+    ):
+        sentence = row.get("sentence")
+        if row["anchor_offset"] is not None and sentence:
+            at = sentence.find(row["anchor_text"])
+            placed = (
+                sentence[:at] + "[[" + row["anchor_text"] + "]]" + sentence[at + len(row["anchor_text"]) :]
+            )
+        else:
+            placed = f"{where.get(row['placement'], 'place it in the text')}: [[{row['anchor_text']}]]"
+        rows.append(
+            {
+                "source_title": row["source_title"], "source_url": row["source_url"], "link": placed,
+                "target_title": row["target_title"], "target_url": row["target_url"],
+                "verdict": "", "why": "",
+            }
+        )  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def score(files: list[str]) -> None:
+    rows = []
+    for file in files:
+        filled = pl.read_csv(file, infer_schema=False)
+        verdicts = filled["verdict"].fill_null("").str.strip_chars().str.to_lowercase()
+        unknown = verdicts.filter(~verdicts.is_in(list(VERDICTS))).len()
+        counts = {v: int((verdicts == v).sum()) for v in VERDICTS}
+        judged = sum(counts.values())
+        rows.append(
+            {
+                "file": Path(file).name, "links": filled.height, **counts, "unjudged": unknown,
+                "yes share": f"{counts['yes'] / judged:.0%}" if judged else "–",
+                "no share": f"{counts['no'] / judged:.0%}" if judged else "–",
+            }
+        )  # fmt: skip
+    _table("Reviewed samples (verdicts: yes publish as given, edit, no)", rows)
+
+
+def _table(title: str, rows: list[dict]) -> None:
+    if rows:
+        print_table(title, [list(r.values()) for r in rows], list(rows[0]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    figures = commands.add_parser("sense")
+    figures.add_argument("--sets", nargs="+", default=["hugodocs", "sample"], choices=list(SITES))
+    figures.add_argument("--warehouse")
+    figures.add_argument("--site")
+    sample = commands.add_parser("sample")
+    sample.add_argument("--set", choices=list(SITES))
+    sample.add_argument("--warehouse")
+    sample.add_argument("--site")
+    sample.add_argument("--links", type=int, default=30)
+    sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument("--out", required=True)
+    scored = commands.add_parser("score")
+    scored.add_argument("files", nargs="+")
+    args = parser.parse_args()
+    if args.command == "sense":
+        sense(args.sets, args.warehouse, args.site)
+    elif args.command == "sample":
+        warehouse = args.warehouse or str(DATA / "quality" / args.set / "warehouse.duckdb")
+        review_sample(warehouse, args.site or SITES[args.set], args.links, args.seed).write_csv(args.out)
+        print(f"wrote {args.out}")
+    else:
+        score(args.files)
+
+
+if __name__ == "__main__":
+    main()
