@@ -44,6 +44,7 @@ from interlink_pipeline.core.ingest.site_links import existing_links, links_from
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.publish.report import plan_in_words
+from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words
 from interlink_pipeline.core.warehouse.database import connect
@@ -333,30 +334,39 @@ def test_existing_links_are_never_suggested_and_budgets_hold():
 
 
 def test_the_home_page_links_the_sections_it_misses_never_a_leaf():
-    # 1 and 2 head sections of 6 pages each (3..8 below 1, 9..14 below 2), the home page links 1 only;
-    # 15 is a central leaf page
-    sizes = np.zeros(16, dtype=np.int64)
-    sizes[[1, 2]] = 6
+    # /a/ and /b/ head sections of 6 pages each, the home page links /a/ only; 15 is a central leaf page
+    paths = ["/", "/a/", "/b/", *(f"/a/{i}/" for i in range(6)), *(f"/b/{i}/" for i in range(6)), "/leaf/"]
     candidates = [(15, t, 0.9, "similar") for t in range(1, 15)] + [
         (t, 15, 0.9, "similar") for t in range(1, 15)
     ]
-    site = _site(16, candidates=candidates, existing=[(0, 1, False)])
-    site.section_sizes = sizes
+    site = _site(16, candidates=candidates, existing=[(0, 1, False), *((1, t, False) for t in range(3, 9))])
+    site.tree = UrlTree(paths)
     planned, planner = plan_links(site, PlanOptions(hub_links=5, out_link_budget=5))
     hubs = planned.filter(pl.col("reason") == "hub")
     assert hubs["target"].to_list() == [2] and set(hubs["placement"]) == {"home"}
-    assert planner.hubs == [2]  # never the central leaf 15, and not 1, which the home page links
-    # the home page that links every section gets no hub link
-    site = _site(16, candidates=candidates, existing=[(0, 1, False), (0, 2, True)])
-    site.section_sizes = sizes
+    assert planner.hubs == [2]  # never the central leaf 15, and not /a/, which the home page links
+    # the home page that links every section, and reaches their pages, gets no hub link
+    site.existing = pl.concat(
+        [site.existing, pl.DataFrame({"source": [0], "target": [2], "content": [True]})]
+    )
     planned, planner = plan_links(site, PlanOptions(hub_links=5, out_link_budget=5))
     assert planner.hubs == [] and planned.filter(pl.col("reason") == "hub").is_empty()
+
+
+def test_the_home_page_links_the_section_whose_pages_are_too_deep():
+    # a chain home → 1 → 2 → 3 (a listing of 4..11) puts 4..11 at depth 4; with max_depth 3 the home page
+    # links the listing that holds them rather than eight depth shortcuts
+    existing = [(0, 1, False), (1, 2, False), (2, 3, False), *((3, t, True) for t in range(4, 12))]
+    site = _site(12, existing=existing)
+    planned, planner = plan_links(site, PlanOptions(hub_links=3, out_link_budget=5, max_depth=3))
+    assert planner.hubs == [3] and _links(planned) == {(0, 3): "hub"}
+    assert planner.stats.too_deep_after == 0
 
 
 def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_likely_source():
     # page 4 is an orphan; 1 (about us) is its most probable source, 2 and 3 the next ones
     existing = [(0, 1, False), (0, 2, False), (0, 3, False)]
-    candidates = [(1, 4, 0.9, "similar"), (2, 4, 0.8, "similar"), (3, 4, 0.5, "similar")]
+    candidates = [(1, 4, 0.9, "similar"), (2, 4, 0.8, "similar"), (3, 4, 0.25, "similar")]
     site = _site(5, existing=existing, candidates=candidates)
     site.utility = utility_pages(
         pl.Series(["/", "/about-us/", "/guides/a/", "/guides/b/", "/guides/c/"]), UTILITY_PAGES
@@ -368,6 +378,21 @@ def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_like
     assert _links(planned) == {(2, 4): "orphan-rescue"}
     with pytest.raises(Exception, match=r"utility_pages is not a regular expression \(missing \)"):
         plan_links(site, PlanOptions(utility_pages="/(about"))
+
+
+def test_the_least_linked_pages_take_likely_links_from_a_lower_bar():
+    # page 1 has the home page's link alone; 2..7 link each other
+    existing = [(0, t, False) for t in range(1, 8)] + [
+        (s, t, False) for s in range(2, 8) for t in range(2, 8) if s != t
+    ]
+    candidates = [(2, 1, 0.07, "similar"), (3, 4, 0.07, "similar")]
+    site = _site(8, existing=existing, candidates=candidates)
+    planned, _ = plan_links(site, PlanOptions(hub_links=0))
+    assert _links(planned) == {(2, 1): "topical"}
+    # known by the crawl's in-link counts alone, they are not: the bar stays min_probability
+    site.counted_inlinks = np.ones(8)
+    planned, _ = plan_links(site, PlanOptions(hub_links=0))
+    assert _links(planned) == {}
 
 
 def test_no_page_takes_more_than_its_share_of_the_topical_links():

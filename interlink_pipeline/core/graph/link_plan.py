@@ -185,8 +185,7 @@ def plan_site(
         rejected=decided.rejected,
         kept_centrality=kept_centrality,
         counted_inlinks=inputs.counted_inlinks,
-        section_sizes=np.where(inputs.tree.depth == 1, inputs.tree.descendants(), 0),
-        top_sections=inputs.tree.section,
+        tree=inputs.tree,
         utility=utility_pages(inputs.pages["path"], options.utility_pages),
     )
     planned, planner = plan_links(graph, options)

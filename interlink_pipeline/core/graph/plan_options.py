@@ -67,9 +67,9 @@ class PlanOptions:
         "ignored): about, contact, legal, account, cart, search, tag and archive pages by default.",
     )
     max_target_share: float = setting(
-        0.02,
-        "Most of a plan's topical links one page may take beyond its in-link quota, as a share of the "
-        "plan's links (at least 2): no page takes a plan's links over pages that need them.",
+        0.03,
+        "Most of a plan's links one page may take, as a share of them (at least 2; its structural links "
+        "count, and it keeps its most probable topical ones): no page takes a plan over pages that need it.",
         ge=0,
         le=1,
     )

@@ -15,6 +15,7 @@ from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.metrics import adjacency
 from interlink_pipeline.core.graph.plan_options import PlanOptions, out_link_budgets
 from interlink_pipeline.core.ingest.site_sections import SiteSections
+from interlink_pipeline.core.relevance.url_tree import UrlTree
 
 
 class PlannedLink(NamedTuple):
@@ -81,9 +82,7 @@ class SiteGraph:
     # each page's in-links as the crawl counted them, when that is all that is known of the existing links
     # (`existing` then only carries the crawl's click depths)
     counted_inlinks: np.ndarray | None = None
-    # pages below each top-level page in the URL tree (its first path segment alone), 0 for the others
-    section_sizes: np.ndarray | None = None
-    top_sections: np.ndarray | None = None  # each page's top-level page in the URL tree (-1: none)
+    tree: UrlTree | None = None  # the pages' URL tree (None: every page a leaf of the home page)
     utility: np.ndarray | None = None  # pages that never take a planned link (about, contact, cart, …)
 
     def __post_init__(self) -> None:

@@ -45,9 +45,15 @@ from interlink_pipeline.core.graph.centrality import centrality, relatedness_edg
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, click_depth
 from interlink_pipeline.core.graph.plan_options import PlanOptions, check_options
 from interlink_pipeline.core.graph.plan_state import PlanState, SiteGraph, planned_frame
-from interlink_pipeline.core.graph.structure import bridge_components, rescue_orphans, shorten_depth
+from interlink_pipeline.core.graph.structure import (
+    bridge_components,
+    deep_sections,
+    rescue_orphans,
+    shorten_depth,
+)
 
 # each reason as a person reads it (the report's plan table)
+WEAKEST_BAR = 0.5  # the least linked quarter of pages take topical links from this share of min_probability
 SECTION_PAGES = 5  # the fewest pages below a page in the URL tree that make it a section for the home page
 REASON_WORDS = {
     "hub": "hub: linked from the home page",
@@ -113,26 +119,22 @@ class Planner(PlanState):
                     self.refused[pair] = "no link budget left on the source"
 
     def _choose_hubs(self) -> list[int]:
-        """The sections the home page does not link yet, the largest first: the top level of the site's
-        menu, the top-level pages of the URL tree with the most pages below them, then the listings (index
-        pages) with the most members outside the sections it links — at least SECTION_PAGES and a
-        hundredth of the site; never a leaf page; none when the home page links every section."""
+        """The sections the home page does not link yet: the top level of the site's menu, the top-level
+        pages of the URL tree with the most pages below them, then the sections whose pages lie deeper than
+        max_depth, most such pages first (see structure.deep_sections) — each with at least SECTION_PAGES
+        pages below it and a hundredth of the site; never a leaf page; none when the home page links every
+        section and reaches their pages within max_depth."""
         site = self.site
-        home_links = site.existing.filter(pl.col("source") == site.home)["target"].to_list()
-        below = site.section_sizes if site.section_sizes is not None else np.zeros(self.page_count, np.int64)
+        linked = {site.home, *site.existing.filter(pl.col("source") == site.home)["target"].to_list()}
         floor = max(SECTION_PAGES, self.page_count // 100)
-        large = [int(p) for p in np.argsort(-below, kind="stable") if below[p] >= floor]
-        members = np.where(self.is_index[: self.page_count], self.content_out[: self.page_count], 0)
-        linked = {site.home, *home_links}
-        section = site.top_sections if site.top_sections is not None else np.full(self.page_count, -1)
-        listings = [  # a listing in a section the home page links is reached through it
-            int(p)
-            for p in np.argsort(-members, kind="stable")
-            if members[p] >= floor and int(section[p]) not in linked
-        ]
         main = [int(p) for p in site.sections.main_sections]
-        hubs = dict.fromkeys([*main, *large, *listings])
-        return [p for p in hubs if p not in linked][: self.options.hub_links]
+        tops: list[int] = []
+        if site.tree is not None:
+            below = np.where(site.tree.depth == 1, site.tree.descendants(), 0)
+            tops = [int(p) for p in np.argsort(-below, kind="stable") if below[p] >= floor]
+        sections = [p for p in dict.fromkeys([*main, *tops]) if p not in linked][: self.options.hub_links]
+        deep = deep_sections(self, floor, linked | set(sections), self.options.hub_links - len(sections))
+        return [*sections, *deep]
 
     def _link_hubs(self) -> None:
         home = self.site.home
@@ -155,14 +157,21 @@ class Planner(PlanState):
     def _topical(self) -> None:
         """The most probable candidates, best first, within the sources' budgets: first up to each target's
         in-link quota, then beyond it for the targets outside the best-linked quarter. No target takes more
-        than max_target_share of the plan's links (at least 2): a target past it keeps its most probable
-        links, and the budgets freed go to the targets under it. Nothing under min_probability is added."""
-        ordered = self.site.candidates.filter(pl.col("score") >= self.options.min_probability).sort(
-            ["score", "source", "target"], descending=[True, False, False]
-        )
-        rows = ordered.select("source", "target", "score", "provenance").rows()
+        than max_target_share of the links so planned (at least 2): a target past it keeps its most probable
+        links, and the budgets freed go to the targets under it. Nothing under min_probability is added
+        (WEAKEST_BAR of it into the least linked quarter of pages, when the site's links are known)."""
         linked_before = (self.inbound - self.new_in)[: self.page_count]
         strongest = linked_before >= np.quantile(linked_before, 0.75)
+        weakest = linked_before <= np.quantile(linked_before, 0.25)
+        # the least linked pages take likely links from a lower bar, where the links are known (the crawl's
+        # in-link counts, menus included, say too little of which pages need them)
+        known = self.site.counted_inlinks is None
+        bar = np.where(weakest & known, WEAKEST_BAR, 1.0) * self.options.min_probability
+        candidates = self.site.candidates
+        ordered = candidates.filter(
+            pl.col("score") >= pl.Series(bar[candidates["target"].to_numpy()], dtype=pl.Float64)
+        ).sort(["score", "source", "target"], descending=[True, False, False])
+        rows = ordered.select("source", "target", "score", "provenance").rows()
 
         def fill(cap: int) -> None:
             for beyond_quota in (False, True):
@@ -175,12 +184,9 @@ class Planner(PlanState):
                     ):
                         self.add(source, target, "topical", score, provenance)
 
-        share = self.options.max_target_share
         fill(len(rows) + 1)
-        for _ in range(3):  # the cap follows the plan's size: a few rounds settle it
-            cap = max(2, int(share * len(self.links)))
-            if not (self.new_in > cap).any():
-                return
+        cap = max(2, int(self.options.max_target_share * len(self.links)))
+        if (self.new_in > cap).any():
             self.drop_topical_past(cap)
             fill(cap)
 

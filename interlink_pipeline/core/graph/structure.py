@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from itertools import islice
 
 import numpy as np
+import polars as pl
 from scipy import sparse
 from scipy.sparse import csgraph
 
@@ -90,6 +91,67 @@ def link_from_related(
         for t in unlinked
         if t not in nearest or not _link_first_open(planner, t, nearest[t], eligible, why(t))
     ]
+
+
+def deep_sections(planner: PlanState, floor: int, linked: set[int], room: int) -> list[int]:
+    """Up to `room` section pages — pages with `floor` pages or more below them in the URL tree, or index
+    pages listing as many (none of `linked`) — whose pages lie deeper than max_depth clicks or out of
+    reach, greedily: the section holding the most such pages not yet in a chosen section first. A link
+    from the home page to each brings its pages up."""
+    n = planner.page_count
+    if room <= 0:
+        return []
+    depth = click_depth(planner.current_graph(), planner.site.home)[:n]
+    left = ((depth > planner.options.max_depth) | (depth == UNREACHABLE)).astype(np.float64)
+    if not left.any():
+        return []
+    sections, holds = _section_members(planner, floor, linked)
+    chosen: list[int] = []
+    while len(chosen) < room and sections.size:
+        held = holds @ left
+        best = int(np.argmax(held))
+        if held[best] == 0:
+            break
+        chosen.append(int(sections[best]))
+        left[holds[best].indices] = 0
+        holds[best] = 0
+    return list(dict.fromkeys(chosen))
+
+
+def _section_members(
+    planner: PlanState, floor: int, linked: set[int]
+) -> tuple[np.ndarray, sparse.csr_matrix]:
+    """The candidate sections and, one row each, the pages they hold: a URL-tree page's pages below it,
+    an index page's listed pages (its existing in-content links)."""
+    n, tree = planner.page_count, planner.site.tree
+    rows: list[np.ndarray] = []
+    sections: list[int] = []
+    if tree is not None:
+        below = tree.descendants()
+        for page in np.flatnonzero((below >= floor) & (tree.depth >= 1)).tolist():
+            level = tree.depth[page] - 1
+            inside = np.flatnonzero(tree.prefix[:, level] == tree.prefix[page, level])
+            sections.append(page)
+            rows.append(inside[inside != page])
+    content = planner.site.existing.filter(pl.col("content") & (pl.col("target") < n))
+    listed = content.group_by("source").agg("target").filter(pl.col("target").list.len() >= floor)
+    for page, members in listed.iter_rows():
+        if page < n and planner.is_index[page]:
+            sections.append(page)
+            rows.append(np.asarray(members, dtype=np.int64))
+    keep = [i for i, page in enumerate(sections) if page not in linked and page != planner.site.home]
+    lengths = [len(rows[i]) for i in keep]
+    holds = sparse.csr_matrix(
+        (
+            np.ones(sum(lengths)),
+            (
+                np.repeat(np.arange(len(keep)), lengths),
+                np.concatenate([rows[i] for i in keep] or [np.empty(0, np.int64)]),
+            ),
+        ),
+        shape=(len(keep), n),
+    )
+    return np.asarray([sections[i] for i in keep], dtype=np.int64), holds
 
 
 def rescue_orphans(planner: PlanState) -> None:
