@@ -11,18 +11,27 @@
   with the anchor in [[brackets]] or the placement, the target's title and URL — nothing of the reason or
   the probability — and empty `verdict` (yes / edit / no) and `why` columns.
 - `score`: the counts of a filled sample.
+- `striking`: what a Search Console export does to a plan: a seeded export is made for the set's pages
+  (positions uniform over 1–40, impressions log-normal), and the plan is made again on a copy of the set's
+  warehouse without it and with it; the table holds the new in-links into the pages in striking distance
+  and the internal PageRank share they hold, before → after.
 
     python -m benchmarks.bench_editor_review sense --sets hugodocs sample
     python -m benchmarks.bench_editor_review sample --set hugodocs --links 30 --seed 0 --out review.csv
     python -m benchmarks.bench_editor_review score benchmarks/reviews/*.csv
+    python -m benchmarks.bench_editor_review striking --sets hugodocs sample --seed 0
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
+from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from benchmarks.harness import DATA, print_table
@@ -31,6 +40,7 @@ from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, utility_pa
 from interlink_pipeline.core.graph.planner import SECTION_PAGES
 from interlink_pipeline.core.relevance.phrases import GENERIC_ANCHORS
 from interlink_pipeline.core.relevance.url_tree import UrlTree
+from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.core.warehouse.store import read_site
 
 # the sets a bench_link_quality run leaves, by the name of their folder, and their site
@@ -191,6 +201,65 @@ def _table(title: str, rows: list[dict]) -> None:
         print_table(title, [list(r.values()) for r in rows], list(rows[0]))
 
 
+def striking(sets: list[str], seed: int) -> None:
+    """New in-links into the pages in striking distance, without and with a seeded Search Console export."""
+    from interlink_pipeline.core.graph.link_plan import plan_for_site, striking_distance
+    from interlink_pipeline.core.graph.plan_metrics import equity_moved
+    from interlink_pipeline.core.graph.plan_options import PlanOptions
+    from interlink_pipeline.core.warehouse.site_tables import SiteTables
+
+    rows = []
+    for name in sets:
+        folder = Path(tempfile.mkdtemp())
+        shutil.copyfile(DATA / "quality" / name / "warehouse.duckdb", folder / "warehouse.duckdb")
+        tables = SiteTables()
+        tables.path, tables.lock_timeout_s, tables.snapshot_path = str(folder / "warehouse.duckdb"), 10.0, ""
+        options = PlanOptions(keep_previous=False)
+        pages = read_site(tables.path, "staging.pages", SITES[name], ["url", "url_key"])
+        rng = np.random.default_rng(seed)
+        console = pl.DataFrame(
+            {
+                "url": pages["url"],
+                "impressions": rng.lognormal(5, 1.5, pages.height).astype(np.int64),
+                "position": rng.uniform(1, 40, pages.height).round(1),
+            }
+        )
+        near = striking_distance(pages, console, options)
+        found = {}
+        for variant, rows_in in (("without", console.head(0)), ("with", console)):
+            with_console = _stored_console(tables, SITES[name], rows_in)
+            result, _, _ = plan_for_site(with_console, SITES[name], options, datetime.now())
+            targets = result.plan["target_page_id"]
+            ids = read_site(tables.path, "staging.pages", SITES[name], ["page_id"])["page_id"]
+            into = int(targets.is_in(ids.filter(pl.Series(near)).implode()).sum())
+            share = equity_moved(result.page_rows, near)["striking_distance"]
+            found[variant] = (result.plan.height, into, share)
+        rows.append(
+            [name, f"{int(near.sum())} of {pages.height}",
+             *(f"{found[v][1]} of {found[v][0]}" for v in found), f"{found['with'][2][0]:.2%}",
+             *(f"{found[v][2][1]:.2%}" for v in found)]
+        )  # fmt: skip
+    print_table(
+        "A Search Console export's pages in striking distance (positions 5-20, median impressions or more)",
+        rows,
+        ["set", "in striking distance", "new links into them, without", "with", "PageRank share before",
+         "after, without", "with"],
+    )  # fmt: skip
+
+
+def _stored_console(tables, site: str, console: pl.DataFrame):
+    """`tables` with `console` (url, impressions, position) as the site's raw.search_console rows."""
+    rows = console.select(
+        pl.lit(site).alias("site"), pl.lit("bench").alias("crawl_id"),
+        pl.lit(datetime.now()).alias("loaded_at"), pl.lit("search_console.csv").alias("source_file"),
+        pl.int_range(1, console.height + 1, dtype=pl.Int64).alias("row_number"), "url",
+        pl.lit(None, dtype=pl.Int64).alias("clicks"), "impressions",
+        pl.lit(None, dtype=pl.Float64).alias("ctr"), "position",
+    ).cast(empty_frame("raw.search_console").schema)  # fmt: skip
+    tables.replace_site_rows(site, {"raw.search_console": rows})
+    return tables
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -209,6 +278,9 @@ def main() -> None:
     sample.add_argument("--out", required=True)
     scored = commands.add_parser("score")
     scored.add_argument("files", nargs="+")
+    struck = commands.add_parser("striking")
+    struck.add_argument("--sets", nargs="+", default=["hugodocs", "sample"], choices=list(SITES))
+    struck.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.command == "sense":
         sense(args.sets, args.warehouse, args.site)
@@ -216,6 +288,8 @@ def main() -> None:
         warehouse = args.warehouse or str(DATA / "quality" / args.set / "warehouse.duckdb")
         review_sample(warehouse, args.site or SITES[args.set], args.links, args.seed).write_csv(args.out)
         print(f"wrote {args.out}")
+    elif args.command == "striking":
+        striking(args.sets, args.seed)
     else:
         score(args.files)
 

@@ -30,8 +30,8 @@ FAST_SERP = {"backoff_base_s": 0.05, "backoff_max_s": 0.2, "timeout_s": 2.0}
 SERP_STEPS = ["raw_crawl", "pages", "serp_results"]
 # the site pipeline's steps in three stretches: what the candidates read, the relevance and the plan, and
 # what is measured and published from the plan
-UPSTREAM = ["raw_crawl", "raw_links", "raw_page_text", "pages", "page_embeddings", "serp_results",
-            "similarity_pairs", "topic_clusters"]  # fmt: skip
+UPSTREAM = ["raw_crawl", "raw_links", "raw_page_text", "raw_search_console", "pages", "page_embeddings",
+            "serp_results", "similarity_pairs", "topic_clusters"]  # fmt: skip
 UP_TO_PLAN = [*UPSTREAM, "link_decisions", "link_ranker", "link_candidates", "link_plan"]
 AFTER_PLAN = [
     "link_backtest",

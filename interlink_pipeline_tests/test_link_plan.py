@@ -380,7 +380,7 @@ def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_like
         plan_links(site, PlanOptions(utility_pages="/(about"))
 
 
-def test_the_least_linked_pages_take_likely_links_from_a_lower_bar():
+def test_the_least_linked_pages_and_those_in_striking_distance_take_likely_links_from_a_lower_bar():
     # page 1 has the home page's link alone; 2..7 link each other
     existing = [(0, t, False) for t in range(1, 8)] + [
         (s, t, False) for s in range(2, 8) for t in range(2, 8) if s != t
@@ -393,6 +393,10 @@ def test_the_least_linked_pages_take_likely_links_from_a_lower_bar():
     site.counted_inlinks = np.ones(8)
     planned, _ = plan_links(site, PlanOptions(hub_links=0))
     assert _links(planned) == {}
+    # a page in striking distance (Search Console) is, whatever its links: page 4 takes its likely link
+    site.priority = np.arange(8) == 4
+    planned, _ = plan_links(site, PlanOptions(hub_links=0))
+    assert _links(planned) == {(3, 4): "topical"}
 
 
 def test_no_page_takes_more_than_its_share_of_the_topical_links():

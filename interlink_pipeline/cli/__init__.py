@@ -147,6 +147,11 @@ def _parser() -> argparse.ArgumentParser:
         "--queries", type=Path, help="page URL -> main query file, e.g. from Search Console"
     )
     register.add_argument("--text", type=Path, help="page-text file: Address + Text (body text per page)")
+    register.add_argument(
+        "--search-console",
+        type=Path,
+        help="Search Console > Performance > Pages, exported: pages in striking distance become targets",
+    )
     register.add_argument("--site", help="site host (default: the host most URLs are on)")
     register.add_argument(
         "--keep-links",

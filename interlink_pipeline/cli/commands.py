@@ -27,6 +27,7 @@ def _register_files(
     queries: Path | None = None,
     text: Path | None = None,
     *,
+    search_console: Path | None = None,
     keep_links: bool = False,
     encoding: str | None = None,
 ) -> str:
@@ -40,10 +41,12 @@ def _register_files(
             site = infer_site(readable)
     site = normalize_host(site)
     drop = register_crawl(
-        default_inbox(), site, crawl, links, queries, text, keep_links=keep_links, encoding=encoding
-    )
+        default_inbox(), site, crawl, links, queries, text,
+        search_console_src=search_console, keep_links=keep_links, encoding=encoding,
+    )  # fmt: skip
     add_site(site)
-    extras = [str(f) for f in (drop.links_file, drop.queries_file, drop.text_file) if f]
+    files = (drop.links_file, drop.queries_file, drop.text_file, drop.search_console_file)
+    extras = [str(f) for f in files if f]
     print(f"registered {display_host(site)}: {drop.crawl_file}" + "".join(f" + {f}" for f in extras))
     for warning in drop.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -66,6 +69,7 @@ def register(args: argparse.Namespace) -> int:
         args.site,
         args.queries,
         args.text,
+        search_console=args.search_console,
         keep_links=args.keep_links,
         encoding=args.encoding,
     )

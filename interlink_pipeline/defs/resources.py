@@ -58,6 +58,12 @@ class CrawlInbox(ConfigurableResource):
             return inbox.resolve_export(self.root, site, name)
         return inbox.latest_exports(inbox.site_folder(self.root, site)).get("text")
 
+    def search_console_file(self, site: str, name: str | None) -> Path | None:
+        """The Search Console export named in config, else the newest '*console*' file there (optional)."""
+        if name:
+            return inbox.resolve_export(self.root, site, name)
+        return inbox.latest_exports(inbox.site_folder(self.root, site)).get("search_console")
+
     def queries_file(self, site: str, name: str | None) -> Path | None:
         """The queries file named in config, else the newest '*quer*'/'*keyword*' file there (optional)."""
         if name:

@@ -56,6 +56,7 @@ from interlink_pipeline.core.relevance.backtest import (
 )
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
 from interlink_pipeline.core.relevance.url_tree import UrlTree
+from interlink_pipeline.core.urls import url_parts
 from interlink_pipeline.core.warehouse.site_tables import SiteTables, standing_decisions
 from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 
@@ -85,6 +86,7 @@ class PlanInputs:
     # each page's in-links as the crawl counted them, when the links are known by these counts only (no
     # All Inlinks export: `existing` then holds the crawl's click depths, see links_from_crawl_counts)
     counted_inlinks: np.ndarray | None = None
+    search_console: pl.DataFrame | None = None  # raw.search_console rows (url, impressions, position)
 
     @cached_property
     def tree(self) -> UrlTree:
@@ -186,6 +188,7 @@ def plan_site(
         kept_centrality=kept_centrality,
         counted_inlinks=inputs.counted_inlinks,
         tree=inputs.tree,
+        priority=striking_distance(inputs.pages, inputs.search_console, options),
         utility=utility_pages(inputs.pages["path"], options.utility_pages),
     )
     planned, planner = plan_links(graph, options)
@@ -196,6 +199,22 @@ def plan_site(
         maintain_order="left",
     )
     return planned, planner
+
+
+def striking_distance(
+    pages: pl.DataFrame, console: pl.DataFrame | None, options: PlanOptions
+) -> np.ndarray | None:
+    """Per page: in striking distance by the Search Console export — an average position from
+    striking_distance_from to striking_distance_to, and at least the median impressions of the export's
+    pages in that range (None without an export)."""
+    if console is None or console.is_empty():
+        return None
+    near = console.filter(
+        pl.col("position").is_between(options.striking_distance_from, options.striking_distance_to)
+    )
+    wanted = near.filter(pl.col("impressions") >= (near["impressions"].median() or 0))
+    keys = url_parts(wanted["url"])["url_key"]
+    return pages["url_key"].is_in(keys.implode()).fill_null(False).to_numpy()
 
 
 def planner_without(
@@ -450,13 +469,15 @@ def plan_rows(
 def read_plan_inputs(tables: SiteTables, site: str) -> PlanInputs:
     """A site's plan inputs, read off the warehouse."""
     pages, vectors = read_vectors(tables.path, site, PAGE_COLUMNS)
-    return plan_inputs_from(
+    inputs = plan_inputs_from(
         pages,
         vectors,
         tables.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]),
         tables.read_site("ml.similarity_pairs", site),
         tables.read_site("raw.crawl_links", site),
     )
+    inputs.search_console = tables.read_site("raw.search_console", site, ["url", "impressions", "position"])
+    return inputs
 
 
 def centrality_path(tables: SiteTables, site: str) -> Path:

@@ -214,3 +214,26 @@ def comparison(before: GraphSummary | None, after: GraphSummary) -> pl.DataFrame
         },
         schema={"metric": pl.String, "before": pl.String, "after": pl.String},
     )
+
+
+def equity_moved(page_rows: pl.DataFrame, priority: np.ndarray | None) -> dict[str, list[float] | None]:
+    """Where the plan moves internal PageRank: the share of the least linked quarter of pages (by in-links
+    before the plan) and of the pages in striking distance (None without a Search Console export), each as
+    [before, after] (None before when the site's links are unknown)."""
+    rank = page_rows.select("inlinks_before", "pagerank_before", "pagerank_after")
+    order = np.argsort(rank["inlinks_before"].to_numpy(), kind="stable")
+    weakest = np.zeros(rank.height, dtype=bool)
+    weakest[order[: max(1, rank.height // 4)]] = True
+
+    def shares(pages: np.ndarray) -> list[float] | None:
+        before = rank["pagerank_before"].to_numpy()
+        after = rank["pagerank_after"].to_numpy()
+        was = (
+            float(before[pages].sum() / before.sum()) if not np.isnan(before).any() and before.sum() else None
+        )
+        return [was, float(after[pages].sum() / after.sum())] if after.sum() else None
+
+    return {
+        "weakest_quarter": shares(weakest),
+        "striking_distance": shares(priority) if priority is not None else None,
+    }

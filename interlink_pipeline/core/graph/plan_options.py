@@ -73,6 +73,16 @@ class PlanOptions:
         ge=0,
         le=1,
     )
+    striking_distance_from: float = setting(
+        5.0,
+        "With a Search Console export: the best average position of a page in striking distance (pages "
+        "ranked this far or further, up to striking_distance_to, with at least the median impressions of "
+        "such pages, take likely links from a lower bar and a full in-link quota).",
+        ge=0,
+    )
+    striking_distance_to: float = setting(
+        20.0, "The worst average position of a page in striking distance.", ge=0
+    )
     rejected_returns_below: float = setting(
         0.5,
         "A link an editor rejected is planned again only once one of its pages keeps less than this share "
@@ -93,6 +103,8 @@ def check_options(options: PlanOptions) -> None:
         raise InputError("min_inlinks must be between 0 and max_inlinks.")
     if not 0 <= options.min_probability <= 1:
         raise InputError("min_probability must be between 0 and 1.")
+    if options.striking_distance_from > options.striking_distance_to:
+        raise InputError("striking_distance_from must not be above striking_distance_to.")
     try:
         re.compile(options.utility_pages)
     except re.error as error:

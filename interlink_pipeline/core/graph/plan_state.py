@@ -84,6 +84,7 @@ class SiteGraph:
     counted_inlinks: np.ndarray | None = None
     tree: UrlTree | None = None  # the pages' URL tree (None: every page a leaf of the home page)
     utility: np.ndarray | None = None  # pages that never take a planned link (about, contact, cart, …)
+    priority: np.ndarray | None = None  # pages in striking distance by the Search Console export
 
     def __post_init__(self) -> None:
         self.nodes = max(self.nodes, len(self.page_ids))

@@ -159,14 +159,19 @@ class Planner(PlanState):
         in-link quota, then beyond it for the targets outside the best-linked quarter. No target takes more
         than max_target_share of the links so planned (at least 2): a target past it keeps its most probable
         links, and the budgets freed go to the targets under it. Nothing under min_probability is added
-        (WEAKEST_BAR of it into the least linked quarter of pages, when the site's links are known)."""
+        (WEAKEST_BAR of it into the least linked quarter of pages, when the site's links are known, and
+        into the pages in striking distance, which also take a full quota)."""
         linked_before = (self.inbound - self.new_in)[: self.page_count]
         strongest = linked_before >= np.quantile(linked_before, 0.75)
         weakest = linked_before <= np.quantile(linked_before, 0.25)
         # the least linked pages take likely links from a lower bar, where the links are known (the crawl's
         # in-link counts, menus included, say too little of which pages need them)
         known = self.site.counted_inlinks is None
-        bar = np.where(weakest & known, WEAKEST_BAR, 1.0) * self.options.min_probability
+        # pages in striking distance (Search Console) too, whatever their links, with a full quota
+        priority = self.site.priority if self.site.priority is not None else np.zeros(self.page_count, bool)
+        self.quota[priority] = np.maximum(self.quota[priority], self.options.max_inlinks)
+        strongest &= ~priority
+        bar = np.where((weakest & known) | priority, WEAKEST_BAR, 1.0) * self.options.min_probability
         candidates = self.site.candidates
         ordered = candidates.filter(
             pl.col("score") >= pl.Series(bar[candidates["target"].to_numpy()], dtype=pl.Float64)

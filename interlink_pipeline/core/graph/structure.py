@@ -109,13 +109,13 @@ def deep_sections(planner: PlanState, floor: int, linked: set[int], room: int) -
     chosen: list[int] = []
     while len(chosen) < room and sections.size:
         held = holds @ left
+        held[np.isin(sections, chosen)] = 0
         best = int(np.argmax(held))
         if held[best] == 0:
             break
         chosen.append(int(sections[best]))
         left[holds[best].indices] = 0
-        holds[best] = 0
-    return list(dict.fromkeys(chosen))
+    return chosen
 
 
 def _section_members(

@@ -45,6 +45,7 @@ def _fields(export: str) -> tuple[Field, ...]:
 CRAWL_FIELDS = _fields("crawl pages")  # the Internal: HTML / Internal: All export
 LINK_FIELDS = _fields("crawl links")  # the All Inlinks bulk export
 TEXT_FIELDS = (CRAWL_FIELDS[0], *_fields("page text"))  # page URL -> its body text (or an extraction)
+SEARCH_CONSOLE_FIELDS = _fields("search console")  # Search Console > Performance > Pages, exported
 QUERY_FIELDS = _fields("queries")  # page URL -> query, e.g. a Search Console export by page and query
 
 

@@ -1,4 +1,5 @@
-"""Crawl exports into canonical raw tables (`raw.crawl_pages`, `raw.crawl_links`, `raw.page_text`)."""
+"""Crawl exports into canonical raw tables (`raw.crawl_pages`, `raw.crawl_links`, `raw.page_text`), and the
+Search Console export into `raw.search_console`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from interlink_pipeline.core.ingest.crawl_columns import (
     CRAWL_FIELDS,
     LINK_FIELDS,
     QUERY_FIELDS,
+    SEARCH_CONSOLE_FIELDS,
     TEXT_FIELDS,
     Field,
 )
@@ -190,6 +192,69 @@ def read_queries_export(
         )
         frame = frame.with_columns(value.alias(name))
     return frame.select("url", "query", "clicks", "impressions")
+
+
+def _decimal(column: str) -> pl.Expr:
+    """A number as Search Console writes it in any language ("7.3", "7,3", "1,234.5", "3.5%", "3,5 %")."""
+    text = pl.col(column).str.replace_all(r"[^\d.,-]", "")
+    grouped = text.str.contains(r"\.") & text.str.contains(",")  # both: the last one is the decimal's
+    whole, fraction = (text.str.extract(r"^(.*)[.,](\d*)$", i) for i in (1, 2))
+    return (
+        pl.when(grouped)
+        .then(whole.str.replace_all(r"[.,]", "") + "." + fraction)
+        .otherwise(text)
+        .str.replace(",", ".")
+        .cast(pl.Float64, strict=False)
+    )
+
+
+def read_search_console(
+    path: Path,
+    site: str,
+    *,
+    column_map: dict[str, str] | None = None,
+    encoding: str | None = None,
+    sheet: str | None = None,
+    loaded_at: datetime | None = None,
+) -> LoadedExport:
+    """raw.search_console from the Pages table of Search Console's Performance report (its CSV, or the
+    Pages sheet of its workbook): counts with thousands separators, CTR as "3.5%" or a share, positions with
+    a decimal point or comma. Refused: another site's pages, a row whose impressions or position is no
+    number; a page listed twice keeps its row with the most impressions, said in a warning."""
+    path = Path(path)
+    export = _read_export(path, site, SEARCH_CONSOLE_FIELDS, column_map, encoding, sheet, None, loaded_at)
+    _check_site(export.frame, site, path, what="Search Console export")
+    percent = pl.col("ctr").str.contains("%").fill_null(False)
+    frame = export.frame.with_columns(
+        *(
+            pl.col(c).str.replace_all(r"\D", "").cast(pl.Int64, strict=False)
+            for c in ("clicks", "impressions")
+        ),
+        (_decimal("ctr") / pl.when(percent).then(100.0).otherwise(1.0)).round(6).alias("ctr"),
+        _decimal("position").alias("position"),
+    )
+    bad = frame.filter(pl.col("impressions").is_null() | pl.col("position").is_null())
+    if bad.height:
+        row = bad.row(0, named=True)
+        raise InputError(
+            f"{path}: {bad.height} of {frame.height} rows have no number for impressions or position (row "
+            f"{row['row_number']}: {row['url']}). Export Search Console's Performance report, Pages table."
+        )
+    keyed = frame.with_columns(url_parts(frame["url"])["url_key"].alias("key"))
+    kept = (
+        keyed.sort(["impressions", "row_number"], descending=[True, False])
+        .unique("key", keep="first")
+        .sort("row_number")
+        .drop("key")
+    )
+    repeated = frame.height - kept.height
+    warning = (
+        f"{path.name}: {repeated} rows list a page already listed; the row with the most impressions of each "
+        "page is kept."
+        if repeated
+        else None
+    )
+    return replace(export, frame=kept, warning=warning)
 
 
 def infer_site(path: Path, *, column_map: dict[str, str] | None = None, sheet: str | None = None) -> str:

@@ -52,6 +52,7 @@ class SiteDrop:
     queries_file: Path | None = None
     text_file: Path | None = None
     warnings: tuple[str, ...] = ()  # what registering them noticed (e.g. text for pages not crawled)
+    search_console_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,12 @@ class InboxScan:
 
 
 def export_kind(path: Path) -> str:
-    """crawl, links or queries, from the file name."""
+    """crawl, links, queries, text or search_console, from the file name."""
     name = path.name.lower()
     if "inlink" in name:
         return "links"
+    if "console" in name:
+        return "search_console"
     if "quer" in name or "keyword" in name:
         return "queries"
     if "text" in re.split(r"[^a-z]+", path.stem.lower()):
@@ -89,8 +92,8 @@ def site_folder(root: str | Path, site: str) -> Path:
 
 
 def latest_exports(folder: Path, *, settled_before: float | None = None) -> dict[str, Path]:
-    """The newest file of each kind (crawl, links, queries, text) in `folder`, ignoring hidden and temp
-    files."""
+    """The newest file of each kind (crawl, links, queries, text, search_console) in `folder`, ignoring
+    hidden and temp files."""
     newest: dict[str, tuple[float, Path]] = {}
     for path in folder.iterdir() if folder.is_dir() else []:
         if (
@@ -135,7 +138,14 @@ def scan_inbox(
         files = latest_exports(entry, settled_before=settled_before)
         if "crawl" in files:
             drops.append(
-                SiteDrop(site, files["crawl"], files.get("links"), files.get("queries"), files.get("text"))
+                SiteDrop(
+                    site,
+                    files["crawl"],
+                    files.get("links"),
+                    files.get("queries"),
+                    files.get("text"),
+                    search_console_file=files.get("search_console"),
+                )
             )
     return InboxScan(drops, problems)
 
@@ -235,6 +245,7 @@ def validate_export(path: Path, kind: str, site: str) -> LoadedExport | None:
         read_links_export,
         read_page_text,
         read_queries_export,
+        read_search_console,
     )
 
     if not path.is_file():
@@ -244,7 +255,10 @@ def validate_export(path: Path, kind: str, site: str) -> LoadedExport | None:
     if kind == "queries":
         read_queries_export(path)
         return None
-    reader = {"crawl": read_crawl_export, "links": read_links_export, "text": read_page_text}[kind]
+    reader = {
+        "crawl": read_crawl_export, "links": read_links_export, "text": read_page_text,
+        "search_console": read_search_console,
+    }[kind]  # fmt: skip
     return reader(path, site)
 
 
@@ -267,7 +281,8 @@ def text_coverage(crawl: pl.DataFrame, text: pl.DataFrame, path: Path) -> str | 
 
 
 # the name an export is stored under when its own name does not say its kind
-STORED_STEMS = {"crawl": "internal_html", "links": "all_inlinks", "queries": "queries", "text": "page_text"}
+STORED_STEMS = {"crawl": "internal_html", "links": "all_inlinks", "queries": "queries", "text": "page_text",
+                "search_console": "search_console"}  # fmt: skip
 
 
 def _placed(src: Path, readable: Path, kind: str, folder: Path) -> Path:
@@ -287,6 +302,7 @@ def register_crawl(
     queries_src: Path | None = None,
     text_src: Path | None = None,
     *,
+    search_console_src: Path | None = None,
     keep_links: bool = False,
     encoding: str | None = None,
 ) -> SiteDrop:
@@ -308,6 +324,7 @@ def register_crawl(
             (links_src, "links"),
             (queries_src, "queries"),
             (text_src, "text"),
+            (search_console_src, "search_console"),
         )
         if src is not None
     ]
@@ -329,4 +346,5 @@ def register_crawl(
         placed.get("queries"),
         placed.get("text"),
         tuple(w for w in warnings if w),
+        placed.get("search_console"),
     )

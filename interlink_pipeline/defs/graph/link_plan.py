@@ -11,7 +11,7 @@ from dagster import AssetExecutionContext, MetadataValue
 from interlink_pipeline.core.graph.decided_links import ACCEPTED_LIVE, NOT_KEPT, adoption_by_reason
 from interlink_pipeline.core.graph.link_plan import PlanHistory, SitePlan, keep_centrality, plan_for_site
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
-from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, SUMMARY_ROWS, comparison
+from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, SUMMARY_ROWS, comparison, equity_moved
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
@@ -51,6 +51,7 @@ def _bars(histogram: str, width: int = 24) -> str:
         "ml.page_clusters",
         "ml.similarity_pairs",
         "raw.crawl_links",
+        "raw.search_console",
     ],
     kinds={"duckdb", "networkit"},
     invariants=PLAN_INVARIANTS,
@@ -102,10 +103,22 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int, links_
         "depth_before": MetadataValue.md(_bars(result.before.depth_histogram)) if known else "unknown",
         "depth_after": MetadataValue.md(_bars(result.after.depth_histogram)),
         "hubs": table_preview(hubs, 30),
+        **_equity(result),
         **_figures(result),
         "centrality": stats.centrality,
         "seconds_by_step": MetadataValue.json(stats.seconds),
         "preview": table_preview(_preview(plan, names), 20),
+    }
+
+
+def _equity(result: SitePlan) -> dict:
+    """The internal PageRank share the plan moves to the least linked quarter and the pages in striking
+    distance, before → after."""
+    moved = equity_moved(result.page_rows, result.planner.site.priority)
+    return {
+        f"pagerank_share_{name}": " → ".join("unknown" if v is None else f"{v:.1%}" for v in shares)
+        for name, shares in moved.items()
+        if shares is not None
     }
 
 

@@ -161,6 +161,8 @@ def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
         ops = {"raw_crawl": {"config": {"crawl_file": drop.crawl_file.name}}}
         ops["raw_links"] = {"config": {"links_file": drop.links_file.name if drop.links_file else None}}
         ops["raw_page_text"] = {"config": {"text_file": drop.text_file.name if drop.text_file else None}}
+        console = drop.search_console_file
+        ops["raw_search_console"] = {"config": {"search_console_file": console.name if console else None}}
         ops["serp_results"] = {
             "config": {"queries_file": drop.queries_file.name if drop.queries_file else None}
         }

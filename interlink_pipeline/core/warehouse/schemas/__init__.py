@@ -25,6 +25,7 @@ from interlink_pipeline.core.warehouse.schemas.ingest import (
     RawCrawlLink,
     RawCrawlPage,
     RawPageText,
+    RawSearchConsole,
 )
 from interlink_pipeline.core.warehouse.schemas.ml import (
     Cluster,
@@ -43,6 +44,7 @@ TABLES: dict[str, type[pa.DataFrameModel]] = {
     "raw.crawl_pages": RawCrawlPage,
     "raw.crawl_links": RawCrawlLink,
     "raw.page_text": RawPageText,
+    "raw.search_console": RawSearchConsole,
     "staging.pages": Page,
     "staging.excluded_pages": ExcludedPage,
     "ml.embedding_cache": EmbeddingCacheRow,

@@ -75,6 +75,18 @@ class RawPageText(FileRows):
     text: str = pa.Field(nullable=True, description="The page's body text.")
 
 
+class RawSearchConsole(FileRows):
+    """raw.search_console: the Search Console export as read (optional): the Performance report's Pages
+    table, each page's clicks, impressions, CTR and average position (a page listed twice: its row with the
+    most impressions)."""
+
+    url: str = pa.Field(description="The page, as Search Console gives it.")
+    clicks: pl.Int64 = pa.Field(nullable=True, ge=0, description="Clicks from Google Search.")
+    impressions: pl.Int64 = pa.Field(ge=0, description="Impressions in Google Search.")
+    ctr: pl.Float64 = pa.Field(nullable=True, ge=0, le=1, description="Click-through rate, as a share (0–1).")
+    position: pl.Float64 = pa.Field(ge=0, description="Average position in Google Search.")
+
+
 class Page(SiteTable, unique=("site", "page_id")):
     """staging.pages: the pages worth linking: indexable HTML 200, de-duplicated, titles de-branded."""
 
