@@ -312,7 +312,30 @@ def _check_sentences(sample, accepted: set[str]) -> None:
                 "WHERE link_id = ?",
                 [offset, sentence, link_id],
             )
+        # two pages whose text shares a snippet (a template's) linking one target: one edit, said on both
+        shared = (
+            con.execute(
+                "SELECT link_id, source_page_id, target_page_id, anchor_text FROM graph.link_plan "
+                "ORDER BY link_id"
+            )
+            .pl()
+            .filter(
+                ~pl.col("link_id").is_in(sorted(accepted))
+                & ~pl.col("source_page_id").is_in(links["source_page_id"].implode())
+            )
+            .unique("source_page_id", keep="first", maintain_order=True)
+            .head(2)
+        )
+        snippet = f"Every trip starts with the {shared['anchor_text'][0]} we trust."
+        con.execute(
+            "UPDATE graph.link_plan SET anchor_offset = 27, sentence = ?, placement = 'contextual', "
+            "target_page_id = ?, anchor_text = ? WHERE link_id IN (?, ?)",
+            [snippet, shared["target_page_id"][0], shared["anchor_text"][0], *shared["link_id"]],
+        )
     todo = spreadsheet_tables(sample.warehouse, SAMPLE_HOST, lock_timeout_s=10)["to_do"]
+    twice = todo.filter(pl.col("link_id").is_in(shared["link_id"].implode()))
+    assert set(twice["how"]) == {"link the anchor in the snippet 2 pages share: edit the snippet once"}
+    todo = todo.filter(~pl.col("link_id").is_in(shared["link_id"].implode()))
     placed = todo.filter(pl.col("link_id").is_in(links["link_id"].implode())).sort("link_id")
     expected = [f"We tested the {anchor} on three trips!" for anchor in links["anchor_text"]]
     assert placed["sentence"].to_list() == expected

@@ -33,22 +33,29 @@ FROM marts.link_opportunities o LEFT JOIN standing d USING (link_id)
 WHERE o.site = $1 ORDER BY o.source_url, o.priority, o.target_url
 """
 # the editor's work list, page by page: each link not rejected, with where it goes: in the sentence of the
-# source's text that holds the anchor (at its character offset), in the page's related links, among the
-# home page's sections, or in an index's list
+# source's text that holds the anchor (at its character offset) — once, when several pages share that
+# sentence (a template's snippet) —, in the page's related links, among the home page's sections, or in an
+# index's list
 TODO_SQL = f"""
-WITH {STANDING_SQL}
-SELECT l.source_url, p.title AS source_title, l.anchor_text, l.target_url, l.anchor_offset, l.sentence,
-       CASE l.placement
-            WHEN 'contextual' THEN 'link the anchor where it stands in the sentence'
-            WHEN 'related' THEN 'add it to the page''s related links, the anchor as its title'
-            WHEN 'home' THEN 'add it to the home page''s links to its sections'
+WITH {STANDING_SQL},
+site_pages AS (SELECT page_id, title FROM staging.pages WHERE site = $1),
+todo AS (
+    SELECT l.*, p.title AS source_title, d.decision,
+           count(*) OVER (PARTITION BY l.sentence, l.target_page_id) AS sharing
+    FROM graph.link_plan l JOIN site_pages p ON p.page_id = l.source_page_id
+    LEFT JOIN standing d USING (link_id)
+    WHERE l.site = $1 AND d.decision IS DISTINCT FROM 'reject'
+)
+SELECT source_url, source_title, anchor_text, target_url, anchor_offset, sentence,
+       CASE WHEN sentence IS NOT NULL AND sharing > 1
+                 THEN 'link the anchor in the snippet ' || sharing || ' pages share: edit the snippet once'
+            WHEN placement = 'contextual' THEN 'link the anchor where it stands in the sentence'
+            WHEN placement = 'related' THEN 'add it to the page''s related links, the anchor as its title'
+            WHEN placement = 'home' THEN 'add it to the home page''s links to its sections'
             ELSE 'add it to the page''s list' END
-       || CASE WHEN l.in_navigation THEN ' (the page links it in navigation only)' ELSE '' END AS how,
-       l.reason, coalesce(d.decision, '') AS status, l.link_id
-FROM graph.link_plan l JOIN staging.pages p ON p.site = l.site AND p.page_id = l.source_page_id
-LEFT JOIN standing d USING (link_id)
-WHERE l.site = $1 AND d.decision IS DISTINCT FROM 'reject'
-ORDER BY l.source_url, l.anchor_offset NULLS LAST, l.target_url
+       || CASE WHEN in_navigation THEN ' (the page links it in navigation only)' ELSE '' END AS how,
+       reason, coalesce(decision, '') AS status, link_id
+FROM todo ORDER BY source_url, anchor_offset NULLS LAST, target_url
 """
 # The site's pages in a CTE, joined by page id alone: joined on (site, page_id) twice, the pages' two copies
 # share `site`, and on a lake (no distinct-count statistics) DuckDB joined them to each other on site first:
