@@ -399,6 +399,14 @@ def test_the_least_linked_pages_and_those_in_striking_distance_take_likely_links
     assert _links(planned) == {(3, 4): "topical"}
 
 
+def test_a_topical_link_needs_more_than_the_sites_linking_habits():
+    # 2 -> 3 is proposed by the link graph alone (pages linked alike), 4 -> 5 by the graph and the texts
+    existing = [(0, t, False) for t in range(1, 6)]
+    candidates = [(2, 3, 0.9, "graph+listing"), (4, 5, 0.6, "graph+similar")]
+    planned, _ = plan_links(_site(6, existing=existing, candidates=candidates), PlanOptions(hub_links=0))
+    assert _links(planned) == {(4, 5): "topical"}
+
+
 def test_no_page_takes_more_than_its_share_of_the_topical_links():
     # every page may link page 1 (a glossary) first, then its neighbour
     n = 60

@@ -53,6 +53,10 @@ from interlink_pipeline.core.graph.structure import (
 )
 
 # each reason as a person reads it (the report's plan table)
+# what says two pages are about related things: their texts are near, the source names the target, a search
+# for one finds the other, or the URL tree puts them together — the site's linking habits alone (graph,
+# listing) do not make a topical link
+TOPICAL_EVIDENCE = r"similar|mention|serp|hierarchy"
 WEAKEST_BAR = 0.5  # the least linked quarter of pages take topical links from this share of min_probability
 SECTION_PAGES = 5  # the fewest pages below a page in the URL tree that make it a section for the home page
 REASON_WORDS = {
@@ -158,7 +162,8 @@ class Planner(PlanState):
         """The most probable candidates, best first, within the sources' budgets: first up to each target's
         in-link quota, then beyond it for the targets outside the best-linked quarter. No target takes more
         than max_target_share of the links so planned (at least 2): a target past it keeps its most probable
-        links, and the budgets freed go to the targets under it. Nothing under min_probability is added
+        links, and the budgets freed go to the targets under it. A pair needs TOPICAL_EVIDENCE besides the
+        site's linking habits. Nothing under min_probability is added
         (WEAKEST_BAR of it into the least linked quarter of pages, when the site's links are known, and
         into the pages in striking distance, which also take a full quota)."""
         linked_before = (self.inbound - self.new_in)[: self.page_count]
@@ -174,7 +179,8 @@ class Planner(PlanState):
         bar = np.where((weakest & known) | priority, WEAKEST_BAR, 1.0) * self.options.min_probability
         candidates = self.site.candidates
         ordered = candidates.filter(
-            pl.col("score") >= pl.Series(bar[candidates["target"].to_numpy()], dtype=pl.Float64)
+            (pl.col("score") >= pl.Series(bar[candidates["target"].to_numpy()], dtype=pl.Float64))
+            & pl.col("provenance").str.contains(TOPICAL_EVIDENCE)
         ).sort(["score", "source", "target"], descending=[True, False, False])
         rows = ordered.select("source", "target", "score", "provenance").rows()
 
@@ -185,7 +191,7 @@ class Planner(PlanState):
                         self.out_budget[source] > 0
                         and self.new_in[target] < cap
                         and (beyond_quota or self.contextual_in[target] < self.quota[target])
-                        and not (beyond_quota and strongest[target])
+                        and not (beyond_quota and strongest[target] and "mention" not in provenance)
                     ):
                         self.add(source, target, "topical", score, provenance)
 
