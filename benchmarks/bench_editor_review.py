@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import tempfile
@@ -80,7 +81,7 @@ def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame)
     texts = dict(pages.select("page_id", pl.coalesce("body_text", "meta_description").alias("t")).iter_rows())
     in_text = plan.filter(pl.col("anchor_offset").is_not_null())
     misplaced = sum(
-        placed_mention(texts.get(source), offset, len(anchor.split())) is None
+        placed_mention(texts.get(source), offset, len(re.findall(r"\w+", anchor))) is None
         for source, offset, anchor in in_text.select(
             "source_page_id", "anchor_offset", "anchor_text"
         ).iter_rows()
