@@ -312,9 +312,10 @@ def test_two_sites_run_at_once_on_the_lake_as_they_run_alone_on_a_file(
                 differ.append((site, table))
     assert not differ
     # nothing compared was empty on both sites (nutrisport has no links: no backtest, no links of its own;
-    # no editor has decided anything, and no crawl came after a plan to find its links live)
-    empty = {"ops.run_failures", "raw.page_text", "graph.link_decisions", "graph.live_links",
-             "marts.decisions", "marts.adoption_by_week"}  # fmt: skip
+    # no editor has decided anything, no crawl came after a plan to find its links live, and neither has a
+    # Search Console export)
+    empty = {"ops.run_failures", "raw.page_text", "raw.search_console", "graph.link_decisions",
+             "graph.live_links", "marts.decisions", "marts.adoption_by_week"}  # fmt: skip
     assert {table for table, n in rows.items() if n == 0} == empty
 
 
