@@ -94,7 +94,7 @@ def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame)
     targets = plan["target_page_id"].to_list()
     no_task = plan.filter(pl.col("anchor_offset").is_null() & (pl.col("placement") == "contextual")).height
     tree = UrlTree(pages["path"].to_list())
-    below = dict(zip(pages["page_id"].to_list(), tree.descendants().tolist(), strict=True))
+    below = dict(zip(pages["page_id"].to_list(), tree.descendants.tolist(), strict=True))
     floor = max(SECTION_PAGES, pages.height // 100)
     hubs = plan.filter(pl.col("reason") == "hub")["target_page_id"].to_list()
     utility = set(pages.filter(pl.Series(utility_pages(pages["path"], UTILITY_PAGES)))["page_id"].to_list())

@@ -134,7 +134,7 @@ class Planner(PlanState):
         main = [int(p) for p in site.sections.main_sections]
         tops: list[int] = []
         if site.tree is not None:
-            below = np.where(site.tree.depth == 1, site.tree.descendants(), 0)
+            below = np.where(site.tree.depth == 1, site.tree.descendants, 0)
             tops = [int(p) for p in np.argsort(-below, kind="stable") if below[p] >= floor]
         sections = [p for p in dict.fromkeys([*main, *tops]) if p not in linked][: self.options.hub_links]
         deep = deep_sections(self, floor, linked | set(sections), self.options.hub_links - len(sections))

@@ -127,7 +127,7 @@ def _section_members(
     rows: list[np.ndarray] = []
     sections: list[int] = []
     if tree is not None:
-        below = tree.descendants()
+        below = tree.descendants
         for page in np.flatnonzero((below >= floor) & (tree.depth >= 1)).tolist():
             level = tree.depth[page] - 1
             inside = np.flatnonzero(tree.prefix[:, level] == tree.prefix[page, level])

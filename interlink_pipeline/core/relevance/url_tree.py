@@ -3,6 +3,8 @@ children and siblings) and how two pages relate in it (the pair's hierarchy feat
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import polars as pl
 
@@ -36,6 +38,7 @@ class UrlTree:
                     break
         self.parent = parent
 
+    @cached_property
     def descendants(self) -> np.ndarray:
         """How many pages lie below each page in the URL tree (its section's size)."""
         count = np.zeros(self.n, dtype=np.int64)
