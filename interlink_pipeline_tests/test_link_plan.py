@@ -363,6 +363,19 @@ def test_the_home_page_links_the_section_whose_pages_are_too_deep():
     assert planner.stats.too_deep_after == 0
 
 
+def test_a_list_of_too_deep_pages_is_linked_from_the_index_above_it_not_each_page_from_a_sibling():
+    # home → 1 (an index) → 2 (a range index) → 3 (a list of 4..11) puts 4..11 at depth 4; the home page
+    # has no room for hubs, so with max_depth 3 the index 1 lists 3 (a level skipped in the site's own
+    # hierarchy) — one link, where shortcuts from siblings would take eight; page 12, unrelated and with
+    # budget, is not the source
+    existing = [(0, 1, True), (1, 2, True), (2, 3, True), (0, 12, True), *((3, t, True) for t in range(4, 12))]
+    similar = [(12, t, 0.95) for t in range(3, 12)]
+    site = _site(13, similar=similar, existing=existing)
+    planned, planner = plan_links(site, PlanOptions(hub_links=0, out_link_budget=2, max_depth=3))
+    assert _links(planned.filter(pl.col("reason") != "topical")) == {(1, 3): "depth-shortcut"}
+    assert planner.stats.too_deep_after == 0
+
+
 def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_likely_source():
     # page 4 is an orphan; 1 (about us) is its most probable source, 2 and 3 the next ones
     existing = [(0, 1, False), (0, 2, False), (0, 3, False)]

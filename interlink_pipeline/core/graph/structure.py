@@ -201,12 +201,14 @@ def bridge_components(planner: PlanState) -> None:
 
 
 def shorten_depth(planner: PlanState) -> None:
-    """Bring every page within max_depth clicks: each too-deep or unreachable page (those with the most
-    out-links first, then the most central) gets a link from its most related page among those within
-    max_depth - 1 clicks that have budget left, and then passes links on in turn: round by round, until
-    none is too deep. A link to a page nobody linked is an orphan rescue; into a group cut off from the
+    """Bring every page within max_depth clicks: first the lists of many too-deep pages (_lift_lists),
+    then each too-deep or unreachable page left (those with the most out-links first, then the most
+    central) gets a link from the index above its own index, else its most related page, among those
+    within max_depth - 1 clicks that have budget left, and then passes links on in turn: round by round,
+    until none is too deep. A link to a page nobody linked is an orphan rescue; into a group cut off from the
     home page, a component bridge."""
     limit, n = planner.options.max_depth, planner.page_count
+    _lift_lists(planner)
     unrelated = np.zeros(n, dtype=bool)  # givers none of the remaining too-deep pages relate to
     while True:
         graph = planner.current_graph()
@@ -233,11 +235,70 @@ def shorten_depth(planner: PlanState) -> None:
             np.where(depth[ordered] == UNREACHABLE, "component-bridge", "depth-shortcut"),
         )
         linked = len(planner.links)
-        link_from_related(
-            planner, ordered, eligible, dict(zip(ordered.tolist(), reasons.tolist(), strict=True))
-        )
+        into = graph[:n][:, :n].astype(bool).T.tocsr()
+        rest = [
+            (target, reason)
+            for target, reason in zip(ordered.tolist(), reasons.tolist(), strict=True)
+            if not (
+                (above := _indexes_above(planner, into, depth[:n], target, givers)) is not None
+                and _link_first_open(planner, target, above, eligible, reason)
+            )
+        ]
+        link_from_related(planner, np.array([t for t, _ in rest], dtype=np.int64), eligible, dict(rest))
         if len(planner.links) == linked:
             unrelated[givers] = True
+
+
+LIFTED_PAGES = 5  # the fewest too-deep pages a page must list for one link to it to bring them all up
+
+
+def _lift_lists(planner: PlanState) -> None:
+    """One link for many: each page that links LIFTED_PAGES or more pages deeper than max_depth (an index
+    of error codes, a reference's list of members), the most such pages first, gets a link from a page
+    within max_depth - 2 clicks — the index above its own index first (a level skipped in the site's own
+    hierarchy), else its most related page — so that it comes within max_depth - 1 clicks and its pages
+    within max_depth, instead of a shortcut from a sibling to each. Round by round, each round's lists
+    greedily, each counting only the pages no list before it in the round brings up."""
+    limit, n = planner.options.max_depth, planner.page_count
+    tried = np.zeros(n, dtype=bool)
+    while True:
+        graph = planner.current_graph()[:n][:, :n].astype(bool).tocsr()
+        depth = click_depth(graph, planner.site.home)[:n]
+        too_deep = (depth > limit) | (depth == UNREACHABLE)
+        lists = np.asarray(graph @ too_deep.astype(np.int64)).ravel()
+        lists[tried | (depth < limit) | (depth == UNREACHABLE)] = 0
+        givers = np.zeros(planner.node_count, dtype=bool)
+        givers[:n] = (depth >= 0) & (depth <= limit - 2)
+        into, linked = graph.T.tocsr(), len(planner.links)
+        for page in np.flatnonzero(lists >= LIFTED_PAGES)[np.argsort(-lists[lists >= LIFTED_PAGES])]:
+            listed = graph[page].indices[too_deep[graph[page].indices]]
+            if len(listed) < LIFTED_PAGES:
+                continue
+            tried[page] = True
+            above = _indexes_above(planner, into, depth, int(page), givers[:n])
+            if (
+                above is not None and _link_first_open(planner, int(page), above, givers, "depth-shortcut")
+            ) or (not link_from_related(planner, np.array([page]), givers, "depth-shortcut")):
+                too_deep[listed] = False
+        if len(planner.links) == linked:
+            return
+
+
+def _indexes_above(
+    planner: PlanState, into: sparse.csr_matrix, depth: np.ndarray, page: int, givers: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The `givers` that link a page that links `page` one level up (its index's index: `into` holds each
+    page's in-links), most similar to it first (pages, cosines, whether an index page: a likely place for
+    it in its list)."""
+    parents = into[page].indices[depth[into[page].indices] == depth[page] - 1]
+    above = np.unique(np.concatenate([into[p].indices for p in parents.tolist()] or [np.array([], int)]))
+    above = above[givers[above]]
+    if not len(above):
+        return None
+    vectors = planner.site.vectors
+    scores = vectors[above] @ vectors[page] if vectors is not None else planner.centrality[above]
+    order = np.argsort(-scores, kind="stable")
+    return above[order], scores[order].astype(np.float64), planner.is_index[above[order]]
 
 
 def _next_targets(
