@@ -368,7 +368,13 @@ def test_a_list_of_too_deep_pages_is_linked_from_the_index_above_it_not_each_pag
     # has no room for hubs, so with max_depth 3 the index 1 lists 3 (a level skipped in the site's own
     # hierarchy) — one link, where shortcuts from siblings would take eight; page 12, unrelated and with
     # budget, is not the source
-    existing = [(0, 1, True), (1, 2, True), (2, 3, True), (0, 12, True), *((3, t, True) for t in range(4, 12))]
+    existing = [
+        (0, 1, True),
+        (1, 2, True),
+        (2, 3, True),
+        (0, 12, True),
+        *((3, t, True) for t in range(4, 12)),
+    ]
     similar = [(12, t, 0.95) for t in range(3, 12)]
     site = _site(13, similar=similar, existing=existing)
     planned, planner = plan_links(site, PlanOptions(hub_links=0, out_link_budget=2, max_depth=3))
