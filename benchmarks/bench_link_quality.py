@@ -176,6 +176,14 @@ def _materialize(warehouse: Path, inbox: Path, site: str, assets: list[str], run
     return time.monotonic() - started
 
 
+def named_near_duplicates(con: duckdb.DuckDBPyConnection, site: str) -> int:
+    """The orphans the plan leaves unlinked on purpose: each says what a rescued orphan says (possible
+    cannibalisation, graph.page_metrics.near_duplicate_of); the figures count them apart from orphans."""
+    return con.execute(
+        "SELECT count(near_duplicate_of) FROM graph.page_metrics WHERE site = ?", [site]
+    ).fetchone()[0]
+
+
 def backtests(name: str, seeds: list[int], fraction: float, variant: str | None = None) -> list[dict]:
     """One backtest per seed (the link_backtest asset), with the plan's checks after it."""
     site, warehouse, inbox = _prepare(name, variant)
@@ -193,9 +201,11 @@ def backtests(name: str, seeds: list[int], fraction: float, variant: str | None 
                 "WHERE site = ? AND scenario = 'after'",
                 [site],
             ).fetchone()
+            twins = named_near_duplicates(con, site)
         record = row.row(0, named=True)
         record.update(
-            set=name, run_seconds=seconds, orphans_after=checks[0], unreachable_after=checks[1],
+            set=name, run_seconds=seconds, orphans_after=checks[0] - twins,
+            unreachable_after=checks[1] - twins,
             max_depth_after=checks[2], by_reason=json.loads(record["precision_by_reason"]),
             intervals=json.loads(record["intervals"]),
         )  # fmt: skip
@@ -247,6 +257,7 @@ def without_links_export(name: str, seeds: list[int], fraction: float) -> list[d
             "FROM graph.site_metrics WHERE site = ?",
             [site],
         ).fetchone()
+        orphans_after -= named_near_duplicates(con, site)
         over_budget = con.execute(
             "SELECT count(*) FROM graph.page_metrics m JOIN staging.pages p USING (site, page_id) "
             "WHERE site = ? AND NOT p.is_home AND m.planned_outlinks > ?",
@@ -328,13 +339,14 @@ def editorial_recovery(run_config: dict) -> dict:
             "SELECT orphan_pages, max_depth FROM graph.site_metrics WHERE scenario = 'after'"
         ).fetchone()
         ranker = con.execute("SELECT reason FROM ml.link_ranker_runs ORDER BY trained_at DESC").fetchone()[0]
+        twins = con.execute("SELECT count(near_duplicate_of) FROM graph.page_metrics").fetchone()[0]
     return {
         "editorial_links": hidden.height,
         "plan_links": plan.height,
         "found": found,
         "found_by_reason": dict(found_plan.group_by("reason").len().sort("reason").iter_rows()),
         "baseline_found": base_found,
-        "orphans_after": after[0],
+        "orphans_after": after[0] - twins,
         "max_depth_after": after[1],
         "ranker": ranker,
         "seconds": seconds,

@@ -382,6 +382,25 @@ def test_a_list_of_too_deep_pages_is_linked_from_the_index_above_it_not_each_pag
     assert planner.stats.too_deep_after == 0
 
 
+def test_near_duplicate_orphans_are_not_rescued_side_by_side_the_pair_is_named():
+    # orphans 3 and 4 say the same (cosine 0.99), 5 another thing: 3 and 5 are rescued, 4 is named as 3's
+    # possible cannibal and left for an editor to merge or redirect; the orphan check still passes
+    vectors = np.array(
+        [[1, 0, 0], [0.8, 0.6, 0], [0.8, 0, 0.6], [0, 1, 0], [0, 0.99, 0.141], [0, 0, 1]], dtype=np.float32
+    )
+    site = _site(6, existing=[(0, 1, True), (0, 2, True)], vectors=vectors)
+    planned, planner = plan_links(site, PlanOptions(hub_links=0))
+    rescued = set(planned.filter(pl.col("reason") == "orphan-rescue")["target"])
+    assert 3 in rescued and 5 in rescued and 4 not in rescued
+    assert planner.duplicate_of.tolist() == [-1, -1, -1, -1, 3, -1]
+    assert planner.stats.unreachable_after == 0
+    anchors = _anchored([None] * planned.height)
+    checks = {c.name: c for c in check_plan(planned, anchors, site.existing, planner, 1, PlanOptions())}
+    check = checks["link_plan_no_orphans"]
+    assert check.passed and check.figures["near_duplicates_left_unlinked"] == 1
+    assert check.figures["near_duplicates"] == [f"{4:016x} says what {3:016x} says"]
+
+
 def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_likely_source():
     # page 4 is an orphan; 1 (about us) is its most probable source, 2 and 3 the next ones
     existing = [(0, 1, False), (0, 2, False), (0, 3, False)]

@@ -160,9 +160,11 @@ def page_metrics_rows(
                 np.bincount(planned["source"].to_numpy(), minlength=n), dtype=pl.Int32
             ),
             "plan_fingerprint": fingerprints,
+            "near_duplicate_of": pages["url"].gather(np.maximum(planner.duplicate_of, 0)),
         }
     ).with_columns(
         pl.when(pl.Series(cluster_of >= 0)).then(pl.col("cluster_id")).otherwise(None).alias("cluster_id"),
+        pl.when(pl.Series(planner.duplicate_of >= 0)).then(pl.col("near_duplicate_of")).otherwise(None),
         *_before_columns(before),
     )
 

@@ -133,6 +133,8 @@ class PlanState:
             self.is_index[: self.page_count][site.utility] = False
         self.orphans_before = np.flatnonzero(self.inbound[: self.page_count] == 0)
         self.new_in = np.zeros(self.node_count, dtype=np.int64)  # links the plan adds into each page
+        # an orphan left unlinked because it says what another orphan, rescued, says (-1: none)
+        self.duplicate_of = np.full(self.page_count, -1, dtype=np.int64)
         self.neighbours = self._neighbour_lists()
         self.stats = PlanStats()
         self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run

@@ -48,6 +48,7 @@ from interlink_pipeline.core.graph.plan_state import PlanState, SiteGraph, plann
 from interlink_pipeline.core.graph.structure import (
     bridge_components,
     deep_sections,
+    near_duplicate_orphans,
     rescue_orphans,
     shorten_depth,
 )
@@ -86,6 +87,7 @@ class Planner(PlanState):
         self.quota = (options.min_inlinks + np.round(quantile * spread)).astype(np.int64)
         self.hubs = self._choose_hubs()
         self._keep_previous()
+        near_duplicate_orphans(self)
         # Structure first, while the pages within reach still have budget: every page within max_depth
         # clicks (unreachable ones included), then orphans and any group still cut off, then topical links
         # with the budgets left.
@@ -209,7 +211,10 @@ def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.
     planner = Planner(site, options)
     planner.run()
     depth = click_depth(planner.current_graph(), site.home)[: planner.page_count]
-    planner.stats.unreachable_after = int((depth == UNREACHABLE).sum())
-    planner.stats.too_deep_after = int((depth > options.max_depth).sum())
+    # a near-duplicate left unlinked is said apart (one a topical link reached is not left out)
+    planner.duplicate_of[planner.inbound[: planner.page_count] > 0] = -1
+    left = planner.duplicate_of < 0
+    planner.stats.unreachable_after = int(((depth == UNREACHABLE) & left).sum())
+    planner.stats.too_deep_after = int(((depth > options.max_depth) & left).sum())
     frame = planned_frame(planner.links)
     return frame, planner

@@ -154,13 +154,37 @@ def _section_members(
     return np.asarray([sections[i] for i in keep], dtype=np.int64), holds
 
 
+NEAR_DUPLICATE = 0.95  # the cosine above which two orphans say the same: rescue one, name the other
+
+
+def near_duplicate_orphans(planner: PlanState) -> None:
+    """Orphans that say what a more central orphan says (their vectors' cosine NEAR_DUPLICATE or more) are
+    not rescued side by side: the more central is, and the other is named as its possible cannibal
+    (planner.duplicate_of) for an editor to merge, redirect or canonicalise."""
+    n, vectors = planner.page_count, planner.site.vectors
+    orphans = np.flatnonzero(planner.inbound[:n] == 0)
+    orphans = orphans[orphans != planner.site.home]
+    if vectors is None or len(orphans) < 2:
+        return
+    orphans = orphans[np.argsort(-planner.centrality[orphans], kind="stable")]
+    found, scores = exact_top(
+        vectors[orphans], vectors[orphans], min(10, len(orphans)), query_ids=np.arange(len(orphans))
+    )
+    for row, page in enumerate(orphans.tolist()):
+        if planner.duplicate_of[page] >= 0:
+            continue
+        twins = orphans[found[row][(scores[row] >= NEAR_DUPLICATE) & (found[row] > row)]]
+        planner.duplicate_of[twins[planner.duplicate_of[twins] < 0]] = page
+
+
 def rescue_orphans(planner: PlanState) -> None:
     """Every page nobody links to gets a link from its most related page anywhere, the most central first;
     then every page the plan rescued and that has that one link gets a second from the next likely source
     with room (a candidate at min_probability or more): one link is one edit away from an orphan again."""
     order = np.argsort(-planner.centrality, kind="stable")
     anywhere = np.ones(planner.page_count, dtype=bool)
-    orphans = order[(planner.inbound[: planner.page_count][order] == 0) & (order != planner.site.home)]
+    needs = (planner.inbound[: planner.page_count] == 0) & (planner.duplicate_of < 0)
+    orphans = order[needs[order] & (order != planner.site.home)]
     missed = link_from_related(planner, orphans, anywhere, "orphan-rescue")
     planner.stats.unresolved_orphans = [str(planner.site.page_ids[p]) for p in missed]
     rescued = order[np.isin(order, planner.orphans_before)]
@@ -179,7 +203,7 @@ def bridge_components(planner: PlanState) -> None:
     for _ in range(50):
         graph = planner.current_graph()
         depth = click_depth(graph, planner.site.home)
-        unreachable = np.flatnonzero(depth[:n] == UNREACHABLE)
+        unreachable = np.flatnonzero((depth[:n] == UNREACHABLE) & (planner.duplicate_of < 0))
         if not len(unreachable):
             return
         count, labels = csgraph.connected_components(
@@ -213,7 +237,9 @@ def shorten_depth(planner: PlanState) -> None:
     while True:
         graph = planner.current_graph()
         depth = click_depth(graph, planner.site.home)
-        too_deep = np.flatnonzero((depth[:n] > limit) | (depth[:n] == UNREACHABLE))
+        too_deep = np.flatnonzero(
+            ((depth[:n] > limit) | (depth[:n] == UNREACHABLE)) & (planner.duplicate_of < 0)
+        )
         if not len(too_deep):
             return
         room = (planner.out_budget[:n] > 0) | planner.is_index[:n]
@@ -264,7 +290,7 @@ def _lift_lists(planner: PlanState) -> None:
     while True:
         graph = planner.current_graph()[:n][:, :n].astype(bool).tocsr()
         depth = click_depth(graph, planner.site.home)[:n]
-        too_deep = (depth > limit) | (depth == UNREACHABLE)
+        too_deep = ((depth > limit) | (depth == UNREACHABLE)) & (planner.duplicate_of < 0)
         lists = np.asarray(graph @ too_deep.astype(np.int64)).ravel()
         lists[tried | (depth < limit) | (depth == UNREACHABLE)] = 0
         givers = np.zeros(planner.node_count, dtype=bool)

@@ -177,6 +177,12 @@ class PageMetrics(PageTable, unique=("site", "page_id")):
         description="Hash of what the plan read of the page (URL, title, H1, meta description, text): the "
         "next plan keeps this plan's links of pages whose fingerprint is unchanged."
     )
+    near_duplicate_of: str = pa.Field(
+        nullable=True,
+        description="An orphan left unlinked because it says what this orphan, rescued instead, says (their "
+        "texts' cosine 0.95 or more): possible cannibalisation — merge, redirect or canonicalise one of them "
+        "(null for every other page).",
+    )
 
 
 class LinkPlanChange(PairTable, unique=("site", "source_page_id", "target_page_id")):
