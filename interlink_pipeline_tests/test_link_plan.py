@@ -15,6 +15,8 @@ from interlink_pipeline.core.graph.anchors import (
     AnchorRules,
     anchor_rules,
     choose_anchors,
+    first_placed,
+    heading_lead,
     placed_mention,
     target_names,
 )
@@ -581,6 +583,22 @@ def test_anchors_are_phrases_an_editor_keeps_or_the_targets_name():
     }
     for sentence, (phrase, words) in refused.items():
         assert placed_mention(sentence, sentence.index(phrase), words) is None, phrase
+    # the page's own heading and a quoted message a section heading follows are no place for a link: the
+    # same phrase further down, in a sentence, is
+    text = (
+        "Compiler Warning C4961 No profile data was merged, profile-guided optimizations disabled Remarks "
+        "No profile data was available, so profile-guided optimizations cannot take place."
+    )
+    lead = heading_lead(text, ["Compiler Warning C4961"])
+    assert lead == 22 and placed_mention(text, 0, 2, lead) is None
+    assert placed_mention(text, text.index("profile-guided"), 3, lead) is None
+    assert first_placed(text, text.index("profile-guided"), 3, lead) == (
+        "profile-guided optimizations",
+        text.rindex("profile-guided"),
+        "No profile data was available, so profile-guided optimizations cannot take place.",
+    )
+    usage = "Usage When fitting, you must provide both width and height."
+    assert placed_mention(usage, usage.index("width"), 1).sentence == usage[6:]
     rules = AnchorRules(function_words("en"), spread=frozenset({"details"}), common=frozenset({"function"}))
     for anchor, why in [
         ("this example", "generic"), ("and", "generic"), ("Details", "generic"), ("function", "generic"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import islice, pairwise
 from typing import NamedTuple
 
 import polars as pl
@@ -20,9 +20,17 @@ from interlink_pipeline.core.text import detect_language, function_words
 
 _CUT = re.compile(r"\s+[|:–—-]\s+|[:,;(]\s*")
 _WORD = re.compile(r"\w+", re.UNICODE)
-# where a sentence ends: . ! ? before a space, a line break, and the ' : ' or ' | ' a page's flattened
-# headings, definition lists and tables leave between their parts
-_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)|\n|\s[:|]\s")
+# where a sentence ends: . ! ? before a space, a line break, the ' : ' or ' | ' a page's flattened
+# headings, definition lists and tables leave between their parts, and a documentation page's usual section
+# heading run into the text ("… disabled Remarks No profile data …": the heading ends one sentence and the
+# next starts after it)
+_SECTION_HEADINGS = (
+    "Overview|Remarks|Synopsis|Usage|Syntax|Examples?|Parameters|Arguments|Returns?|Return value|"
+    "Requirements|Description|Notes?|See also|Prerequisites|Summary"
+)
+_SENTENCE_END = re.compile(
+    rf"[.!?]+[\"'”’)\]]*(?=\s|$)|\n|\s[:|]\s|(?P<heading>(?:^|\s)(?:{_SECTION_HEADINGS})\s(?=[A-Z]))"
+)
 _URL_LIKE = re.compile(
     r"[/\\]|^(https?:|www\.)|\w\.(html?|php|aspx?|md|m?js|cjs|ts|css|json|ya?ml|toml|xml|txt)$", re.I
 )
@@ -45,14 +53,28 @@ def first_clause(text: str | None) -> str:
     return _CUT.split((text or "").strip())[0].strip(" .") if text else ""
 
 
-def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
-    """The character range of the sentence of `text` that holds [start, end)."""
-    left = max(0, start - 2000)
+def sentence_bounds(text: str, start: int, end: int, lead: int = 0) -> tuple[int, int]:
+    """The character range of the sentence of `text` that holds [start, end); the text's first `lead`
+    characters (the page's own heading at its start) are a sentence of their own."""
+    left = max(lead if start >= lead else 0, start - 2000)
     begin = left
     for found in _SENTENCE_END.finditer(text, left, start):
         begin = found.end()
     after = _SENTENCE_END.search(text, end, end + 2000)
-    return begin, (after.end() if after else min(len(text), end + 2000))
+    if after is None:
+        return begin, min(len(text), end + 2000)
+    return begin, after.start() if after.group("heading") else after.end()
+
+
+def heading_lead(text: str | None, headings: list[str | None]) -> int:
+    """How many characters at the start of `text` are the page's own heading (its H1 or title, as
+    flattened text keeps it before the first sentence): 0 when the text starts otherwise."""
+    lowered = (text or "").lower()
+    for heading in headings:
+        name = (heading or "").strip().lower()
+        if name and lowered.startswith(name) and lowered[len(name) : len(name) + 1].isspace():
+            return len(name)
+    return 0
 
 
 class Mention(NamedTuple):
@@ -64,11 +86,12 @@ class Mention(NamedTuple):
     sentence: str
 
 
-def placed_mention(text: str | None, offset: int | None, words: int) -> Mention | None:
+def placed_mention(text: str | None, offset: int | None, words: int, lead: int = 0) -> Mention | None:
     """The `words`-word phrase of `text` at character `offset`, when it stands in a sentence as words of
     their own: not inside code or a file name (`postcss` of `postcss.config.mjs`), not across a sentence's
-    end, not in a table row or a heading; else None."""
-    if not text or offset is None or offset < 0 or words < 1:
+    end, not in a table row or a heading (the page's own, its first `lead` characters, included); else
+    None."""
+    if not text or offset is None or offset < lead or words < 1:
         return None
     tokens = list(_WORD.finditer(text.lower(), offset))[:words]
     if len(tokens) < words or tokens[0].start() != offset:
@@ -82,9 +105,30 @@ def placed_mention(text: str | None, offset: int | None, words: int) -> Mention 
             return None
     if any(not _JOINS_OK.match(text[a.end() : b.start()]) for a, b in pairwise(tokens)):
         return None
-    begin, stop = sentence_bounds(text, offset, end)
+    begin, stop = sentence_bounds(text, offset, end, lead)
+    if (ending := _SENTENCE_END.match(text, stop)) and ending.group("heading"):
+        return None  # a line a section heading follows: a synopsis or a quoted message, not a sentence
     sentence = text[begin:stop].strip()
     return Mention(text[offset:end], offset, sentence) if readable(sentence) else None
+
+
+PLACES_TRIED = 5  # a phrase's occurrences tried, first to last, for one an editor can link in place
+
+
+def first_placed(text: str | None, offset: int | None, words: int, lead: int = 0) -> Mention | None:
+    """The first occurrence of the `words`-word phrase at `offset`, from there on, that placed_mention
+    places: the same name in the page's heading or a quoted message stands again in a sentence below."""
+    if not text or offset is None or offset < 0 or words < 1:
+        return None
+    tokens = list(_WORD.finditer(text.lower(), offset))[:words]
+    if len(tokens) < words:
+        return None
+    phrase = re.escape(text[offset : tokens[-1].end()].lower())
+    places = re.finditer(phrase, text.lower()[offset:])
+    for found in (m.start() + offset for m in islice(places, PLACES_TRIED)):
+        if (mention := placed_mention(text, found, words, lead)) is not None:
+            return mention
+    return None
 
 
 def readable(sentence: str) -> bool:
@@ -213,6 +257,10 @@ def _mentions(pages: pl.DataFrame, planned: pl.DataFrame, candidates: pl.DataFra
     for the target where its candidate found one that can be linked in place (mention_text,
     mention_offset, sentence)."""
     texts = pages.select(pl.coalesce("body_text", "meta_description").alias("t"))["t"].to_list()
+    leads = [
+        heading_lead(text, [h1, first_clause(title), title])
+        for text, h1, title in zip(texts, pages["h1"].to_list(), pages["title"].to_list(), strict=True)
+    ]
     mentions = planned.select("source", "target", "score", "placement").join(
         candidates.select("source", "target", "mention_offset", "mention_words"),
         on=["source", "target"],
@@ -220,7 +268,7 @@ def _mentions(pages: pl.DataFrame, planned: pl.DataFrame, candidates: pl.DataFra
         maintain_order="left",
     )
     placed = [
-        placed_mention(texts[s], o, int(w or 0))
+        first_placed(texts[s], o, int(w or 0), leads[s])
         for s, o, w in mentions.select("source", "mention_offset", "mention_words").iter_rows()
     ]
     return mentions.with_columns(
