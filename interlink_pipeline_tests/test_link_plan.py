@@ -416,6 +416,16 @@ def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_like
     # the second comes from a likely source only: none under min_probability
     planned, _ = plan_links(site, PlanOptions(hub_links=0, min_inlinks=0, max_inlinks=0, min_probability=0.6))
     assert _links(planned) == {(2, 4): "orphan-rescue"}
+    # nor a link's target: a guide never links the contact form, and the WordPress sample page, an orphan,
+    # is left to the site's menus (the orphan check counts it apart)
+    paths = ["/", "/guides/a/", "/guides/b/", "/client-form/", "/sample-page/"]
+    site = _site(5, existing=[(0, 1, True), (0, 2, True), (0, 3, False)], candidates=[(1, 3, 0.9, "similar")])
+    site.utility = utility_pages(pl.Series(paths), UTILITY_PAGES)
+    planned, planner = plan_links(site, PlanOptions(hub_links=0))
+    assert planned.is_empty() and planner.stats.unreachable_after == 0
+    checks = {c.name: c for c in check_plan(planned, _anchored([]), site.existing, planner, 1, PlanOptions())}
+    assert checks["link_plan_no_orphans"].passed
+    assert checks["link_plan_no_orphans"].figures["utility_pages_left_unlinked"] == 1
     with pytest.raises(Exception, match=r"utility_pages is not a regular expression \(missing \)"):
         plan_links(site, PlanOptions(utility_pages="/(about"))
 

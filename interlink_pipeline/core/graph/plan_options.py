@@ -16,11 +16,12 @@ from interlink_pipeline.core.settings import setting
 # the pages no editor links from: the site's own pages about itself, its forms, and machine-made listings
 UTILITY_PAGES = (
     r"/(tags?|archives?|authors?|etiquetas?|autor|search|buscar|suche|recherche)(/|\?|$)"
-    r"|/(about|about-us|contact|contact-us|contacto|kontakt|impressum|imprint|legal|aviso-legal|"
-    r"mentions-legales|privacy|privacy-policy|politica-de-privacidad|cookies?|cookie-policy|terms|"
-    r"terms-of-service|terms-and-conditions|disclaimer|account|my-account|mi-cuenta|login|log-in|sign-in|"
-    r"signin|register|signup|sign-up|cart|basket|carrito|panier|warenkorb|checkout|sitemap|"
-    r"quienes-somos|careers|jobs|newsletter|subscribe|thank-you|gracias)(\.\w+)?/?$"
+    r"|/(about|about-us|our-mission|our-story|who-we-are|contact|contact-us|contacto|kontakt|impressum|"
+    r"imprint|legal|aviso-legal|mentions-legales|privacy|privacy-policy|politica-de-privacidad|cookies?|"
+    r"cookie-policy|terms|terms-of-service|terms-and-conditions|disclaimer|account|my-account|mi-cuenta|"
+    r"login|log-in|sign-in|signin|register|signup|sign-up|cart|basket|carrito|panier|warenkorb|checkout|"
+    r"sitemap|quienes-somos|careers|jobs|newsletter|subscribe|thank-you|gracias|sample-page|hello-world|"
+    r"(client|contact|intake|registration|booking|enquiry|inquiry|request)-form)(-\d+)?(\.\w+)?/?$"
 )
 
 
@@ -63,8 +64,10 @@ class PlanOptions:
     )
     utility_pages: str = setting(
         UTILITY_PAGES,
-        "Pages that never take a planned link (a regular expression searched in each page's URL path, case "
-        "ignored): about, contact, legal, account, cart, search, tag and archive pages by default.",
+        "Pages that never take a planned link, as source or target (a regular expression searched in each "
+        "page's URL path, case ignored): about, contact, legal, account, cart, forms, search, tag and "
+        "archive pages and a blog engine's sample pages by default; an orphan among them is left to the "
+        "site's menus, counted by the orphan check.",
     )
     max_target_share: float = setting(
         0.03,

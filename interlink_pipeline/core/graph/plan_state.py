@@ -111,8 +111,9 @@ class PlanState:
         self.out_budget[: self.page_count] = np.maximum(
             0, out_link_budgets(self.page_count, site.sections, options) - content_out[: self.page_count]
         )
-        if site.utility is not None:  # about, contact, cart: no editor links from them
-            self.out_budget[: self.page_count][site.utility] = 0
+        # about, contact, cart: no editor links from them, nor to them in content
+        self.utility = site.utility if site.utility is not None else np.zeros(self.page_count, dtype=bool)
+        self.out_budget[: self.page_count][self.utility] = 0
         self.hub_budget = max(0, options.hub_links - int(content_out[site.home]))
         self.inbound = np.bincount(existing["target"].to_numpy(), minlength=self.node_count).astype(np.int64)
         # quotas count in-content links only: a sitewide menu link does not make a page well linked
@@ -129,12 +130,13 @@ class PlanState:
         self.is_index = np.zeros(self.node_count, dtype=bool)
         self.is_index[site.sections.indexes] = True
         self.is_index[: self.page_count] |= content_out[: self.page_count] > options.out_link_budget
-        if site.utility is not None:
-            self.is_index[: self.page_count][site.utility] = False
+        self.is_index[: self.page_count][self.utility] = False
         self.orphans_before = np.flatnonzero(self.inbound[: self.page_count] == 0)
         self.new_in = np.zeros(self.node_count, dtype=np.int64)  # links the plan adds into each page
         # an orphan left unlinked because it says what another orphan, rescued, says (-1: none)
         self.duplicate_of = np.full(self.page_count, -1, dtype=np.int64)
+        # pages the structure steps leave unlinked on purpose: utility pages and near-duplicate orphans
+        self.left_alone = self.utility.copy()
         self.neighbours = self._neighbour_lists()
         self.stats = PlanStats()
         self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run

@@ -27,7 +27,8 @@ Steps, each adding links only where the source page has spare out-link budget an
    (from `min_inlinks` for the least central pages to `max_inlinks` for the most), then beyond it outside
    the best-linked quarter; no target takes more than `max_target_share` of the plan.
 
-Utility pages (about, contact, cart: `utility_pages`) are never a link's source.
+Utility pages (about, contact, cart: `utility_pages`) are never a link's source nor a topical link's target,
+and the structure steps leave them alone, as they leave an orphan that says what a rescued orphan says.
 
 Structure comes before topical links so that the shallow pages' budgets build a wide, shallow tree. Related
 pages come from the similarity pairs and candidates first, then from an exact search over the vectors.
@@ -183,6 +184,7 @@ class Planner(PlanState):
         ordered = candidates.filter(
             (pl.col("score") >= pl.Series(bar[candidates["target"].to_numpy()], dtype=pl.Float64))
             & pl.col("provenance").str.contains(TOPICAL_EVIDENCE)
+            & ~pl.Series(self.utility[candidates["target"].to_numpy()], dtype=pl.Boolean)
         ).sort(["score", "source", "target"], descending=[True, False, False])
         rows = ordered.select("source", "target", "score", "provenance").rows()
 
@@ -211,9 +213,9 @@ def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.
     planner = Planner(site, options)
     planner.run()
     depth = click_depth(planner.current_graph(), site.home)[: planner.page_count]
-    # a near-duplicate left unlinked is said apart (one a topical link reached is not left out)
+    # a page left alone is said apart (a near-duplicate a topical link reached is not left out)
     planner.duplicate_of[planner.inbound[: planner.page_count] > 0] = -1
-    left = planner.duplicate_of < 0
+    left = ~planner.utility & (planner.duplicate_of < 0)
     planner.stats.unreachable_after = int(((depth == UNREACHABLE) & left).sum())
     planner.stats.too_deep_after = int(((depth > options.max_depth) & left).sum())
     frame = planned_frame(planner.links)

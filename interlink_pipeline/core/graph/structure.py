@@ -162,7 +162,7 @@ def near_duplicate_orphans(planner: PlanState) -> None:
     not rescued side by side: the more central is, and the other is named as its possible cannibal
     (planner.duplicate_of) for an editor to merge, redirect or canonicalise."""
     n, vectors = planner.page_count, planner.site.vectors
-    orphans = np.flatnonzero(planner.inbound[:n] == 0)
+    orphans = np.flatnonzero((planner.inbound[:n] == 0) & ~planner.utility)
     orphans = orphans[orphans != planner.site.home]
     if vectors is None or len(orphans) < 2:
         return
@@ -175,6 +175,7 @@ def near_duplicate_orphans(planner: PlanState) -> None:
             continue
         twins = orphans[found[row][(scores[row] >= NEAR_DUPLICATE) & (found[row] > row)]]
         planner.duplicate_of[twins[planner.duplicate_of[twins] < 0]] = page
+    planner.left_alone |= planner.duplicate_of >= 0
 
 
 def rescue_orphans(planner: PlanState) -> None:
@@ -183,7 +184,7 @@ def rescue_orphans(planner: PlanState) -> None:
     with room (a candidate at min_probability or more): one link is one edit away from an orphan again."""
     order = np.argsort(-planner.centrality, kind="stable")
     anywhere = np.ones(planner.page_count, dtype=bool)
-    needs = (planner.inbound[: planner.page_count] == 0) & (planner.duplicate_of < 0)
+    needs = (planner.inbound[: planner.page_count] == 0) & ~planner.left_alone
     orphans = order[needs[order] & (order != planner.site.home)]
     missed = link_from_related(planner, orphans, anywhere, "orphan-rescue")
     planner.stats.unresolved_orphans = [str(planner.site.page_ids[p]) for p in missed]
@@ -203,7 +204,7 @@ def bridge_components(planner: PlanState) -> None:
     for _ in range(50):
         graph = planner.current_graph()
         depth = click_depth(graph, planner.site.home)
-        unreachable = np.flatnonzero((depth[:n] == UNREACHABLE) & (planner.duplicate_of < 0))
+        unreachable = np.flatnonzero((depth[:n] == UNREACHABLE) & ~planner.left_alone)
         if not len(unreachable):
             return
         count, labels = csgraph.connected_components(
@@ -238,7 +239,7 @@ def shorten_depth(planner: PlanState) -> None:
         graph = planner.current_graph()
         depth = click_depth(graph, planner.site.home)
         too_deep = np.flatnonzero(
-            ((depth[:n] > limit) | (depth[:n] == UNREACHABLE)) & (planner.duplicate_of < 0)
+            ((depth[:n] > limit) | (depth[:n] == UNREACHABLE)) & ~planner.left_alone
         )
         if not len(too_deep):
             return
@@ -290,7 +291,7 @@ def _lift_lists(planner: PlanState) -> None:
     while True:
         graph = planner.current_graph()[:n][:, :n].astype(bool).tocsr()
         depth = click_depth(graph, planner.site.home)[:n]
-        too_deep = ((depth > limit) | (depth == UNREACHABLE)) & (planner.duplicate_of < 0)
+        too_deep = ((depth > limit) | (depth == UNREACHABLE)) & ~planner.left_alone
         lists = np.asarray(graph @ too_deep.astype(np.int64)).ravel()
         lists[tried | (depth < limit) | (depth == UNREACHABLE)] = 0
         givers = np.zeros(planner.node_count, dtype=bool)
