@@ -296,17 +296,18 @@ def _lift_lists(planner: PlanState) -> None:
         lists[tried | (depth < limit) | (depth == UNREACHABLE)] = 0
         givers = np.zeros(planner.node_count, dtype=bool)
         givers[:n] = (depth >= 0) & (depth <= limit - 2)
-        into, linked = graph.T.tocsr(), len(planner.links)
+        into, linked, elsewhere = graph.T.tocsr(), len(planner.links), []
         for page in np.flatnonzero(lists >= LIFTED_PAGES)[np.argsort(-lists[lists >= LIFTED_PAGES])]:
             listed = graph[page].indices[too_deep[graph[page].indices]]
             if len(listed) < LIFTED_PAGES:
                 continue
             tried[page] = True
+            too_deep[listed] = False
             above = _indexes_above(planner, into, depth, int(page), givers[:n])
-            if (
-                above is not None and _link_first_open(planner, int(page), above, givers, "depth-shortcut")
-            ) or (not link_from_related(planner, np.array([page]), givers, "depth-shortcut")):
-                too_deep[listed] = False
+            if above is None or not _link_first_open(planner, int(page), above, givers, "depth-shortcut"):
+                elsewhere.append(int(page))
+        # the lists with no index above them open: from their most related pages, in one search
+        link_from_related(planner, np.asarray(elsewhere, dtype=np.int64), givers, "depth-shortcut")
         if len(planner.links) == linked:
             return
 
