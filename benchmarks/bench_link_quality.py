@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.harness import DATA, SAMPLE_DIR, SHARED_CRAWLS, print_table, save
+from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES
 from interlink_pipeline.core.relevance.intervals import interval_text
 
 SETS = {
@@ -176,11 +177,15 @@ def _materialize(warehouse: Path, inbox: Path, site: str, assets: list[str], run
     return time.monotonic() - started
 
 
-def named_near_duplicates(con: duckdb.DuckDBPyConnection, site: str) -> int:
-    """The orphans the plan leaves unlinked on purpose: each says what a rescued orphan says (possible
-    cannibalisation, graph.page_metrics.near_duplicate_of); the figures count them apart from orphans."""
+def left_alone(con: duckdb.DuckDBPyConnection, site: str) -> int:
+    """The orphans the plan leaves unlinked on purpose: utility pages (left to the site's menus) and those
+    that say what a rescued orphan says (graph.page_metrics.near_duplicate_of); the figures count them apart
+    from orphans."""
     return con.execute(
-        "SELECT count(near_duplicate_of) FROM graph.page_metrics WHERE site = ?", [site]
+        "SELECT count(near_duplicate_of) "
+        "+ count(*) FILTER (inlinks_after = 0 AND regexp_matches(url, ?, 'i')) "
+        "FROM graph.page_metrics WHERE site = ?",
+        [UTILITY_PAGES, site],
     ).fetchone()[0]
 
 
@@ -201,7 +206,7 @@ def backtests(name: str, seeds: list[int], fraction: float, variant: str | None 
                 "WHERE site = ? AND scenario = 'after'",
                 [site],
             ).fetchone()
-            twins = named_near_duplicates(con, site)
+            twins = left_alone(con, site)
         record = row.row(0, named=True)
         record.update(
             set=name, run_seconds=seconds, orphans_after=checks[0] - twins,
@@ -257,7 +262,7 @@ def without_links_export(name: str, seeds: list[int], fraction: float) -> list[d
             "FROM graph.site_metrics WHERE site = ?",
             [site],
         ).fetchone()
-        orphans_after -= named_near_duplicates(con, site)
+        orphans_after -= left_alone(con, site)
         over_budget = con.execute(
             "SELECT count(*) FROM graph.page_metrics m JOIN staging.pages p USING (site, page_id) "
             "WHERE site = ? AND NOT p.is_home AND m.planned_outlinks > ?",
@@ -339,7 +344,7 @@ def editorial_recovery(run_config: dict) -> dict:
             "SELECT orphan_pages, max_depth FROM graph.site_metrics WHERE scenario = 'after'"
         ).fetchone()
         ranker = con.execute("SELECT reason FROM ml.link_ranker_runs ORDER BY trained_at DESC").fetchone()[0]
-        twins = con.execute("SELECT count(near_duplicate_of) FROM graph.page_metrics").fetchone()[0]
+        twins = left_alone(con, con.execute("SELECT any_value(site) FROM graph.page_metrics").fetchone()[0])
     return {
         "editorial_links": hidden.height,
         "plan_links": plan.height,
