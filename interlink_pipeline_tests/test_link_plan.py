@@ -626,6 +626,12 @@ def test_anchors_are_phrases_an_editor_keeps_or_the_targets_name():
     )
     site_rules = anchor_rules(pages, {"details": {1, 2, 3}, "alpine boot": {4}}, function_words("en"))
     assert site_rules.spread == {"details"} and {"function", "plain"} <= site_rules.common
+    # a word on 6 of 200 pages is common where the texts are a description each, not where they are full
+    # pages (there it takes 5% of them)
+    for filler, common in (("", True), (" more" * 400, False)):
+        texts = [f"page {i} {'date' if i < 6 else 'time'} text{filler}" for i in range(200)]
+        pages = pl.DataFrame({"body_text": texts, "meta_description": [None] * 200})
+        assert ("date" in anchor_rules(pages, {}, function_words("en")).common) is common
     assert "rare" not in site_rules.common  # on one page of 60
     assert target_names("Overview | Gear", "Overview", "Boots") == [
         "Overview",

@@ -41,6 +41,7 @@ _JOINS_OK = re.compile(r"^(?: |-|'|’)$")  # between an anchor's words
 MIN_SENTENCE_WORDS = 4  # shorter is a heading, a label or a table cell, not a sentence to link in
 SPREAD_TARGETS = 3  # an existing anchor pointing at this many pages or more names none of them
 COMMON_SHARE = 0.05  # a single word on this share of the site's pages (and 3 or more) names nothing
+FULL_TEXT_WORDS = 200  # ... when their texts are this long; shorter texts, a proportionally smaller share
 
 
 def url_like(text: str) -> bool:
@@ -176,7 +177,10 @@ def anchor_rules(pages: pl.DataFrame, taken: Mapping[str, set[int]], glue: froze
         .group_by("w")
         .len()
     )
-    floor = max(3, COMMON_SHARE * pages.height)
+    # short texts (meta descriptions only) hold a word on fewer pages for the same frequency: the floor
+    # scales with their length up to FULL_TEXT_WORDS
+    words = texts.select(pl.col("t").str.count_matches(r"\w+").mean()).item() or 0.0
+    floor = max(3, COMMON_SHARE * pages.height * min(1.0, words / FULL_TEXT_WORDS))
     common = frozenset(counts.filter(pl.col("len") >= floor)["w"].drop_nulls().to_list())
     return AnchorRules(glue, spread, common)
 

@@ -238,9 +238,7 @@ def shorten_depth(planner: PlanState) -> None:
     while True:
         graph = planner.current_graph()
         depth = click_depth(graph, planner.site.home)
-        too_deep = np.flatnonzero(
-            ((depth[:n] > limit) | (depth[:n] == UNREACHABLE)) & ~planner.left_alone
-        )
+        too_deep = np.flatnonzero(((depth[:n] > limit) | (depth[:n] == UNREACHABLE)) & ~planner.left_alone)
         if not len(too_deep):
             return
         room = (planner.out_budget[:n] > 0) | planner.is_index[:n]
