@@ -639,6 +639,14 @@ def test_anchors_are_phrases_an_editor_keeps_or_the_targets_name():
         "Overview (Boots)",
     ]
     assert target_names(None, None, None, "/guides/winter-hiking/") == ["Winter hiking"]
+    # a heading forty pages share ("documentation tag") is no one's name while the title is left; a slash in
+    # words is a name, not a URL path
+    title = "<remarks> (C++ documentation comments)"
+    assert target_names(title, "documentation tag", None, None, frozenset({"documentation tag"})) == [
+        "<remarks>",
+        title,
+    ]
+    assert target_names("/DELAYLOAD (Delay Load Import)", None, None) == ["/DELAYLOAD (Delay Load Import)"]
     links = pl.DataFrame(
         {
             "source": [1, 2, 3, 4, 5],

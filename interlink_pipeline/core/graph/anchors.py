@@ -34,6 +34,7 @@ _SENTENCE_END = re.compile(
 _URL_LIKE = re.compile(
     r"[/\\]|^(https?:|www\.)|\w\.(html?|php|aspx?|md|m?js|cjs|ts|css|json|ya?ml|toml|xml|txt)$", re.I
 )
+_URL_START = re.compile(r"(https?:|www\.)", re.I)
 _TABLE_DEBRIS = re.compile(r"\|| :?-{2,}:?|\t")
 _BEFORE_OK = set(" \n\t\"'“‘([«¿¡")  # what may stand right before an anchor in a sentence
 _AFTER_OK = set(" \n\t,;!?)\"'”’]»")  # ... and right after it (and . or : at a sentence's end)
@@ -45,8 +46,10 @@ FULL_TEXT_WORDS = 200  # ... when their texts are this long; shorter texts, a pr
 
 
 def url_like(text: str) -> bool:
-    """A URL, a path or a file name (`/methods/page/prev/`, `postcss.config.mjs`), not a name."""
-    return bool(_URL_LIKE.search(text))
+    """A URL, a path or a file name (`/methods/page/prev/`, `postcss.config.mjs`), not a name (a slash in
+    words is one: "/DELAYLOAD (Delay Load Import)", "input/output streams")."""
+    text = text.strip()
+    return bool(_URL_LIKE.search(text)) and not (" " in text and not _URL_START.match(text))
 
 
 def first_clause(text: str | None) -> str:
@@ -204,6 +207,7 @@ def target_names(
     if not names and path:  # no title at all: its URL's last part, in words
         last = [s for s in path.split("?")[0].split("/") if s]
         names = [re.sub(r"[-_]+", " ", last[-1]).strip().capitalize()] if last else []
+    names = [n for n in names if n.lower() not in shared] or names  # "documentation tag", on 40 pages
     if names and parent and parent.lower() != names[0].lower():
         names.append(f"{names[0]} ({parent})")
     if rules is not None:
