@@ -831,8 +831,15 @@ def test_plan_on_the_sample(sample_site):
             "AND l.target_url = p.target_url"
         ).fetchone()[0]
         backtest = con.execute("SELECT * FROM graph.backtest_runs").pl().row(0, named=True)
-    assert before["orphan_pages"] > 500 and after["orphan_pages"] == 0  # blog posts and guides left unlinked
-    assert after["max_depth"] <= 4 and after["unreachable_pages"] == 0
+        left = con.execute("SELECT path, near_duplicate_of FROM graph.page_metrics JOIN staging.pages "
+                           "USING (site, page_id) WHERE inlinks_after = 0").pl()  # fmt: skip
+    # blog posts and guides left unlinked, all rescued but those saying what a rescued one says (named) and
+    # the privacy policy (a utility page, left to the menus)
+    assert before["orphan_pages"] > 500 and after["orphan_pages"] == left.height
+    named = left["near_duplicate_of"].is_not_null()
+    utility_left = pl.Series(utility_pages(left["path"], UTILITY_PAGES), dtype=pl.Boolean)
+    assert named.any() and (named | utility_left).all()
+    assert after["max_depth"] <= 4 and after["unreachable_pages"] == left.height
     assert after["inlink_gini"] < before["inlink_gini"]
     assert repeated == 0
     # one anchor text in the text points at one page; a name in the related links is shared only by pages
@@ -1001,8 +1008,8 @@ def test_plan_on_real_crawls_with_and_without_inlinks(light_and_nutri):
         backtested = con.execute("SELECT DISTINCT site FROM graph.backtest_runs").fetchall()
     assert metrics == [
         (NUTRI, "after", 0, "counts"), (NUTRI, "before", 0, "counts"),
-        (LIGHT, "after", 0, "links"), (LIGHT, "before", 14, "links"),
-    ]  # fmt: skip
+        (LIGHT, "after", 5, "links"), (LIGHT, "before", 14, "links"),
+    ]  # fmt: skip  # the 5 left: utility pages (client form, sample page, ...) left to the site's menus
     # no links export: the crawl's counts and depths are the "before"; every page has in-links in the crawl,
     # so nothing is an orphan to rescue, and nothing is deeper than max_depth (4 clicks); the home page's
     # hub links aside, every page keeps to its budget
@@ -1082,6 +1089,7 @@ def test_each_run_leaves_figures_the_ui_plots_over_time(tmp_path, instance, samp
         metadata = record.asset_materialization.metadata
         assert record.asset_materialization.partition == SAMPLE_HOST
         assert all(isinstance(metadata[name].value, int | float) for name in plotted)
-        assert metadata["orphan_pages_after"].value == 0 and metadata["orphan_pages_before"].value > 0
+        # the orphans left are named near-duplicates and the privacy policy (see test_plan_on_the_sample)
+        assert metadata["orphan_pages_after"].value < 100 < metadata["orphan_pages_before"].value
     backtests = sample_site.instance.fetch_materializations(dg.AssetKey(["graph", "backtest_runs"]), limit=10)
     assert isinstance(backtests.records[0].asset_materialization.metadata["plan_precision"].value, float)

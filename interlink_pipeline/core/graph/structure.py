@@ -161,8 +161,10 @@ def near_duplicate_orphans(planner: PlanState) -> None:
     """Orphans that say what a more central orphan says (their vectors' cosine NEAR_DUPLICATE or more) are
     not rescued side by side: the more central is, and the other is named as its possible cannibal
     (planner.duplicate_of) for an editor to merge, redirect or canonicalise."""
-    n, vectors = planner.page_count, planner.site.vectors
-    orphans = np.flatnonzero((planner.inbound[:n] == 0) & ~planner.utility)
+    vectors = planner.site.vectors
+    # the orphans of the site's own links (not of the links kept from the last plan, which rescued one of
+    # each pair then: the same pair is named again)
+    orphans = planner.orphans_before[~planner.utility[planner.orphans_before]]
     orphans = orphans[orphans != planner.site.home]
     if vectors is None or len(orphans) < 2:
         return
