@@ -194,7 +194,7 @@ def test_an_unregistered_site_is_refused_with_the_registered_ones(command, regis
 def test_the_smallest_sites_get_a_complete_plan_through_the_cli(titles, cli_env, tmp_path):
     host = "tiny.example"
     crawl = tmp_path / "internal_all.csv"
-    rows = [[f"https://{host}/" + ("" if i == 0 else f"page-{i}/"), "text/html", "200", "Indexable", t, t]
+    rows = [[f"https://{host}/" + ("" if i == 0 else f"guide-{i}/"), "text/html", "200", "Indexable", t, t]
             for i, t in enumerate(titles)]  # fmt: skip
     write_export(crawl, CRAWL_HEADER, rows)
     done = run_cli(cli_env, "register", str(crawl), "--run")
