@@ -611,7 +611,8 @@ def test_anchors_are_phrases_an_editor_keeps_or_the_targets_name():
     assert placed_mention(usage, usage.index("width"), 1).sentence == usage[6:]
     rules = AnchorRules(function_words("en"), spread=frozenset({"details"}), common=frozenset({"function"}))
     for anchor, why in [
-        ("this example", "generic"), ("and", "generic"), ("Details", "generic"), ("function", "generic"),
+        ("this example", "generic"), ("these options", "generic"), ("this directory structure", "generic"),
+        ("and", "generic"), ("Details", "generic"), ("function", "generic"),
         ("/methods/page/prev/", "URL path"), ("postcss.config.mjs", "URL path"), ("Alpine Boot", None),
         ("function templates", None),
     ]:  # fmt: skip

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import polars as pl
 
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.relevance.phrases import GENERIC_ANCHORS
+from interlink_pipeline.core.relevance.phrases import DEMONSTRATIVES, GENERIC_ANCHORS
 from interlink_pipeline.core.text import detect_language, function_words
 
 _CUT = re.compile(r"\s+[|:–—-]\s+|[:,;(]\s*")
@@ -160,6 +160,7 @@ class AnchorRules:
         tokens = lowered.split()
         if (
             lowered in GENERIC_ANCHORS
+            or (bool(tokens) and tokens[0] in DEMONSTRATIVES)
             or not any(len(t) > 2 and not t.isdigit() for t in tokens)
             or all(t in self.glue for t in tokens)
             or lowered in self.spread

@@ -23,6 +23,12 @@ GENERIC_ANCHORS = frozenset(
      "the following", "it", "that", "there", "more info", "find out more", "go", "go to", "this section",
      "section", "overview", "introduction", "menu", "index", "list", "all", "other", "related"}
 )  # fmt: skip
+# an anchor that begins with one points at something in the sentence's context ("these options", "this
+# directory structure"), not at the page it links
+DEMONSTRATIVES = frozenset(
+    {"this", "these", "that", "those", "este", "esta", "estos", "estas", "ese", "esa", "esos", "esas", "ce",
+     "cet", "cette", "ces", "dieser", "diese", "dieses", "diesen", "questo", "questa", "questi", "queste"}
+)  # fmt: skip
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
