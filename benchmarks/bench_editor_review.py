@@ -54,6 +54,7 @@ SITES = {
     "cppdocs-no-links": "learn.microsoft.com",
     "sample": "www.alpinegear.example",
     "location-tree": "www.loneoakhomes.example",
+    "location-tree-no-links": "www.loneoakhomes.example",
     "lightchiropractic": "www.lightchiropractic.sg",
 }
 # generic whatever the site: the plan's list and the words an editor's review refused on the docs sets
