@@ -97,7 +97,7 @@ def placed_mention(text: str | None, offset: int | None, words: int, lead: int =
     None."""
     if not text or offset is None or offset < lead or words < 1:
         return None
-    tokens = list(_WORD.finditer(text.lower(), offset))[:words]
+    tokens = list(islice(_WORD.finditer(text.lower(), offset), words))
     if len(tokens) < words or tokens[0].start() != offset:
         return None
     end = tokens[-1].end()
@@ -124,7 +124,7 @@ def first_placed(text: str | None, offset: int | None, words: int, lead: int = 0
     places: the same name in the page's heading or a quoted message stands again in a sentence below."""
     if not text or offset is None or offset < 0 or words < 1:
         return None
-    tokens = list(_WORD.finditer(text.lower(), offset))[:words]
+    tokens = list(islice(_WORD.finditer(text.lower(), offset), words))
     if len(tokens) < words:
         return None
     phrase = re.escape(text[offset : tokens[-1].end()].lower())

@@ -135,8 +135,6 @@ class PlanState:
         self.new_in = np.zeros(self.node_count, dtype=np.int64)  # links the plan adds into each page
         # an orphan left unlinked because it says what another orphan, rescued, says (-1: none)
         self.duplicate_of = np.full(self.page_count, -1, dtype=np.int64)
-        # pages the structure steps leave unlinked on purpose: utility pages and near-duplicate orphans
-        self.left_alone = self.utility.copy()
         self.neighbours = self._neighbour_lists()
         self.stats = PlanStats()
         self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run
@@ -252,6 +250,12 @@ class PlanState:
         self.links = [link for i, link in enumerate(self.links) if i not in dropped]
         self.planned_sources = [link.source for link in self.links]
         self.planned_targets = [link.target for link in self.links]
+
+    @property
+    def left_alone(self) -> np.ndarray:
+        """The pages the structure steps leave unlinked on purpose: utility pages and near-duplicate
+        orphans."""
+        return self.utility | (self.duplicate_of >= 0)
 
     def current_graph(self) -> sparse.csr_matrix:
         """The existing links plus the plan so far."""

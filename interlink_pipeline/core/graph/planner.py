@@ -215,7 +215,7 @@ def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.
     depth = click_depth(planner.current_graph(), site.home)[: planner.page_count]
     # a page left alone is said apart (a near-duplicate a topical link reached is not left out)
     planner.duplicate_of[planner.inbound[: planner.page_count] > 0] = -1
-    left = ~planner.utility & (planner.duplicate_of < 0)
+    left = ~planner.left_alone
     planner.stats.unreachable_after = int(((depth == UNREACHABLE) & left).sum())
     planner.stats.too_deep_after = int(((depth > options.max_depth) & left).sum())
     frame = planned_frame(planner.links)

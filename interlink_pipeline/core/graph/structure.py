@@ -177,7 +177,6 @@ def near_duplicate_orphans(planner: PlanState) -> None:
             continue
         twins = orphans[found[row][(scores[row] >= NEAR_DUPLICATE) & (found[row] > row)]]
         planner.duplicate_of[twins[planner.duplicate_of[twins] < 0]] = page
-    planner.left_alone |= planner.duplicate_of >= 0
 
 
 def rescue_orphans(planner: PlanState) -> None:
@@ -263,15 +262,8 @@ def shorten_depth(planner: PlanState) -> None:
         )
         linked = len(planner.links)
         into = graph[:n][:, :n].astype(bool).T.tocsr()
-        rest = [
-            (target, reason)
-            for target, reason in zip(ordered.tolist(), reasons.tolist(), strict=True)
-            if not (
-                (above := _indexes_above(planner, into, depth[:n], target, givers)) is not None
-                and _link_first_open(planner, target, above, eligible, reason)
-            )
-        ]
-        link_from_related(planner, np.array([t for t, _ in rest], dtype=np.int64), eligible, dict(rest))
+        why = dict(zip(ordered.tolist(), reasons.tolist(), strict=True))
+        _link_from_above_or_related(planner, ordered, into, depth[:n], eligible, why)
         if len(planner.links) == linked:
             unrelated[givers] = True
 
@@ -296,20 +288,35 @@ def _lift_lists(planner: PlanState) -> None:
         lists[tried | (depth < limit) | (depth == UNREACHABLE)] = 0
         givers = np.zeros(planner.node_count, dtype=bool)
         givers[:n] = (depth >= 0) & (depth <= limit - 2)
-        into, linked, elsewhere = graph.T.tocsr(), len(planner.links), []
+        linked, chosen = len(planner.links), []
         for page in np.flatnonzero(lists >= LIFTED_PAGES)[np.argsort(-lists[lists >= LIFTED_PAGES])]:
             listed = graph[page].indices[too_deep[graph[page].indices]]
-            if len(listed) < LIFTED_PAGES:
-                continue
-            tried[page] = True
-            too_deep[listed] = False
-            above = _indexes_above(planner, into, depth, int(page), givers[:n])
-            if above is None or not _link_first_open(planner, int(page), above, givers, "depth-shortcut"):
-                elsewhere.append(int(page))
-        # the lists with no index above them open: from their most related pages, in one search
-        link_from_related(planner, np.asarray(elsewhere, dtype=np.int64), givers, "depth-shortcut")
+            if len(listed) >= LIFTED_PAGES:  # counting only the pages no list before it brings up
+                chosen.append(int(page))
+                tried[page], too_deep[listed] = True, False
+        chosen_pages = np.asarray(chosen, dtype=np.int64)
+        _link_from_above_or_related(planner, chosen_pages, graph.T.tocsr(), depth, givers, "depth-shortcut")
         if len(planner.links) == linked:
             return
+
+
+def _link_from_above_or_related(
+    planner: PlanState,
+    targets: np.ndarray,
+    into: sparse.csr_matrix,
+    depth: np.ndarray,
+    eligible: np.ndarray,
+    reason: str | Mapping[int, str],
+) -> None:
+    """Give each target one link from the `eligible` index above its own index (_indexes_above), else, for
+    those none is open on, from its most related eligible page (link_from_related: one search for all)."""
+    rest = []
+    for target in targets.tolist():
+        why = reason if isinstance(reason, str) else reason[target]
+        above = _indexes_above(planner, into, depth, target, eligible[: planner.page_count])
+        if above is None or not _link_first_open(planner, target, above, eligible, why):
+            rest.append(target)
+    link_from_related(planner, np.asarray(rest, dtype=np.int64), eligible, reason)
 
 
 def _indexes_above(
