@@ -34,6 +34,7 @@ _SENTENCE_END = re.compile(
 _URL_LIKE = re.compile(
     r"[/\\]|^(https?:|www\.)|\w\.(html?|php|aspx?|md|m?js|cjs|ts|css|json|ya?ml|toml|xml|txt)$", re.I
 )
+_TERMINATED = re.compile(r"[.!?][\"'”’)\]]*$")  # how a sentence an editor can link in ends
 _URL_START = re.compile(r"(https?:|www\.)", re.I)
 _TABLE_DEBRIS = re.compile(r"\|| :?-{2,}:?|\t")
 _BEFORE_OK = set(" \n\t\"'“‘([«¿¡")  # what may stand right before an anchor in a sentence
@@ -113,6 +114,8 @@ def placed_mention(text: str | None, offset: int | None, words: int, lead: int =
     if (ending := _SENTENCE_END.match(text, stop)) and ending.group("heading"):
         return None  # a line a section heading follows: a synopsis or a quoted message, not a sentence
     sentence = text[begin:stop].strip()
+    if not _TERMINATED.search(sentence):
+        return None  # a list item, a caption, a "see also" line, or a run of them: no sentence ends it
     return Mention(text[offset:end], offset, sentence) if readable(sentence) else None
 
 
