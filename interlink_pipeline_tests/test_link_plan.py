@@ -321,6 +321,22 @@ def test_an_orphan_joins_the_list_of_the_index_likely_to_list_it_whatever_its_bu
     assert checks["link_plan_within_budget"].passed
 
 
+def test_an_orphan_section_index_is_linked_before_its_orphan_pages_which_join_its_list():
+    # /guides/ (3) lists guides 4..8 and nobody links it; guides 9 and 10 are orphans too. Every candidate
+    # is unlikely, the hub the least so: it has no budget left, but it is their own section's index
+    paths = ["/", "/c/boots/", "/c/tents/", "/guides/", *(f"/guides/g{i}/" for i in range(4, 11))]
+    existing = [(0, 1, False), (0, 2, False), *((3, g, True) for g in range(4, 9))]
+    candidates = [(1, 3, 1e-5, "similar"), (3, 9, 3e-6, "listing"), (1, 9, 2e-6, "similar"),
+                  (3, 10, 3e-6, "listing"), (1, 10, 2e-6, "similar")]  # fmt: skip
+    site = _site(11, existing=existing, candidates=candidates)
+    site.tree = UrlTree(paths)
+    planned, _ = plan_links(site, PlanOptions(out_link_budget=3, hub_links=0, max_inlinks=1, max_depth=4))
+    rescues = planned.filter(pl.col("reason") == "orphan-rescue")
+    placed = {t: (s, p) for s, t, p in rescues.select("source", "target", "placement").iter_rows()}
+    assert placed[3] == (1, "contextual")
+    assert placed[9] == placed[10] == (3, "listing")
+
+
 def test_existing_links_are_never_suggested_and_budgets_hold():
     existing = [(0, i, False) for i in range(1, 6)] + [(1, 2, True)]
     candidates = [

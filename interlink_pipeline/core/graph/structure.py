@@ -43,13 +43,17 @@ def _link_first_open(
 ) -> bool:
     """Link target from the first of its `related` pages (best first: pages, scores, likely) that is
     eligible, has room and no link yet, naming the next ALTERNATIVES such pages as its alternatives. An
-    index page that is a likely place for it has room in its list, whatever its in-content budget."""
+    index page has room in its list, whatever its in-content budget, when it is a likely place for the link
+    or the target's own section index (its URL parent: a guide beyond the guides hub's list joins it)."""
     others, scores, likely = related
+    tree = planner.site.tree
+    section_index = int(tree.parent[target]) if tree is not None else -1
 
     def room(i: int, other: int) -> str | None:
         if planner.out_budget[other] > 0:
             return "contextual"
-        return "listing" if likely[i] and planner.is_index[other] else None
+        listed = likely[i] or (other == section_index and other != planner.site.home)
+        return "listing" if listed and planner.is_index[other] else None
 
     open_sources = list(
         islice(
@@ -229,9 +233,9 @@ def bridge_components(planner: PlanState) -> None:
 def shorten_depth(planner: PlanState) -> None:
     """Bring every page within max_depth clicks: first the lists of many too-deep pages (_lift_lists),
     then each too-deep or unreachable page left (those with the most out-links first, then the most
-    central) gets a link from the index above its own index, else its most related page, among those
-    within max_depth - 1 clicks that have budget left, and then passes links on in turn: round by round,
-    until none is too deep. A link to a page nobody linked is an orphan rescue; into a group cut off from the
+    central; a section's index before its own pages) gets a link from the index above its own index, else
+    its most related page, among those within max_depth - 1 clicks that have budget left, and then passes
+    links on in turn: round by round, until none is too deep. A link to a page nobody linked is an orphan rescue; into a group cut off from the
     home page, a component bridge."""
     limit, n = planner.options.max_depth, planner.page_count
     _lift_lists(planner)
@@ -263,9 +267,23 @@ def shorten_depth(planner: PlanState) -> None:
         linked = len(planner.links)
         into = graph[:n][:, :n].astype(bool).T.tocsr()
         why = dict(zip(ordered.tolist(), reasons.tolist(), strict=True))
+        # a section's index before its pages: once it is in reach, it is their place (its list)
+        heads = _section_heads(planner, ordered)
+        if len(heads):
+            _link_from_above_or_related(planner, heads, into, depth[:n], eligible, why)
+            if len(planner.links) > linked:
+                continue
         _link_from_above_or_related(planner, ordered, into, depth[:n], eligible, why)
         if len(planner.links) == linked:
             unrelated[givers] = True
+
+
+def _section_heads(planner: PlanState, targets: np.ndarray) -> np.ndarray:
+    """The targets that are another target's URL parent (a guides hub as far out of reach as its guides)."""
+    tree = planner.site.tree
+    if tree is None:
+        return targets[:0]
+    return targets[np.isin(targets, tree.parent[targets])]
 
 
 LIFTED_PAGES = 5  # the fewest too-deep pages a page must list for one link to it to bring them all up
