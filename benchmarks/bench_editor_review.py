@@ -10,7 +10,10 @@
 - `sample`: a seeded random sample of the plan written for a reviewer (CSV): the source page, the sentence
   with the anchor in [[brackets]] or the placement, the target's title and URL — nothing of the reason or
   the probability — and empty `verdict` (yes / edit / no) and `why` columns.
-- `score`: the counts of a filled sample.
+  With `--editors N`, N of the links the site's editors wrote in its pages' content are shuffled in, in the
+  same form, and which row is whose goes to a key file beside the sample (`<name>.key.csv`, not for the
+  reviewer): the share of the editors' own links a reviewer refuses is the floor to read the plan's against.
+- `score`: the counts of a filled sample (the plan's and the editors' apart where a key file is beside it).
 - `striking`: what a Search Console export does to a plan: a seeded export is made for the set's pages
   (positions uniform over 1–40, impressions log-normal), and the plan is made again on a copy of the set's
   warehouse without it and with it; the table holds the new in-links into the pages in striking distance
@@ -18,6 +21,7 @@
 
     python -m benchmarks.bench_editor_review sense --sets hugodocs sample
     python -m benchmarks.bench_editor_review sample --set hugodocs --links 30 --seed 0 --out review.csv
+    python -m benchmarks.bench_editor_review sample --set hugodocs --links 30 --editors 30 --out review.csv
     python -m benchmarks.bench_editor_review score benchmarks/reviews/*.csv
     python -m benchmarks.bench_editor_review striking --sets hugodocs sample --seed 0
 """
@@ -180,21 +184,83 @@ def review_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFr
     return pl.DataFrame(rows)
 
 
-def score(files: list[str]) -> None:
+def editors_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFrame:
+    """A seeded sample of the links the site's editors wrote in its pages' content, in the review's form
+    (the anchor in its sentence where the source's text holds it): what the reviewer refuses of these is
+    the floor the plan's refusals are read against."""
+    from interlink_pipeline.core.graph.anchors import sentence_bounds
+    from interlink_pipeline.core.publish.warehouse_reads import content_links
+
+    pairs = content_links(warehouse, site, lock_timeout_s=10.0)
+    _, pages, _ = _plan_frames(warehouse, site)
+    anchors = read_site(warehouse, "raw.crawl_links", site, ["source_url", "target_url", "anchor"])
+    pages = pages.select("page_id", "url", pl.coalesce("h1", "title").alias("title"), "body_text")
+    picked = (
+        pairs.join(pages.rename(lambda c: f"source_{c}" if c != "page_id" else "source_page_id"),
+                   on="source_page_id")
+        .join(pages.drop("body_text").rename(lambda c: f"target_{c}" if c != "page_id" else "target_page_id"),
+              on="target_page_id")
+        .join(anchors.filter(pl.col("anchor").str.strip_chars() != "").unique(["source_url", "target_url"]),
+              on=["source_url", "target_url"], how="left")
+        .sort("source_page_id", "target_page_id")
+        .sample(min(links, pairs.height), seed=seed)
+    )  # fmt: skip
     rows = []
-    for file in files:
-        filled = pl.read_csv(file, infer_schema=False)
-        verdicts = filled["verdict"].fill_null("").str.strip_chars().str.to_lowercase()
-        unknown = verdicts.filter(~verdicts.is_in(list(VERDICTS))).len()
-        counts = {v: int((verdicts == v).sum()) for v in VERDICTS}
-        judged = sum(counts.values())
+    for row in picked.iter_rows(named=True):
+        anchor, text = (row["anchor"] or row["target_title"] or "").strip(), row["source_body_text"] or ""
+        found = re.search(rf"(?<!\w){re.escape(anchor)}(?!\w)", text, re.IGNORECASE) if anchor else None
+        if found:
+            begin, end = sentence_bounds(text, found.start(), found.end())
+            link = f"{text[begin : found.start()]}[[{found.group()}]]{text[found.end() : end]}".strip()
+        else:
+            link = f"place it in the text: [[{anchor}]]"
         rows.append(
             {
-                "file": Path(file).name, "links": filled.height, **counts, "unjudged": unknown,
-                "yes share": f"{counts['yes'] / judged:.0%}" if judged else "–",
-                "no share": f"{counts['no'] / judged:.0%}" if judged else "–",
+                "source_title": row["source_title"], "source_url": row["source_url"], "link": link,
+                "target_title": row["target_title"], "target_url": row["target_url"],
+                "verdict": "", "why": "",
             }
         )  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def blind_mix(
+    plan_rows: pl.DataFrame, editors_rows: pl.DataFrame, seed: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The plan's and the editors' rows shuffled into one sample, and the key (row, origin) kept apart."""
+    mixed = pl.concat(
+        [plan_rows.with_columns(pl.lit("plan").alias("origin")),
+         editors_rows.with_columns(pl.lit("editors").alias("origin"))]
+    ).sample(fraction=1.0, shuffle=True, seed=seed).with_row_index("row", offset=1)  # fmt: skip
+    return mixed.drop("origin"), mixed.select("row", "origin")
+
+
+def key_file(sample: Path) -> Path:
+    return sample.with_name(sample.stem + ".key.csv")
+
+
+def score(files: list[str]) -> None:
+    rows = []
+    for file in (f for f in files if not f.endswith(".key.csv")):
+        filled = pl.read_csv(file, infer_schema=False)
+        key = key_file(Path(file))
+        origins = (
+            pl.read_csv(key, infer_schema=False)["origin"] if key.is_file()
+            else pl.Series(["plan"] * filled.height)
+        )  # fmt: skip
+        verdicts = filled["verdict"].fill_null("").str.strip_chars().str.to_lowercase()
+        for origin in origins.unique(maintain_order=True).to_list():
+            mine = verdicts.filter(origins == origin)
+            counts = {v: int((mine == v).sum()) for v in VERDICTS}
+            judged = sum(counts.values())
+            rows.append(
+                {
+                    "file": Path(file).name, "links of": origin, "links": mine.len(), **counts,
+                    "unjudged": mine.len() - judged,
+                    "yes share": f"{counts['yes'] / judged:.0%}" if judged else "–",
+                    "no share": f"{counts['no'] / judged:.0%}" if judged else "–",
+                }
+            )  # fmt: skip
     _table("Reviewed samples (verdicts: yes publish as given, edit, no)", rows)
 
 
@@ -277,6 +343,10 @@ def main() -> None:
     sample.add_argument("--site")
     sample.add_argument("--links", type=int, default=30)
     sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument(
+        "--editors", type=int, default=0,
+        help="also this many of the site's own in-content links, shuffled in (their origin: a key file)",
+    )  # fmt: skip
     sample.add_argument("--out", required=True)
     scored = commands.add_parser("score")
     scored.add_argument("files", nargs="+")
@@ -288,8 +358,13 @@ def main() -> None:
         sense(args.sets, args.warehouse, args.site)
     elif args.command == "sample":
         warehouse = args.warehouse or str(DATA / "quality" / args.set / "warehouse.duckdb")
-        review_sample(warehouse, args.site or SITES[args.set], args.links, args.seed).write_csv(args.out)
-        print(f"wrote {args.out}")
+        site = args.site or SITES[args.set]
+        rows = review_sample(warehouse, site, args.links, args.seed)
+        if args.editors:
+            rows, key = blind_mix(rows, editors_sample(warehouse, site, args.editors, args.seed), args.seed)
+            key.write_csv(key_file(Path(args.out)))
+        rows.write_csv(args.out)
+        print(f"wrote {args.out}" + (f" and its key {key_file(Path(args.out))}" if args.editors else ""))
     elif args.command == "striking":
         striking(args.sets, args.seed)
     else:
