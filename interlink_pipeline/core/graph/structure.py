@@ -235,8 +235,8 @@ def shorten_depth(planner: PlanState) -> None:
     then each too-deep or unreachable page left (those with the most out-links first, then the most
     central; a section's index before its own pages) gets a link from the index above its own index, else
     its most related page, among those within max_depth - 1 clicks that have budget left, and then passes
-    links on in turn: round by round, until none is too deep. A link to a page nobody linked is an orphan rescue; into a group cut off from the
-    home page, a component bridge."""
+    links on in turn: round by round, until none is too deep. A link to a page nobody linked is an orphan
+    rescue; into a group cut off from the home page, a component bridge."""
     limit, n = planner.options.max_depth, planner.page_count
     _lift_lists(planner)
     unrelated = np.zeros(n, dtype=bool)  # givers none of the remaining too-deep pages relate to
