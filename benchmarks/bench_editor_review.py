@@ -43,6 +43,7 @@ from benchmarks.harness import DATA, print_table
 from interlink_pipeline.core.graph.anchors import placed_mention, url_like
 from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, utility_pages
 from interlink_pipeline.core.graph.planner import SECTION_PAGES
+from interlink_pipeline.core.publish.page_drilldown import PLACEMENT_WORDS
 from interlink_pipeline.core.relevance.phrases import GENERIC_ANCHORS
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.warehouse.contract import empty_frame
@@ -147,11 +148,6 @@ def review_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFr
     plan, pages, _ = _plan_frames(warehouse, site)
     titles = pages.select("page_id", pl.coalesce("h1", "title").alias("title"))
     picked = plan.sample(min(links, plan.height), seed=seed, shuffle=True)
-    where = {
-        "related": "add to the page's related links",
-        "home": "add to the home page's links to its sections",
-        "listing": "add to the page's list",
-    }
     rows = []
     for row in (
         picked.join(
@@ -173,7 +169,9 @@ def review_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFr
                 sentence[:at] + "[[" + row["anchor_text"] + "]]" + sentence[at + len(row["anchor_text"]) :]
             )
         else:
-            placed = f"{where.get(row['placement'], 'place it in the text')}: [[{row['anchor_text']}]]"
+            placed = (
+                f"{PLACEMENT_WORDS.get(row['placement'], 'place it in the text')}: [[{row['anchor_text']}]]"
+            )
         rows.append(
             {
                 "source_title": row["source_title"], "source_url": row["source_url"], "link": placed,
@@ -193,15 +191,12 @@ def editors_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataF
 
     pairs = content_links(warehouse, site, lock_timeout_s=10.0)
     _, pages, _ = _plan_frames(warehouse, site)
-    anchors = read_site(warehouse, "raw.crawl_links", site, ["source_url", "target_url", "anchor"])
     pages = pages.select("page_id", "url", pl.coalesce("h1", "title").alias("title"), "body_text")
     picked = (
         pairs.join(pages.rename(lambda c: f"source_{c}" if c != "page_id" else "source_page_id"),
                    on="source_page_id")
         .join(pages.drop("body_text").rename(lambda c: f"target_{c}" if c != "page_id" else "target_page_id"),
               on="target_page_id")
-        .join(anchors.filter(pl.col("anchor").str.strip_chars() != "").unique(["source_url", "target_url"]),
-              on=["source_url", "target_url"], how="left")
         .sort("source_page_id", "target_page_id")
         .sample(min(links, pairs.height), seed=seed)
     )  # fmt: skip

@@ -277,7 +277,7 @@ def opened(report: Path):
         page.route("**/*", only_the_file)
         page.on("dialog", dismiss)
         page.goto(report.as_uri())
-        for chart in ("topic-map", "depth-chart", "health-chart", "hub-tree"):
-            page.wait_for_selector(f"#{chart} .main-svg", timeout=20_000)
+        for chart in ("topic-map", "depth-chart", "health-chart", "hub-tree"):  # drawn, or said in words
+            page.wait_for_selector(f"#{chart} .main-svg, p#{chart}", timeout=20_000)
         yield report_page
         browser.close()

@@ -12,6 +12,7 @@ import duckdb
 import openpyxl
 import polars as pl
 import pytest
+from playwright.sync_api import expect
 
 from interlink_pipeline.core.graph.decisions import link_ids, read_decisions
 from interlink_pipeline.core.publish.warehouse_reads import spreadsheet_tables
@@ -419,6 +420,35 @@ def test_the_plan_keeps_accepted_links_refuses_rejected_ones_and_a_recrawl_finds
     assert "· 10 live on the site · 10 accepted, not live yet" in figures and waiting == 10
     assert "accepted_to_date" in weeks and "live_to_date" in weeks
     assert "now: live, from the plan" in drilled
+
+
+def test_decisions_made_in_the_report_download_as_a_file_the_import_takes_and_the_next_plan_honours(
+    sample_cli, tmp_path
+):
+    """In Chromium, on the page the report opens on: 3 links accepted and 2 rejected with its buttons;
+    the downloaded file is imported by the command, and the plan made again keeps the 3 and drops the 2."""
+    env, sample = sample_cli
+    report = sample.warehouse.parent / "exports" / SAMPLE_HOST / "report.html"
+    with opened(report) as shown:
+        page = shown.page
+        actions = page.locator("#drilldown-view li.action")
+        ids = [actions.nth(i).get_attribute("data-link-id") for i in range(5)]
+        for i, word in enumerate(["accept"] * 3 + ["reject"] * 2):
+            actions.nth(i).get_by_label(word, exact=True).check()
+        expect(page.locator("#decision-counts")).to_have_text("3 accepted · 2 rejected")
+        with page.expect_download() as downloading:
+            page.locator("#decisions-download").click()
+        file = tmp_path / downloading.value.suggested_filename
+        downloading.value.save_as(file)
+    assert file.name == f"decisions-{SAMPLE_HOST}.csv"
+    done = run_cli(env, "decisions", "import", str(file), "--site", SAMPLE_HOST)
+    assert done.returncode == 0, done.stderr
+    assert "3 accepted and 2 rejected links imported" in done.stdout
+    with instance_at(tmp_path / "home") as instance:
+        result = run_site(sample.warehouse, sample.inbox, instance, SAMPLE_HOST, steps=["link_plan"])
+        assert result.success, failure_message(result)
+    planned = set(_plan(sample)["link_id"])
+    assert set(ids[:3]) <= planned and not set(ids[3:]) & planned
 
 
 # Another `interlink` process holding a site, as a run of it does, until the test kills it.

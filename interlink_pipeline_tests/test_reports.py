@@ -92,7 +92,11 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
     assert planted == {"'" + INJECTED}  # shown as text, never evaluated
 
     workbook = openpyxl.load_workbook(folder / "interlink_plan.xlsx")
-    assert workbook.sheetnames == ["link_plan", "to_do", "similar_pages", "topics", "changes_since_last_run"]
+    assert workbook.sheetnames == [
+        "read_me", "link_plan", "to_do", "similar_pages", "topics", "changes_since_last_run"
+    ]  # fmt: skip
+    said = {row[0]: row[1] for row in workbook["read_me"].iter_rows(min_row=2, values_only=True)}
+    assert "interlink decisions import" in said["link_plan"] and "high / medium / low" in said["confidence"]
     sheet = workbook["link_plan"]
     assert sheet.max_row == plan_rows + 1 and sheet["A1"].value == "link_id" and sheet["A1"].font.b
     assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref.startswith("A1:")
@@ -110,6 +114,28 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
         c.value for sheet in workbook for row in sheet.iter_rows() for c in row if type(c.value) is float
     ]
     assert numbers and [value for value in numbers if value != significant(value)] == []
+    # never 1.6E-06: probabilities as percentages, other fractions to 3 places, integers as integers
+    formats = {(c.number_format, c.value == int(c.value)) for sheet in workbook
+               for row in sheet.iter_rows(min_row=2) for c in row if type(c.value) is float}  # fmt: skip
+    assert {f for f, _ in formats} <= {"0.0%", "0.000", "0"} and ("0", False) not in formats
+    header = [cell.value for cell in sheet[1]]
+    assert {"confidence", "target_inlinks", "in_navigation"} <= set(header)
+    # the one column editors fill in has a dropdown; a URL opens its page
+    (rule,) = sheet.data_validations.dataValidation
+    column = openpyxl.utils.get_column_letter(header.index("decision") + 1)
+    assert rule.type == "list" and rule.formula1 == '"accept,reject"' and str(rule.sqref).startswith(column)
+    url = sheet.cell(2, header.index("target_url") + 1)
+    assert url.hyperlink is not None and url.hyperlink.target == url.value
+    # the work list, page by page: each page's links together, every other page shaded
+    todo = workbook["to_do"]
+    columns = [cell.value for cell in todo[1]]
+    rows = list(todo.iter_rows(min_row=2))
+    pages = [row[columns.index("source_url")].value for row in rows]
+    assert pages == sorted(pages) and rows[0][columns.index("step")].value.startswith("1 of ")
+    shaded = {page: row[0].fill.fgColor.rgb for page, row in zip(pages, rows, strict=True)}
+    order = list(dict.fromkeys(pages))
+    assert len({shaded[p] for p in order[0::2]}) == len({shaded[p] for p in order[1::2]}) == 1
+    assert shaded[order[0]] != shaded[order[1]]
 
 
 def test_people_read_four_significant_digits_and_the_warehouse_keeps_the_rest(tmp_path):
@@ -151,7 +177,7 @@ def test_exports_rewrite_only_the_files_whose_rows_changed(tmp_path):
     }
     first = _export_and_publish(folder, tables, "run-1")
     assert first.written == ["link_plan", "topics", "workbook"] and not first.unchanged
-    assert first.sheets == {"link_plan": 2, "topics": 2}
+    assert first.sheets == {"read_me": len(exports.READ_ME), "link_plan": 2, "topics": 2}
     stamps = {name: path.stat().st_mtime_ns for name, path in first.files.items()}
     again = _export_and_publish(folder, {name: frame.clone() for name, frame in tables.items()}, "run-2")
     assert again.written == [] and again.unchanged == ["link_plan", "topics", "workbook"]
@@ -177,7 +203,7 @@ def test_a_url_longer_than_a_workbook_cell_is_cut_there_and_whole_in_the_csv(tmp
     url = "https://shop.example/search?q=" + "x" * 44_208  # 44,238 characters, as a crawl held one
     tables = {"link_plan": pl.DataFrame({"source_url": [url, "/b"], "target_url": ["/c", url]})}
     written = exports.write_exports(tmp_path, tables, "plan.xlsx", into=tmp_path / "staged")
-    assert written.cut_cells == 2 and written.sheets == {"link_plan": 2}
+    assert written.cut_cells == 2 and written.sheets == {"read_me": len(exports.READ_ME), "link_plan": 2}
     book = openpyxl.load_workbook(tmp_path / "staged" / "plan.xlsx")
     cell = book["link_plan"].cell(2, 1).value
     assert len(cell) == exports.XLSX_MAX_CELL_CHARS and cell == url[: len(cell) - 1] + "…"
@@ -234,7 +260,7 @@ def test_the_plan_table_sorts_filters_by_column_searches_and_downloads(planned_s
     # a page the plan links to, other than a hub (which reasons a site's plan has depends on its ranker)
     target = plan.filter(pl.col("reason") != "hub")["target_url"].sort()[0]
     linking_to = plan.filter(pl.col("target_url").str.contains(target, literal=True)).height
-    probability = list(PLAN_COLUMNS).index("probability")
+    probability = list(PLAN_COLUMNS).index("probability_percent")
     with opened(planned_site.exports / "report.html") as report:
         page = report.page
         info = page.locator("#plan_wrapper .dt-info")
@@ -262,7 +288,7 @@ def test_the_plan_table_sorts_filters_by_column_searches_and_downloads(planned_s
         page.locator("#plan_wrapper tfoot input").nth(4).press_sequentially(target)
         expect(info).to_contain_text(re.compile(rf"of {linking_to:,} entr(y|ies) \(filtered"))
         by_column = {row.locator("td").nth(4).inner_text() for row in page.locator("#plan tbody tr").all()}
-    assert first == significant(plan["probability"].max())
+    assert first == round(plan["probability"].max() * 100, 1)  # as a percentage
     assert rescued.height > 0
     assert f"of {rescued.height:,} entries (filtered from {plan.height:,} total" in filtered
     assert reasons and all(why.startswith(REASON_WORDS["orphan-rescue"]) for why in reasons)
@@ -446,6 +472,47 @@ def test_the_drilldown_shows_a_pages_links_in_and_out_before_and_after(planned_s
     assert shown == expected(target) and shown["in"]["planned"] and shown["in"]["now"]
     assert f"clicks from home {depth['depth_before']} → {depth['depth_after']}" in figures
     assert followed == expected(source) and target in followed["out"]["planned"]
+
+
+def test_the_page_view_marks_the_anchor_in_its_sentence_and_lists_the_links_into_a_page(
+    planned_site, tmp_path
+):
+    from interlink_pipeline.core.publish.warehouse_reads import report_data
+
+    data = report_data(planned_site.warehouse, LIGHT, "run", lock_timeout_s=10)
+    # lightchiropractic has no page text: one link is given a sentence (with markup, to show as text)
+    first = data.plan.sort("source_url", "target_url").row(0, named=True)
+    sentence = f"See <b>our</b> notes on {first['anchor_text']} before you book."
+    placed = pl.col("link_id") == first["link_id"]
+    plan = data.plan.with_columns(
+        pl.when(placed).then(pl.lit(sentence)).otherwise("sentence").alias("sentence"),
+        pl.when(placed).then(pl.lit("contextual")).otherwise("placement").alias("placement"),
+    )
+    path = report.render(dataclasses.replace(data, plan=plan), tmp_path / "report.html")
+    target = plan["target_url"].value_counts(sort=True)["target_url"][0]
+    with opened(path) as shown:
+        page = shown.page
+        text = page.locator("body").inner_text()
+        _drill_to(page, first["source_url"])
+        action = page.locator("#drilldown-view li.action").filter(
+            has=page.get_by_text(first["target_url"], exact=True)
+        )
+        marked = action.locator(".sentence mark").inner_text()
+        said = action.locator(".sentence").inner_text()
+        related = page.locator("#drilldown-view li.action .sentence").all_inner_texts()
+        injected = page.locator("#drilldown-view b").count()
+        page.get_by_label("links into this page").check()
+        _drill_to(page, target)
+        sources = {url.inner_text() for url in page.locator("#drilldown-view li.action .url").all()}
+    assert marked == first["anchor_text"] and said == sentence and injected == 0
+    # a link with no sentence says where it goes
+    others = plan.filter((pl.col("source_url") == first["source_url"]) & ~placed)
+    assert (
+        sum(line.startswith("Add to the page's related links: ") for line in related)
+        == others.filter(pl.col("placement") == "related").height
+    )
+    assert sources == set(plan.filter(pl.col("target_url") == target)["source_url"])
+    assert not re.search(r"\d[eE]-\d", text)  # no probability in scientific notation
 
 
 def test_a_site_folder_from_before_releases_is_switched_once_and_kept_until_the_next(tmp_path):

@@ -264,6 +264,7 @@ def backtest_plan(
         setup.ranker,
         setup.k,
         decided,
+        setup.plan.min_probability,
     )
 
 

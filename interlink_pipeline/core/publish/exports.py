@@ -23,6 +23,30 @@ XLSX_MAX_CELL_CHARS = 32_767  # the most characters a workbook cell holds
 MAX_COLUMN_WIDTH = 60
 DIGESTS_FILE = ".export_digests.json"  # what each file was written from, beside the files
 
+# what the workbook's read_me sheet says of each sheet and of the columns people ask about
+READ_ME = {
+    "read_me": "This sheet: what the others hold, and how to send your decisions back.",
+    "link_plan": "Every link the plan adds, one row each. Write accept or reject in `decision` (a dropdown) "
+    "and import the file: interlink decisions import interlink_plan.xlsx --site SITE. The next plan keeps "
+    "what you accepted and never plans what you rejected.",
+    "to_do": "The same links as a work list, page by page (every other page shaded), in reading order on the "
+    "page; rejected links left out. `how` says where each goes.",
+    "similar_pages": "Each page's most similar pages (by the embeddings of their text).",
+    "topics": "The topics the pages were grouped into, with their size and depth.",
+    "changes_since_last_run": "Links added and removed since the last plan, and why.",
+    "anchor_text": "The words to link: a phrase the source's text already uses (in `sentence`), else the "
+    "target's name for the page's related links.",
+    "confidence": "high / medium / low by the site's own ranker, with how often such links were the site's "
+    "editors' own links in the backtest (the plan rebuilt without a fifth of them); not scored: hubs.",
+    "probability": "The site's ranker's estimate that its editors would write the link.",
+    "target_inlinks": "In-links the target has before the plan (navigation too): fewer means the link "
+    "matters more.",
+    "in_navigation": "The source already links the target in a menu or sidebar; the plan adds it in the "
+    "text.",
+    "reason": "hub, section, topical, orphan-rescue, component-bridge, depth-shortcut: why the link "
+    "is planned; a weak structural link is one no page is a likely place for.",
+}
+
 
 def neutralise(frame: pl.DataFrame) -> pl.DataFrame:
     """Text cells that a spreadsheet would read as a formula, prefixed with an apostrophe."""
@@ -78,6 +102,8 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> tuple[dict[str, i
         for first in range(0, max(frame.height, 1), XLSX_MAX_ROWS):
             title = name if first == 0 else f"{name} ({first // XLSX_MAX_ROWS + 1})"
             parts.append((title[:31], frame.slice(first, XLSX_MAX_ROWS)))
+    percent = rustpy_xlsxwriter.Format().set_num_format("0.0%")
+    whole = rustpy_xlsxwriter.Format().set_num_format("0")  # the writer stores 3 as 3.0: shown as 3
     with replaced_atomically(path) as partial:
         rustpy_xlsxwriter.write_worksheets(
             parts,
@@ -86,8 +112,47 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> tuple[dict[str, i
             header_format={"general": header},
             autofilter={"general": True},
             column_widths={title: _widths(chunk) for title, chunk in parts},
+            float_format="0.000",  # never 1.6E-06: a probability reads as a percentage, the rest to 3 places
+            column_formats={title: _number_formats(part, percent, whole) for title, part in parts},
+            url_columns={title: urls for title, chunk in parts if (urls := _linked_urls(chunk))},
+            data_validations={title: DECISION_DROPDOWN for title, chunk in parts if "decision" in chunk},
+            row_formats={title: _page_blocks(chunk) for title, chunk in parts if PAGE_BLOCK in chunk},
         )
     return {title: chunk.height for title, chunk in parts}, cut
+
+
+MAX_LINKS_PER_SHEET = 65_000  # Excel keeps at most 65,530 hyperlinks on a worksheet
+DECISION_DROPDOWN = {
+    "decision": {
+        "type": "list", "values": ["accept", "reject"], "ignore_blank": True,
+        "input_title": "Your decision", "input_message": "accept or reject; leave blank to decide later",
+        "error_title": "accept or reject",
+        "error_message": "Write accept or reject, or leave the cell blank.",
+        "error_style": "warning",
+    }
+}  # fmt: skip
+PAGE_BLOCK = "source_url"  # the column whose runs of one value are a page's block (shaded every other one)
+
+
+def _number_formats(frame: pl.DataFrame, percent, whole) -> dict[str, object]:
+    """A probability as a percentage, an integer as an integer (other floats take the sheet's 0.000)."""
+    formats = {name: whole for name, dtype in frame.schema.items() if dtype.is_integer()}
+    return formats | ({"probability": percent} if "probability" in frame.columns else {})
+
+
+def _linked_urls(frame: pl.DataFrame) -> list[str]:
+    """The URL columns to write as links a click opens, while the sheet stays within Excel's link limit."""
+    urls = [name for name in frame.columns if name.endswith("url") and frame.schema[name] == pl.String]
+    return urls if frame.height * len(urls) <= MAX_LINKS_PER_SHEET else []
+
+
+def _page_blocks(frame: pl.DataFrame) -> dict[int, object]:
+    """Every other page's rows shaded (sheet rows, the header being 0): a work list read page by page."""
+    import rustpy_xlsxwriter
+
+    shade = rustpy_xlsxwriter.Format().set_background_color("#F3F6F9")
+    block = (frame[PAGE_BLOCK] != frame[PAGE_BLOCK].shift(1)).fill_null(True).cum_sum()
+    return {row + 1: shade for row in (block % 2 == 0).arg_true().to_list()}
 
 
 def _within_cell_limit(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
@@ -147,7 +212,8 @@ def write_exports(folder: Path, tables: dict[str, pl.DataFrame], workbook: str, 
             run.unchanged.append(name)
             continue
         if name == "workbook":
-            run.sheets, run.cut_cells = write_xlsx(tables, into / path.name)
+            guide = pl.DataFrame({"sheet or column": list(READ_ME), "what it means": list(READ_ME.values())})
+            run.sheets, run.cut_cells = write_xlsx({"read_me": guide, **tables}, into / path.name)
         else:
             write_csv(tables[name], into / path.name)
         run.written.append(name)

@@ -30,10 +30,10 @@ from interlink_pipeline.core.graph.decided_links import (
     accepted_outcomes,
     adoption_by_reason,
 )
-from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
+from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, equity_moved
 from interlink_pipeline.core.graph.planner import REASON_WORDS
-from interlink_pipeline.core.numbers import SIGNIFICANT_DIGITS
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
+from interlink_pipeline.core.relevance.confidence import band, band_words, probability_text
 from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT, STRUCTURAL_REASONS
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
@@ -51,7 +51,8 @@ PLAN_COLUMNS = {  # plan column -> the table's header
     "target_title": "link to",
     "target_url": "link to URL",
     "why": "why",
-    "probability": "probability",
+    "confidence": "confidence",
+    "probability_percent": "probability, %",
     "status": "status",
 }
 ADOPTION_SHOWN = 50  # accepted links not live yet, listed
@@ -158,10 +159,13 @@ def depth_chart(data: ReportData):
     return figure
 
 
+HEALTH_MEASURES = [("orphan_pages", "orphan pages"), ("unreachable_pages", "unreachable pages")]
+
+
 def health_chart(data: ReportData):
     import plotly.graph_objects as go
 
-    measures = [("orphan_pages", "orphan pages"), ("unreachable_pages", "unreachable pages")]
+    measures = HEALTH_MEASURES
     figure = go.Figure()
     for row in data.site_metrics.sort("scenario", descending=True).iter_rows(named=True):
         figure.add_trace(
@@ -171,6 +175,11 @@ def health_chart(data: ReportData):
         )
     figure.update_layout(title="Orphans and unreachable pages, before and after", barmode="group", height=420)
     return figure
+
+
+def _has_orphans(data: ReportData) -> bool:
+    """Whether the orphans and unreachable pages chart has anything to draw."""
+    return any(data.site_metrics[key].fill_null(0).sum() > 0 for key, _ in HEALTH_MEASURES)
 
 
 def hub_tree(data: ReportData):
@@ -233,6 +242,7 @@ def reasons_table(data: ReportData) -> str:
             pl.col("weak").sum().alias("weak (no likely source)"),
         )
         .sort("links", descending=True)
+        .with_columns(probability_text(pl.col("mean probability")))
     )
     return SECTIONS.table(by_reason, "reasons")
 
@@ -302,18 +312,19 @@ def adoption_section(data: ReportData) -> str:
     return SECTIONS.adoption(total, by_reason, weeks, shown.head(ADOPTION_SHOWN), waiting.height, not_kept)
 
 
-def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
+def plan_in_words(
+    plan: pl.DataFrame, measured: list[dict] | None = None, min_probability: float = 0.1
+) -> pl.DataFrame:
     """Plan rows as people read them: the reason in words (`why`) — a structural link also says whether
     its source is one the site's editors would choose, or weak and which pages could carry it instead —,
-    the probability to significant digits, and the editors' standing decision (`status`, from a `decision`
-    column when the rows have one)."""
-    probability = pl.col("probability").cast(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS)
+    its confidence band in words with what the backtest `measured` of that band, the probability as a
+    percentage, and the editors' standing decision (`status`, from a `decision` column when the rows have
+    one)."""
     words = pl.col("reason").replace_strict(REASON_WORDS)
+    said = band_words(measured or [])
     weak = (
         words
-        + pl.lit("; weak: no page is a likely place for it (probability ")
-        + probability.fill_null(0.0).cast(pl.String)
-        + pl.lit(")")
+        + pl.lit("; weak: no page is a likely place for it")
         + pl.when(pl.col("alternative_source_urls").list.len() > 0)
         .then(pl.lit("; it could also go on ") + pl.col("alternative_source_urls").list.join(", "))
         .otherwise(pl.lit(""))
@@ -331,8 +342,22 @@ def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
         .then(words + pl.lit("; the site's editors would link it from here"))
         .otherwise(words)
         .alias("why"),
-        probability,
+        band(pl.col("probability"), min_probability).replace_strict(said).alias("confidence"),
+        probability_text(pl.col("probability")).alias("probability"),
     )
+
+
+def confidence_of(backtest: pl.DataFrame) -> tuple[list[dict], float]:
+    """What the site's backtest measured of each confidence band, and the plan's min_probability it was
+    measured at (the default's when no backtest ran)."""
+    from interlink_pipeline.core.graph.plan_options import PlanOptions
+
+    if backtest.is_empty():
+        return [], PlanOptions().min_probability
+    row = backtest.row(0, named=True)
+    measured = json.loads(row.get("precision_by_band") or "[]")
+    plan = json.loads(row["settings"] or "{}").get("plan", {})
+    return measured, plan.get("min_probability", PlanOptions().min_probability)
 
 
 def plan_table(data: ReportData) -> str:
@@ -340,8 +365,14 @@ def plan_table(data: ReportData) -> str:
     table to sort, filter, search and download as CSV, drawn by ITables (DataTables) with no network."""
     import itables
 
-    most_probable = data.plan.sort(["probability", "score"], descending=True, nulls_last=True)
-    rows = plan_in_words(most_probable.head(PLAN_TABLE_ROWS)).select(list(PLAN_COLUMNS)).rename(PLAN_COLUMNS)
+    most_probable = data.plan.sort(["probability", "score"], descending=True, nulls_last=True).with_columns(
+        (pl.col("probability").cast(pl.Float64) * 100).round(1).alias("probability_percent")
+    )  # a number to sort by, never in scientific notation
+    rows = (
+        plan_in_words(most_probable.head(PLAN_TABLE_ROWS), *confidence_of(data.backtest))
+        .select(list(PLAN_COLUMNS))
+        .rename(PLAN_COLUMNS)
+    )
     table = itables.to_html_datatable(
         rows,
         table_id="plan",
@@ -389,6 +420,37 @@ def header(data: ReportData) -> str:
     return SECTIONS.header(facts, shown)
 
 
+def headline(data: ReportData) -> list[tuple[str, str]]:
+    """The cards at the top: what the plan does, before → after, whatever the site's shape — links added,
+    pages they reach, median and deepest clicks from home, pages within 3 clicks, orphans, and the internal
+    PageRank share of the least linked quarter of pages."""
+    metrics = {row["scenario"]: row for row in data.site_metrics.iter_rows(named=True)}
+    after = metrics.get("after", {})
+    before = metrics.get("before", after)
+
+    def moved(key: str, say=lambda value: f"{value:,}") -> str:
+        was, now = before.get(key), after.get(key)
+        if now is None:
+            return "–"
+        return say(now) if was is None or was == now else f"{say(was)} → {say(now)}"
+
+    figures = data.pages.select("inlinks_before", "pagerank_before", "pagerank_after").drop_nulls()
+    equity = equity_moved(figures, None)["weakest_quarter"] if figures.height else None
+    return [
+        ("links to add", f"{after.get('planned_links', 0):,}"),
+        ("pages gaining links", f"{data.plan['target_page_id'].n_unique():,} of {after.get('pages', 0):,}"),
+        ("median clicks from home", moved("median_depth", lambda value: f"{value:g}")),
+        ("deepest page, clicks", moved("max_depth")),
+        ("pages within 3 clicks", moved("share_depth_le_3", lambda value: f"{value:.0%}")),
+        ("orphans", moved("orphan_pages")),
+        (
+            "PageRank share of the least linked quarter",
+            "–" if not equity else
+            f"{equity[1]:.1%}" if equity[0] is None else f"{equity[0]:.1%} → {equity[1]:.1%}",
+        ),
+    ]  # fmt: skip
+
+
 def _static(name: str) -> str:
     """A file from templates/, to inline: the report opens with no network."""
     return files(__package__).joinpath("templates", name).read_text(encoding="utf-8")
@@ -401,38 +463,18 @@ def render(data: ReportData, path: Path) -> Path:
     from itables.javascript import generate_init_offline_itables_html
 
     charts = [
-        ("topic-map", topic_map(data)),
         ("depth-chart", depth_chart(data)),
-        ("health-chart", health_chart(data)),
+        ("health-chart", health_chart(data) if _has_orphans(data) else None),
         ("hub-tree", hub_tree(data)),
+        ("topic-map", topic_map(data)),
     ]
     divs = [
         pio.to_html(
             figure, full_html=False, include_plotlyjs=(i == 0), div_id=name, config={"displaylogo": False}
         )
+        if figure is not None
+        else SECTIONS.nothing_to_draw(name, "No orphan or unreachable page, before or after the plan.")
         for i, (name, figure) in enumerate(charts)
-    ]
-    metrics = {row["scenario"]: row for row in data.site_metrics.iter_rows(named=True)}
-    after, before = metrics.get("after", {}), metrics.get("before")
-    kpis = [
-        ("pages", f"{after.get('pages', 0):,}"),
-        ("links to add", f"{after.get('planned_links', 0):,}"),
-        (
-            "orphans",
-            f"{before['orphan_pages']:,} → {after['orphan_pages']:,}"
-            if before
-            else f"{after.get('orphan_pages', 0):,}",
-        ),
-        (
-            "max depth",
-            f"{before['max_depth']} → {after['max_depth']}" if before else f"{after.get('max_depth', 0)}",
-        ),
-        (
-            "within 3 clicks",
-            f"{before['share_depth_le_3']:.0%} → {after['share_depth_le_3']:.0%}"
-            if before
-            else f"{after.get('share_depth_le_3', 0):.0%}",
-        ),
     ]
     page = TEMPLATES.get_template("report.html.j2").render(
         site=data.site,
@@ -440,7 +482,7 @@ def render(data: ReportData, path: Path) -> Path:
         drilldown_style=_static("drilldown.css"),
         drilldown_script=_static("drilldown.js"),
         header=header(data),
-        kpis=kpis,
+        kpis=headline(data),
         charts=divs,
         reasons=reasons_table(data),
         backtest=backtest_section(data),
@@ -448,7 +490,13 @@ def render(data: ReportData, path: Path) -> Path:
         adoption=adoption_section(data),
         itables_init=generate_init_offline_itables_html(options.dt_bundle),
         plan=plan_table(data),
-        drilldown=drilldown_data(data.pages, data.content_links, plan_in_words(data.plan), data.live),
+        drilldown=drilldown_data(
+            data.pages,
+            data.content_links,
+            plan_in_words(data.plan, *confidence_of(data.backtest)),
+            data.live,
+            data.site,
+        ),
     )
     with replaced_atomically(path) as partial:
         partial.write_text(page, encoding="utf-8")

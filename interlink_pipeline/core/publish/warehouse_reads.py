@@ -26,10 +26,11 @@ standing AS (
 PLAN_SQL = f"""
 WITH {STANDING_SQL}
 SELECT o.link_id, o.source_url, o.source_title, o.target_url, o.target_title, o.anchor_text, o.sentence,
-       o.reason, o.evidence, o.placement, o.in_navigation, o.probability, o.score, o.similarity,
-       o.target_cluster, o.priority,
+       o.reason, o.evidence, o.placement, o.in_navigation, m.inlinks_before AS target_inlinks,
+       o.target_depth_before, o.probability, o.score, o.similarity, o.target_cluster, o.priority,
        d.decision, d.note
 FROM marts.link_opportunities o LEFT JOIN standing d USING (link_id)
+LEFT JOIN graph.page_metrics m ON m.site = $1 AND m.page_id = o.target_page_id
 WHERE o.site = $1 ORDER BY o.source_url, o.priority, o.target_url
 """
 # the editor's work list, page by page: each link not rejected, with where it goes: in the sentence of the
@@ -40,13 +41,17 @@ TODO_SQL = f"""
 WITH {STANDING_SQL},
 site_pages AS (SELECT page_id, title FROM staging.pages WHERE site = $1),
 todo AS (
-    SELECT l.*, p.title AS source_title, d.decision,
+    SELECT l.*, p.title AS source_title, d.decision, m.inlinks_before AS target_inlinks,
            count(*) OVER (PARTITION BY l.sentence, l.target_page_id) AS sharing
     FROM graph.link_plan l JOIN site_pages p ON p.page_id = l.source_page_id
     LEFT JOIN standing d USING (link_id)
+    LEFT JOIN graph.page_metrics m ON m.site = $1 AND m.page_id = l.target_page_id
     WHERE l.site = $1 AND d.decision IS DISTINCT FROM 'reject'
 )
-SELECT source_url, source_title, anchor_text, target_url, anchor_offset, sentence,
+SELECT source_title, source_url,
+       row_number() OVER (PARTITION BY source_url ORDER BY anchor_offset NULLS LAST, target_url)
+       || ' of ' || count(*) OVER (PARTITION BY source_url) AS step,
+       anchor_text, target_url, anchor_offset, sentence,
        CASE WHEN sentence IS NOT NULL AND sharing > 1
                  THEN 'link the anchor in the snippet ' || sharing || ' pages share: edit the snippet once'
             WHEN placement = 'contextual' THEN 'link the anchor where it stands in the sentence'
@@ -54,7 +59,7 @@ SELECT source_url, source_title, anchor_text, target_url, anchor_offset, sentenc
             WHEN placement = 'home' THEN 'add it to the home page''s links to its sections'
             ELSE 'add it to the page''s list' END
        || CASE WHEN in_navigation THEN ' (the page links it in navigation only)' ELSE '' END AS how,
-       reason, coalesce(decision, '') AS status, link_id
+       target_inlinks, reason, probability, coalesce(decision, '') AS status, link_id
 FROM todo ORDER BY source_url, anchor_offset NULLS LAST, target_url
 """
 # The site's pages in a CTE, joined by page id alone: joined on (site, page_id) twice, the pages' two copies
@@ -89,8 +94,22 @@ SPREADSHEETS = {
 
 
 def spreadsheet_tables(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> dict[str, pl.DataFrame]:
-    """The site's rows of each spreadsheet, by its name."""
-    return {name: _site_rows(warehouse, site, lock_timeout_s, sql) for name, sql in SPREADSHEETS.items()}
+    """The site's rows of each spreadsheet, by its name; the plan's and the work list's links with their
+    confidence band (and what the site's backtest measured of it)."""
+    from interlink_pipeline.core.publish.report import confidence_of
+    from interlink_pipeline.core.relevance.confidence import band, band_words
+
+    tables = {name: _site_rows(warehouse, site, lock_timeout_s, sql) for name, sql in SPREADSHEETS.items()}
+    measured, min_probability = confidence_of(
+        _site_rows(warehouse, site, lock_timeout_s, "SELECT * FROM graph.backtest_runs WHERE site = ? "
+                   "ORDER BY ran_at DESC LIMIT 1")
+    )  # fmt: skip
+    said = band_words(measured)
+    for name in ("link_plan", "to_do"):
+        frame = tables[name]
+        confidence = band(pl.col("probability"), min_probability).replace_strict(said).alias("confidence")
+        tables[name] = frame.insert_column(frame.columns.index("probability"), frame.select(confidence)[:, 0])
+    return tables
 
 
 def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s: float) -> ReportData:
@@ -99,7 +118,8 @@ def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s
     pages, vectors = read_vectors(warehouse, site, ("page_id",))
     figures = ", ".join(column for _, *columns in PAGE_FIGURES for column in columns)
     scorecard = (
-        f"SELECT page_id, url, title, cluster, is_hub, {figures} FROM marts.page_scorecard WHERE site = ?"
+        f"SELECT page_id, url, title, cluster, is_hub, {figures}, pagerank_before, pagerank_after "
+        "FROM marts.page_scorecard WHERE site = ?"
     )
     return ReportData(
         site=site,
@@ -179,15 +199,36 @@ def published_figures(
 
 
 def content_links(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> pl.DataFrame:
-    """The site's in-content links between its pages (source_page_id, target_page_id), read as the plan
-    reads them (followed hyperlinks, by URL key; navigation links left out)."""
+    """The site's in-content links between its pages (source_page_id, target_page_id, anchor), read as the
+    plan reads them (followed hyperlinks, by URL key; navigation links left out); the anchor is the first
+    non-empty one the pair's links carry (null: none has one)."""
+    from interlink_pipeline.core.urls import url_parts
+
     read = partial(store.read_site, warehouse, site=site, lock_timeout_s=lock_timeout_s)
     pages = read(table="staging.pages", columns=["page_id", "url_key"])
     links = read(
-        table="raw.crawl_links", columns=["source_url", "target_url", "link_type", "follow", "link_position"]
+        table="raw.crawl_links",
+        columns=["source_url", "target_url", "link_type", "follow", "link_position", "anchor"],
     )
     edges, _ = existing_links(links, pages["url_key"])
-    return content_page_pairs(edges, pages["page_id"])
+    keyed = pages.select("page_id", "url_key")
+    anchors = (
+        pl.DataFrame(
+            {
+                "source_key": url_parts(links["source_url"])["url_key"],
+                "target_key": url_parts(links["target_url"])["url_key"],
+                "anchor": links["anchor"].str.strip_chars(),
+            }
+        )
+        .filter(pl.col("anchor") != "")
+        .unique(["source_key", "target_key"], keep="first", maintain_order=True)
+        .join(keyed.rename({"page_id": "source_page_id", "url_key": "source_key"}), on="source_key")
+        .join(keyed.rename({"page_id": "target_page_id", "url_key": "target_key"}), on="target_key")
+        .select("source_page_id", "target_page_id", "anchor")
+    )
+    return content_page_pairs(edges, pages["page_id"]).join(
+        anchors, on=["source_page_id", "target_page_id"], how="left", maintain_order="left"
+    )
 
 
 def _site_rows(warehouse: str | Path, site: str, lock_timeout_s: float, sql: str) -> pl.DataFrame:

@@ -30,6 +30,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ml.exact_search import exact_top
+from interlink_pipeline.core.relevance.confidence import precision_by_band
 from interlink_pipeline.core.relevance.intervals import (
     Interval,
     interval_text,
@@ -66,6 +67,7 @@ class BacktestResult:
     ranker: Ranker
     planned: pl.DataFrame  # the rebuilt plan's links: source, target, reason, probability, …
     seconds: dict[str, float] = field(default_factory=dict)
+    by_band: list[dict] = field(default_factory=list)  # per confidence band: links, hits, precision
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,7 @@ def run_backtest(
     ranker_options: RankerOptions,
     k: int = 10,
     decided: pl.DataFrame | None = None,
+    min_probability: float = 0.1,
 ) -> BacktestResult:
     """Rebuild candidates, ranker and plan from the `visible` links only (HiddenLinks.visible), and score
     them against the `hidden` in-content pairs (HiddenLinks.scored); the rescues of the `orphaned` pages
@@ -216,7 +219,8 @@ def run_backtest(
     probability) and which pages are within reach (link_plan.within_reach); it is the same planning the
     site's own run uses. The ranker learns from the editors' decisions (`decided`: source, target,
     decision) but those about hidden pairs (their answer is what is measured); with decisions, the plan of
-    a ranker that ignores them is measured too (`plan_precision_without_decisions`).
+    a ranker that ignores them is measured too (`plan_precision_without_decisions`). Each confidence band
+    (by the plan's `min_probability`) is measured apart: what the report says a band is worth.
     """
     seconds: dict[str, float] = {}
     builder = CandidateBuilder(signals, candidate_options)
@@ -233,9 +237,11 @@ def run_backtest(
         planned, hidden, orphaned, signals.vectors["title"], ranker_options.seed
     )
     by_reason = figures_by_reason(planned, hidden, reach, ranker_options.seed)
+    hits = planned.join(hit_flags(hidden), on=PAIR, how="left", maintain_order="left")["hit"].fill_null(0)
     return BacktestResult(
-        hidden.height, figures | orphans, intervals | orphan_intervals, by_reason, ranker, planned, seconds
-    )
+        hidden.height, figures | orphans, intervals | orphan_intervals, by_reason, ranker, planned, seconds,
+        precision_by_band(planned, hits, min_probability),
+    )  # fmt: skip
 
 
 def decisions_learned(
@@ -526,6 +532,7 @@ def backtest_row(
             "seconds": [seconds],
             "measured_in_run": [run_id],
             "intervals": [json.dumps(result.intervals)],
+            "precision_by_band": [json.dumps(result.by_band)],
         },
         schema_overrides={
             "ran_at": pl.Datetime("us"),

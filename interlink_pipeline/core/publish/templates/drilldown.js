@@ -1,30 +1,111 @@
 (() => {
   const data = JSON.parse(document.getElementById("drilldown-data").textContent);
   const pages = data.pages, byUrl = new Map(pages.map((page, i) => [page[0], i]));
+  const byTitle = new Map(pages.map((page, i) => [page[1].trim().toLowerCase(), i]).reverse());
+  const plannedOut = pages.map(() => []), plannedIn = pages.map(() => []);
   const linksIn = pages.map(() => []), linksOut = pages.map(() => []);
-  for (const [s, t, anchor, why, probability, status] of data.planned) {
-    const planned = `planned: ${why}` + (probability === null ? "" : ` (probability ${probability})`)
-      + ` · ${status}`;
-    linksOut[s].push([t, anchor, planned]); linksIn[t].push([s, anchor, planned]);
+  for (const row of data.planned) {
+    const [s, t, anchor, why, confidence, probability, status, linkId, sentence, placement] = row;
+    const link = {s, t, anchor, why, confidence, probability, status, linkId, sentence, placement};
+    plannedOut[s].push(link); plannedIn[t].push(link);
+    const said = `planned: ${why} · ${confidence} · ${status}`;
+    linksOut[s].push([t, anchor, said]); linksIn[t].push([s, anchor, said]);
   }
   const live = new Set(data.live.map(([s, t]) => `${s} ${t}`));
-  for (const [s, t] of data.now) {
+  for (const [s, t, anchor] of data.now) {
     const state = live.has(`${s} ${t}`) ? "now: live, from the plan" : "now";
-    linksOut[s].push([t, "", state]); linksIn[t].push([s, "", state]);
+    linksOut[s].push([t, anchor || "", state]); linksIn[t].push([s, anchor || "", state]);
   }
   const input = document.getElementById("drilldown-page"), view = document.getElementById("drilldown-view");
   const choices = document.getElementById("drilldown-pages");
   for (const page of pages) {
-    const option = document.createElement("option"); option.value = page[0]; choices.append(option);
+    const option = document.createElement("option"); option.value = page[0]; option.label = page[1];
+    choices.append(option);
   }
   const element = (tag, text, className) => {
     const node = document.createElement(tag); if (text !== undefined) node.textContent = text;
     if (className) node.className = className; return node;
   };
+  const say = (value) => value === null || value === undefined ? "–" : value;
+
+  // the editor's decisions, by link id: what the download holds
+  const decisions = new Map();
+  const counts = document.getElementById("decision-counts");
+  const download = document.getElementById("decisions-download");
+  function decide(link, decision) {
+    if (decision) decisions.set(link.linkId, {link, decision}); else decisions.delete(link.linkId);
+    const values = [...decisions.values()].map((d) => d.decision);
+    const accepted = values.filter((d) => d === "accept").length;
+    counts.textContent = `${accepted} accepted · ${values.length - accepted} rejected`;
+    download.disabled = decisions.size === 0;
+  }
+  const csvCell = (text) => /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  download.addEventListener("click", () => {
+    const lines = [["link_id", "source_url", "target_url", "decision"].join(",")];
+    for (const {link, decision} of decisions.values()) {
+      lines.push([link.linkId, pages[link.s][0], pages[link.t][0], decision].map(csvCell).join(","));
+    }
+    const file = new Blob(["\ufeff" + lines.join("\r\n") + "\r\n"], {type: "text/csv"});
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(file); a.download = `decisions-${data.site || "site"}.csv`;
+    document.body.append(a); a.click(); a.remove(); URL.revokeObjectURL(a.href);
+  });
+
   function pageButton(i) {  // the page's title, its URL under it; a click shows that page
     const button = element("button", pages[i][1] || pages[i][0], "page-link"); button.type = "button";
     button.addEventListener("click", () => show(i));
     const cell = element("div"); cell.append(button, element("div", pages[i][0], "url")); return cell;
+  }
+  function figure(i, k) {  // a PAGE_FIGURES column of page i, before → after
+    const before = pages[i][2 + 2 * k], after = pages[i][3 + 2 * k];
+    return `${say(before)} → ${say(after)}`;
+  }
+  function placed(link) {  // the sentence with the anchor marked, else the named place
+    const p = element("p", undefined, "sentence");
+    const at = link.sentence && link.anchor ? link.sentence.indexOf(link.anchor) : -1;
+    if (at >= 0) {
+      p.append(link.sentence.slice(0, at), element("mark", link.anchor),
+               link.sentence.slice(at + link.anchor.length));
+    } else {
+      const where = data.placements[link.placement] || "place it in the text";
+      p.append(`${where[0].toUpperCase()}${where.slice(1)}: `, element("mark", link.anchor));
+    }
+    return p;
+  }
+  function choice(link) {  // accept / reject / undecided, kept across pages
+    const group = element("div", undefined, "decision");
+    const current = decisions.get(link.linkId)?.decision || "";
+    for (const [value, label] of [["accept", "accept"], ["reject", "reject"], ["", "undecided"]]) {
+      const radio = document.createElement("input");
+      radio.type = "radio"; radio.name = `decision-${link.linkId}`; radio.value = value;
+      radio.checked = value === current;
+      radio.addEventListener("change", () => decide(link, value));
+      const wrap = element("label"); wrap.append(radio, ` ${label}`); group.append(wrap);
+    }
+    return group;
+  }
+  function actions(i, mode) {
+    const links = mode === "in" ? plannedIn[i] : plannedOut[i];
+    const list = element("ol", undefined, "actions");
+    for (const link of links) {
+      const other = mode === "in" ? link.s : link.t;
+      const item = element("li", undefined, "action"); item.dataset.linkId = link.linkId;
+      const where = element("div", undefined, "where");
+      where.append(element("span", mode === "in" ? "on " : "link to "), pageButton(other));
+      if (mode !== "in") {
+        where.append(element("span", `links in ${figure(other, 1)} · clicks from home ${figure(other, 0)}`,
+                             "target-figures"));
+      }
+      item.append(where, placed(link),
+                  element("p", `${link.why} · ${link.confidence} · probability ${link.probability}`, "why"),
+                  choice(link));
+      list.append(item);
+    }
+    const caption = mode === "in"
+      ? `Links the plan adds into this page: ${links.length}`
+      : `Links to add on this page: ${links.length}`;
+    const section = element("section", undefined, "to-do"); section.append(element("h4", caption), list);
+    return section;
   }
   function linkTable(caption, links) {
     const table = element("table"); table.createCaption().textContent = `${caption}: ${links.length}`;
@@ -38,23 +119,25 @@
     }
     return table;
   }
+  const modes = [...document.querySelectorAll("input[name='drilldown-mode']")];
+  const mode = () => modes.find((m) => m.checked)?.value || "out";
+  let shown = null;
   function show(i) {
+    shown = i;
     const page = pages[i];
     input.value = page[0];
-    const figures = data.figures.map((name, k) => {
-      const before = page[2 + 2 * k], after = page[3 + 2 * k];
-      const say = (value) => value === null ? "–" : value;
-      return `${name} ${say(before)} → ${say(after)}`;
-    });
+    const figures = data.figures.map((name, k) => `${name} ${figure(i, k)}`);
     view.replaceChildren(
       element("h3", page[1] || page[0]), element("p", page[0], "page-url"), element("p", figures.join(" · ")),
-      element("div", undefined, "drilldown-lists"));
+      actions(i, mode()), element("div", undefined, "drilldown-lists"));
     view.lastChild.append(
       linkTable("in-content links in", linksIn[i]), linkTable("in-content links out", linksOut[i]));
   }
+  for (const radio of modes) radio.addEventListener("change", () => { if (shown !== null) show(shown); });
   input.addEventListener("change", () => {
-    const i = byUrl.get(input.value.trim());
-    if (i === undefined) view.replaceChildren(element("p", `No page ${input.value} among the pages listed.`));
+    const wanted = input.value.trim();
+    const i = byUrl.get(wanted) ?? byTitle.get(wanted.toLowerCase());
+    if (i === undefined) view.replaceChildren(element("p", `No page ${wanted} among the pages listed.`));
     else show(i);
   });
   if (pages.length) show(0);

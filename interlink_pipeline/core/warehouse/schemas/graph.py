@@ -324,3 +324,9 @@ class BacktestRun(SiteTable, unique=("site", "run_id")):
         "measured on (source pages; orphans for the orphans' figures); precision_by_reason holds each "
         "reason's as precision_low / _high, known_precision_low / _high, reachable_precision_low / _high.",
     )
+    precision_by_band: str = pa.Field(
+        nullable=True,
+        description="JSON: per confidence band of the rebuilt plan's links (high: probability at 3 x "
+        "min_probability or more; medium: min_probability or more; low: under it; not scored: no "
+        "probability), links, hits and precision: what the report and the exports say each band is worth.",
+    )
