@@ -3,6 +3,7 @@ table and every core file."""
 
 import ast
 import fnmatch
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -200,6 +201,23 @@ def test_the_manual_lists_every_page():
     config = (PROJECT_ROOT / "mkdocs.yml").read_text()
     pages = {p.relative_to(PROJECT_ROOT / "docs").as_posix() for p in (PROJECT_ROOT / "docs").rglob("*.md")}
     assert pages and not [page for page in pages if f": {page}\n" not in config]
+
+
+def test_the_manual_builds_and_asks_for_nothing_off_the_machine(tmp_path):
+    """The strict build passes, and no page loads a font, style sheet or script from elsewhere: offline,
+    the manual reads whole, with no console error."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    fetched = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""", re.I)
+    pages = list((tmp_path / "site").rglob("*.html"))
+    texts = {page.name: page.read_text() for page in pages}
+    assert pages and not [name for name, text in texts.items() if fetched.search(text) or "fonts.g" in text]
 
 
 def test_mart_columns_refer_to_the_contract_rather_than_copy_it():
