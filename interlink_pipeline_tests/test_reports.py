@@ -225,9 +225,14 @@ def test_a_sheet_past_the_row_limit_continues_on_the_next(tmp_path, monkeypatch)
 def test_the_report_draws_its_charts_in_headless_chromium_without_network(planned_site, tmp_path):
     with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
         shown = con.execute("SELECT least(count(*), 25) FROM marts.link_opportunities").fetchone()[0]
+        topics = con.execute(
+            "SELECT label, median_inlinks_before FROM marts.cluster_summary ORDER BY median_inlinks_before, "
+            "size DESC, label"
+        ).fetchall()
 
     with opened(planned_site.exports / "report.html") as report:
         page = report.page
+        listed = [row.locator("td").first.inner_text() for row in page.locator("#topics tbody tr").all()]
         drawn = {
             "points": page.locator("#topic-map .scatterlayer .point").count(),
             "topics": page.locator("#topic-map .legend .traces").count(),
@@ -244,6 +249,8 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(planne
         }
         shot = page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert report.refused == []  # everything the page needs is in the file
+    # the topics as a table, the least linked first, no two named alike
+    assert listed == [label for label, _ in topics] and len(set(listed)) == len(listed) > 1
     assert drawn["points"] >= 90 and drawn["topics"] >= 2  # the kept pages, coloured by topic
     assert drawn["depth bars"] >= 6 and drawn["health bars"] == 4  # before and after
     assert drawn["slices"] >= 2 and drawn["rows"] == shown > 0  # the plan, 25 links a page

@@ -12,6 +12,7 @@ from interlink_pipeline.core.ml.ann_search import ann_top, recall_at_k
 from interlink_pipeline.core.ml.clusters import (
     ClusterOptions,
     PreviousClusters,
+    _distinct_labels,
     candidate_ks,
     label_clusters,
     topic_clusters,
@@ -236,6 +237,12 @@ def test_shared_labels_are_made_distinct():
     texts = ["trail shoes grip", "trail shoes cushion", "trail shoes grip", "trail shoes cushion"]
     frame = label_clusters(texts, np.array([0, 1, 0, 1]), frozenset(), 5)
     assert frame["label"].n_unique() == 2
+    # three clusters with nothing to tell them apart, one of them named as the second would be numbered
+    frame = pl.DataFrame(
+        {"cluster_id": [0, 1, 2, 3], "label": ["misc", "misc", "misc (2)", "misc"], "top_terms": [[]] * 4},
+        schema_overrides={"top_terms": pl.List(pl.String)},
+    )
+    assert _distinct_labels(frame)["label"].to_list() == ["misc", "misc (2)", "misc (2) (2)", "misc (3)"]
 
 
 def test_bad_cluster_settings():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import count, pairwise
 
 import numpy as np
 import polars as pl
@@ -200,14 +200,18 @@ def _label(top: list[str], scores: np.ndarray, vocabulary: dict[str, int]) -> st
 
 
 def _distinct_labels(frame: pl.DataFrame) -> pl.DataFrame:
-    """Clusters sharing a label get their next distinguishing term appended."""
-    seen: dict[str, int] = {}
+    """No two clusters share a label: one whose label is taken gets its next distinguishing term appended
+    (the first such term that makes it new), else a number."""
+    taken: set[str] = set()
     labels = []
     for label, top in zip(frame["label"], frame["top_terms"], strict=True):
-        if label in seen:
-            extra = next((t for t in top if t.lower() not in label.lower()), None)
-            label = f"{label} · {extra.title()}" if extra else f"{label} ({seen[label] + 1})"
-        seen[label] = seen.get(label, 0) + 1
+        extras = (f"{label} · {t.title()}" for t in top if t.lower() not in label.lower())
+        numbered = (f"{label} ({n})" for n in count(2))
+        if label in taken:
+            label = next((e for e in extras if e not in taken), None) or next(
+                n for n in numbered if n not in taken
+            )
+        taken.add(label)
         labels.append(label)
     return frame.with_columns(pl.Series("label", labels, dtype=pl.String))
 

@@ -247,6 +247,40 @@ def reasons_table(data: ReportData) -> str:
     return SECTIONS.table(by_reason, "reasons")
 
 
+def topics_table(data: ReportData) -> str:
+    """The topics to act on, the least linked first: pages, median in-links before → after, the plan's links
+    into them, median clicks from home before → after."""
+    pages = data.pages.filter(pl.col("cluster").is_not_null())
+    if pages.is_empty():
+        return SECTIONS.nothing_to_draw("topics", "No topics: the pages were not grouped.")
+    into = data.plan.group_by(pl.col("target_cluster").alias("cluster")).agg(pl.len().alias("planned"))
+
+    def moved(before: str, after: str) -> pl.Expr:
+        was, now = pl.col(before).median(), pl.col(after).median()
+        return (
+            pl.when(was.is_null())
+            .then(now.cast(pl.String))
+            .otherwise(was.cast(pl.String) + pl.lit(" → ") + now.cast(pl.String))
+        )
+
+    table = (
+        pages.group_by("cluster")
+        .agg(
+            pl.len().alias("pages"),
+            pl.col("inlinks_before").median().alias("order"),
+            moved("inlinks_before", "inlinks_after").alias("median in-links"),
+            moved("depth_before", "depth_after").alias("median clicks from home"),
+        )
+        .join(into, on="cluster", how="left")
+        .sort(["order", "pages", "cluster"], descending=[False, True, False], nulls_last=True)
+        .select(
+            pl.col("cluster").alias("topic"), "pages", "median in-links",
+            pl.col("planned").fill_null(0).alias("links the plan adds into it"), "median clicks from home",
+        )
+    )  # fmt: skip
+    return SECTIONS.table(table, "topics")
+
+
 def backtest_section(data: ReportData) -> str:
     """How the plan did on links the pipeline was not shown, next to the plain baseline."""
     if data.backtest.is_empty():
@@ -485,6 +519,7 @@ def render(data: ReportData, path: Path) -> Path:
         kpis=headline(data),
         charts=divs,
         reasons=reasons_table(data),
+        topics=topics_table(data),
         backtest=backtest_section(data),
         changes=changes_section(data),
         adoption=adoption_section(data),
