@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SAMPLE_SITE := www.alpinegear.example
 export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 
-.PHONY: install browser postgres redis run test test-fast test-slow dev lint bench docs docs-build lock clean
+.PHONY: install browser postgres redis run test test-fast test-slow dev lint bench screenshots docs docs-build lock clean
 
 # Pinned install: requirements.lock constrains every transitive version (torch 2.13.0 resolves to the
 # CPU wheel on machines that carry it locally, the CUDA build elsewhere on Linux). uv installs what pip
@@ -98,6 +98,10 @@ bench: install
 	$(BIN)/python -m benchmarks.bench_link_quality
 	$(BIN)/python -m benchmarks.bench_incremental
 	$(BIN)/python -m benchmarks.bench_scale_out
+
+## Make the manual's screenshots (docs/images/) again from the bundled sample's report and workbook.
+screenshots: install browser
+	$(BIN)/python tools/screenshots.py
 
 # The documentation site (mkdocs.yml, docs/ -> site/): --strict fails on any warning, so a broken link or
 # anchor fails the build. NO_MKDOCS_2_WARNING silences Material's banner about MkDocs 2.0.

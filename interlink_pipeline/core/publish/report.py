@@ -256,12 +256,11 @@ def topics_table(data: ReportData) -> str:
     into = data.plan.group_by(pl.col("target_cluster").alias("cluster")).agg(pl.len().alias("planned"))
 
     def moved(before: str, after: str) -> pl.Expr:
+        def said(value: pl.Expr) -> pl.Expr:  # 2, 2.5: no trailing .0
+            return value.cast(pl.Float64).round(1).cast(pl.String).str.strip_suffix(".0")
+
         was, now = pl.col(before).median(), pl.col(after).median()
-        return (
-            pl.when(was.is_null())
-            .then(now.cast(pl.String))
-            .otherwise(was.cast(pl.String) + pl.lit(" → ") + now.cast(pl.String))
-        )
+        return pl.when(was.is_null()).then(said(now)).otherwise(said(was) + pl.lit(" → ") + said(now))
 
     table = (
         pages.group_by("cluster")
@@ -269,13 +268,14 @@ def topics_table(data: ReportData) -> str:
             pl.len().alias("pages"),
             pl.col("inlinks_before").median().alias("order"),
             moved("inlinks_before", "inlinks_after").alias("median in-links"),
-            moved("depth_before", "depth_after").alias("median clicks from home"),
+            moved("depth_before", "depth_after").alias("median clicks from home (pages within reach)"),
         )
         .join(into, on="cluster", how="left")
         .sort(["order", "pages", "cluster"], descending=[False, True, False], nulls_last=True)
         .select(
             pl.col("cluster").alias("topic"), "pages", "median in-links",
-            pl.col("planned").fill_null(0).alias("links the plan adds into it"), "median clicks from home",
+            pl.col("planned").fill_null(0).alias("links the plan adds into it"),
+            "median clicks from home (pages within reach)",
         )
     )  # fmt: skip
     return SECTIONS.table(table, "topics")
