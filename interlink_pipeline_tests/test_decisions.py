@@ -582,9 +582,9 @@ def test_a_workbook_is_read_on_its_link_plan_sheet_and_refused_in_a_decisions_fi
     header = [cell.value for cell in sheet[1]]
     sheet.cell(2, header.index("decision") + 1, "accept")
     workbook.move_sheet("link_plan", offset=len(workbook.sheetnames))  # the last sheet now
-    assert workbook.sheetnames[0] != "link_plan" and "source_url" in [
-        c.value for c in workbook.worksheets[0][1]
-    ]
+    # sheets before it with the plan's other columns (to_do has source_url and target_url)
+    assert workbook.sheetnames.index("to_do") < workbook.sheetnames.index("link_plan")
+    assert "source_url" in [c.value for c in workbook["to_do"][1]]
     workbook.save(tmp_path / "reordered.xlsx")
     decided = read_decisions(tmp_path / "reordered.xlsx", SAMPLE_HOST)
     assert decided["decision"].to_list() == ["accept"]
@@ -593,9 +593,8 @@ def test_a_workbook_is_read_on_its_link_plan_sheet_and_refused_in_a_decisions_fi
     workbook.save(tmp_path / "no_plan.xlsx")
     refused = call_cli(env, "decisions", "import", str(tmp_path / "no_plan.xlsx"), "--site", SAMPLE_HOST)
     assert refused.returncode == 2 and "column_map" not in refused.stderr
-    assert refused.stderr.startswith(
-        f"error: no_plan.xlsx: no decision column on sheet '{workbook.sheetnames[0]}'"
-    )
+    # (named: the sheet with the plan's URL columns, not the read_me before it)
+    assert refused.stderr.startswith("error: no_plan.xlsx: no decision column on sheet 'to_do'")
     assert "a decisions file is the plan's link_plan.csv, or its workbook (sheet link_plan)" in refused.stderr
     # the site's decisions path is a file someone made
     (sample.inbox / SAMPLE_HOST / "decisions").write_text("not a folder")
