@@ -55,12 +55,11 @@ def drilldown_data(
         )
 
     figures = [column for _, *columns in PAGE_FIGURES for column in columns]
-    anchors = links["anchor"] if "anchor" in links.columns else pl.lit(None, dtype=pl.String)
-    planned = as_rows(plan.with_columns(pl.col("sentence", "placement").cast(pl.String)))
+    planned = as_rows(plan)
     return {
         "site": site,
         "pages": kept.select("url", pl.col("title").fill_null(""), *figures).rows(),
-        "now": as_rows(links.with_columns(anchors.alias("anchor"))).select("s", "t", "anchor").rows(),
+        "now": as_rows(links).select("s", "t", "anchor").rows(),
         "live": as_rows(live).select("s", "t").rows() if live is not None else [],
         # in the order templates/drilldown.js reads them
         "planned": planned.select(

@@ -31,6 +31,7 @@ from interlink_pipeline.core.graph.decided_links import (
     adoption_by_reason,
 )
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, equity_moved
+from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
 from interlink_pipeline.core.relevance.confidence import band, band_words, probability_text
@@ -165,12 +166,13 @@ HEALTH_MEASURES = [("orphan_pages", "orphan pages"), ("unreachable_pages", "unre
 def health_chart(data: ReportData):
     import plotly.graph_objects as go
 
-    measures = HEALTH_MEASURES
     figure = go.Figure()
     for row in data.site_metrics.sort("scenario", descending=True).iter_rows(named=True):
         figure.add_trace(
             go.Bar(
-                x=[label for _, label in measures], y=[row[key] for key, _ in measures], name=row["scenario"]
+                x=[label for _, label in HEALTH_MEASURES],
+                y=[row[key] for key, _ in HEALTH_MEASURES],
+                name=row["scenario"],
             )
         )
     figure.update_layout(title="Orphans and unreachable pages, before and after", barmode="group", height=420)
@@ -347,15 +349,14 @@ def adoption_section(data: ReportData) -> str:
 
 
 def plan_in_words(
-    plan: pl.DataFrame, measured: list[dict] | None = None, min_probability: float = 0.1
+    plan: pl.DataFrame, measured: list[dict] | None = None, min_probability: float | None = None
 ) -> pl.DataFrame:
     """Plan rows as people read them: the reason in words (`why`) — a structural link also says whether
     its source is one the site's editors would choose, or weak and which pages could carry it instead —,
     its confidence band in words with what the backtest `measured` of that band, the probability as a
     percentage, and the editors' standing decision (`status`, from a `decision` column when the rows have
-    one)."""
+    one); `min_probability` is the plan's (its setting's default when not given)."""
     words = pl.col("reason").replace_strict(REASON_WORDS)
-    said = band_words(measured or [])
     weak = (
         words
         + pl.lit("; weak: no page is a likely place for it")
@@ -376,22 +377,26 @@ def plan_in_words(
         .then(words + pl.lit("; the site's editors would link it from here"))
         .otherwise(words)
         .alias("why"),
-        band(pl.col("probability"), min_probability).replace_strict(said).alias("confidence"),
+        confidence_words(measured or [], min_probability),
         probability_text(pl.col("probability")).alias("probability"),
     )
 
 
-def confidence_of(backtest: pl.DataFrame) -> tuple[list[dict], float]:
-    """What the site's backtest measured of each confidence band, and the plan's min_probability it was
-    measured at (the default's when no backtest ran)."""
-    from interlink_pipeline.core.graph.plan_options import PlanOptions
+def confidence_words(measured: list[dict], min_probability: float | None) -> pl.Expr:
+    """The `confidence` column: each link's band by its probability, in words, with what the backtest
+    `measured` of that band (`min_probability`: the plan's, else its setting's default)."""
+    floor = PlanOptions().min_probability if min_probability is None else min_probability
+    return band(pl.col("probability"), floor).replace_strict(band_words(measured)).alias("confidence")
 
+
+def confidence_of(backtest: pl.DataFrame) -> tuple[list[dict], float | None]:
+    """What the site's backtest measured of each confidence band, and the plan's min_probability it was
+    measured at (None: no backtest ran, the setting's default holds)."""
     if backtest.is_empty():
-        return [], PlanOptions().min_probability
+        return [], None
     row = backtest.row(0, named=True)
-    measured = json.loads(row.get("precision_by_band") or "[]")
     plan = json.loads(row["settings"] or "{}").get("plan", {})
-    return measured, plan.get("min_probability", PlanOptions().min_probability)
+    return json.loads(row.get("precision_by_band") or "[]"), plan.get("min_probability")
 
 
 def plan_table(data: ReportData) -> str:

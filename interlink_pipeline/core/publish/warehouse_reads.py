@@ -12,7 +12,7 @@ from interlink_pipeline.core.graph.decided_links import accepted_outcomes
 from interlink_pipeline.core.ingest.site_links import content_page_pairs, existing_links
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
-from interlink_pipeline.core.publish.report import ReportData
+from interlink_pipeline.core.publish.report import ReportData, confidence_of, confidence_words
 from interlink_pipeline.core.warehouse import store
 
 # each link's standing decision: the newest of a file's current version (site_tables.standing_decisions)
@@ -93,21 +93,16 @@ SPREADSHEETS = {
 }
 
 
+LAST_BACKTEST = "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1"
+
+
 def spreadsheet_tables(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> dict[str, pl.DataFrame]:
     """The site's rows of each spreadsheet, by its name; the plan's and the work list's links with their
     confidence band (and what the site's backtest measured of it)."""
-    from interlink_pipeline.core.publish.report import confidence_of
-    from interlink_pipeline.core.relevance.confidence import band, band_words
-
     tables = {name: _site_rows(warehouse, site, lock_timeout_s, sql) for name, sql in SPREADSHEETS.items()}
-    measured, min_probability = confidence_of(
-        _site_rows(warehouse, site, lock_timeout_s, "SELECT * FROM graph.backtest_runs WHERE site = ? "
-                   "ORDER BY ran_at DESC LIMIT 1")
-    )  # fmt: skip
-    said = band_words(measured)
+    confidence = confidence_words(*confidence_of(_site_rows(warehouse, site, lock_timeout_s, LAST_BACKTEST)))
     for name in ("link_plan", "to_do"):
         frame = tables[name]
-        confidence = band(pl.col("probability"), min_probability).replace_strict(said).alias("confidence")
         tables[name] = frame.insert_column(frame.columns.index("probability"), frame.select(confidence)[:, 0])
     return tables
 
@@ -131,7 +126,7 @@ def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s
             "SELECT o.*, d.decision FROM marts.link_opportunities o LEFT JOIN marts.decisions d "
             "USING (site, link_id) WHERE o.site = ? ORDER BY o.link_key"
         ),
-        backtest=rows("SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1"),
+        backtest=rows(LAST_BACKTEST),
         changes=store.read_site(warehouse, "graph.link_plan_changes", site, lock_timeout_s=lock_timeout_s),
         content_links=content_links(warehouse, site, lock_timeout_s=lock_timeout_s),
         decisions=rows("SELECT * FROM marts.decisions WHERE site = ?"),
