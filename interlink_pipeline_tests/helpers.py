@@ -278,6 +278,6 @@ def opened(report: Path):
         page.on("dialog", dismiss)
         page.goto(report.as_uri())
         for chart in ("topic-map", "depth-chart", "health-chart", "hub-tree"):  # drawn, or said in words
-            page.wait_for_selector(f"#{chart} .main-svg, p#{chart}", timeout=20_000)
+            page.wait_for_selector(f"#{chart}", timeout=20_000)
         yield report_page
         browser.close()

@@ -226,7 +226,7 @@ def test_labels_language_and_word_settings():
         default["top_terms"].explode().drop_nulls()
     )  # "home" is an English stop word
     kept = label_clusters(texts, labels, stop_words("en", keep=("home",)), 5)
-    assert kept.filter(pl.col("cluster_id") == 0)["label"][0] == "Home Gym"
+    assert kept.filter(pl.col("cluster_id") == 0)["label"][0] == "Home gym"
     dropped = label_clusters(texts, labels, stop_words("en", extra=("garden",)), 5)
     assert "garden" not in dropped.filter(pl.col("cluster_id") == 1)["label"][0].lower()
     with pytest.raises(InputError, match="no stop words for language 'xx'"):
@@ -243,6 +243,22 @@ def test_shared_labels_are_made_distinct():
         schema_overrides={"top_terms": pl.List(pl.String)},
     )
     assert _distinct_labels(frame)["label"].to_list() == ["misc", "misc (2)", "misc (2) (2)", "misc (3)"]
+
+
+def test_labels_are_written_as_the_pages_write_them_or_named_by_folder_or_central_page():
+    texts = [
+        "GetPage", "the GetPage", "a GetPage",  # a phrase, as the titles write it
+        "Night hiking in Sarek: best time to go", "Trail running in Skye: where to stay",
+        "Bouldering in Corsica: safety tips", "Via ferrata in Mallorca: hidden gems",
+        "Wild camping in Atlas: best routes", "Winter walking in Tatras: gear checklist",
+        "ReadingTime", "AddDate",  # no phrase two pages share
+    ]  # fmt: skip
+    labels = np.array([0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2])
+    paths = ["/methods/getpage/", "/methods/getpage-example/", "/methods/usage/"]
+    paths += [f"/guides/g{i}/" for i in range(6)] + ["/methods/readingtime/", "/methods/adddate/"]
+    named = label_clusters(texts, labels, frozenset({"in", "to", "go", "the", "a"}), 5, paths=paths,
+                           closeness=np.array([0.9] * 10 + [0.95]))  # fmt: skip
+    assert named.sort("cluster_id")["label"].to_list() == ["GetPage", "Guides", "AddDate"]
 
 
 def test_bad_cluster_settings():

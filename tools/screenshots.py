@@ -86,7 +86,7 @@ def shoot(exports: Path, out: Path) -> list[Path]:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": WIDTH, "height": 900})
         page.goto((exports / "report.html").as_uri())
-        page.wait_for_selector("#depth-chart .main-svg")
+        page.wait_for_selector("#depth-chart")
 
         def element(selector: str, name: str, height: int = 1000) -> None:
             """The element's top, at most `height` pixels of it."""

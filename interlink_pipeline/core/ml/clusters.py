@@ -10,7 +10,9 @@ texts unless configured).
 
 from __future__ import annotations
 
+import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import count, pairwise
 
@@ -20,6 +22,10 @@ import polars as pl
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.settings import setting
 from interlink_pipeline.core.text import detect_language, stop_words, words
+
+FOLDER_SHARE = 0.6  # a cluster whose pages mostly sit in one URL folder that it mostly holds ...
+PHRASE_COVERAGE = 0.25  # ... is named after it when its best phrase is in fewer than this share of them
+FOLDER_MIN_PAGES = 5  # (a folder names a handful of pages no better than their own titles do)
 
 
 @dataclass(frozen=True)
@@ -133,10 +139,19 @@ def choose_k(vectors: np.ndarray, options: ClusterOptions) -> tuple[int, dict[in
 
 
 def label_clusters(
-    texts: list[str], labels: np.ndarray, stops: frozenset[str] | set[str], top_terms: int
+    texts: list[str],
+    labels: np.ndarray,
+    stops: frozenset[str] | set[str],
+    top_terms: int,
+    *,
+    paths: list[str] | None = None,
+    closeness: np.ndarray | None = None,
 ) -> pl.DataFrame:
-    """cluster_id, label and top_terms for every cluster, by class-based TF-IDF over 1-2-word phrases."""
-    from scipy import sparse
+    """cluster_id, label and top_terms for every cluster, by class-based TF-IDF over 1-2-word phrases. The
+    label is the best phrase as the pages write it ("GetPage", not "Getpage"); a cluster whose best phrase
+    names few of its pages, and whose pages mostly share a URL folder (`paths`), is named after the folder
+    (travel guides under /guides/: "Guides", not "Time"); one with no phrase at all after its most central
+    page (`closeness` to its centroid)."""
     from sklearn.feature_extraction.text import CountVectorizer
 
     clusters = np.unique(labels)
@@ -160,20 +175,22 @@ def label_clusters(
             schema_overrides={"top_terms": pl.List(pl.String)},
         )
     terms = vectorizer.get_feature_names_out()
-    membership = sparse.csr_matrix(
-        (np.ones(len(labels)), (np.searchsorted(clusters, labels), np.arange(len(labels)))),
-        shape=(len(clusters), len(labels)),
-    )
-    per_cluster = np.asarray((membership @ counts).todense(), dtype=np.float64)
-    tf = per_cluster / np.clip(per_cluster.sum(axis=1, keepdims=True), 1, None)
-    average_words = per_cluster.sum() / len(clusters)
-    idf = np.log1p(average_words / np.clip(per_cluster.sum(axis=0), 1, None))
-    ctfidf = tf * idf
+    ctfidf = _class_tfidf(counts, labels, clusters)
+    folders = [_folder(path) for path in paths] if paths else []
+    folder_sizes = Counter(folders)
     rows = []
     for row, cluster in enumerate(clusters):
         order = np.argsort(-ctfidf[row])[:top_terms]
         top = [terms[i] for i in order if ctfidf[row, i] > 0]
-        rows.append((int(cluster), _label(top, ctfidf[row], vectorizer.vocabulary_), top))
+        members = np.flatnonzero(labels == cluster)
+        phrase = _best_phrase(top, ctfidf[row], vectorizer.vocabulary_)
+        coverage = (counts[members][:, vectorizer.vocabulary_[phrase]] > 0).mean() if phrase else 0.0
+        folder = (
+            _shared_folder([folders[i] for i in members], folder_sizes)
+            if folders and coverage < PHRASE_COVERAGE and len(members) >= FOLDER_MIN_PAGES
+            else None
+        )
+        rows.append((int(cluster), folder or _phrase_label(phrase, members, texts, closeness), top))
     frame = pl.DataFrame(
         rows,
         schema={"cluster_id": pl.Int32, "label": pl.String, "top_terms": pl.List(pl.String)},
@@ -182,10 +199,25 @@ def label_clusters(
     return _distinct_labels(frame)
 
 
-def _label(top: list[str], scores: np.ndarray, vocabulary: dict[str, int]) -> str:
+def _class_tfidf(counts, labels: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """Each cluster's phrase scores (clusters x phrases): frequent in the cluster, rare in the others."""
+    from scipy import sparse
+
+    membership = sparse.csr_matrix(
+        (np.ones(len(labels)), (np.searchsorted(clusters, labels), np.arange(len(labels)))),
+        shape=(len(clusters), len(labels)),
+    )
+    per_cluster = np.asarray((membership @ counts).todense(), dtype=np.float64)
+    tf = per_cluster / np.clip(per_cluster.sum(axis=1, keepdims=True), 1, None)
+    average_words = per_cluster.sum() / len(clusters)
+    idf = np.log1p(average_words / np.clip(per_cluster.sum(axis=0), 1, None))
+    return tf * idf
+
+
+def _best_phrase(top: list[str], scores: np.ndarray, vocabulary: dict[str, int]) -> str | None:
     """The best phrase; a two-word phrase beats its own single word when it scores at least half as well."""
     if not top:
-        return "misc"
+        return None
     best = top[0]
     if " " not in best:
         for phrase in top[1:]:
@@ -194,9 +226,45 @@ def _label(top: list[str], scores: np.ndarray, vocabulary: dict[str, int]) -> st
                 and best in phrase.split()
                 and scores[vocabulary[phrase]] >= 0.5 * scores[vocabulary[best]]
             ):
-                best = phrase
-                break
-    return best.title() if best.islower() else best
+                return phrase
+    return best
+
+
+def _phrase_label(
+    phrase: str | None, members: np.ndarray, texts: list[str], closeness: np.ndarray | None
+) -> str:
+    """The phrase as the cluster's pages write it; without one, the title of its most central page."""
+    if phrase:
+        return _as_written(phrase, [texts[i] for i in members])
+    central = members[np.argmax(closeness[members])] if closeness is not None else members[0]
+    return _short_label(texts[central])
+
+
+def _as_written(phrase: str, texts: list[str]) -> str:
+    """The phrase as the cluster's texts most often write it, capitalised when they write it in lower case."""
+    pattern = re.compile(r"\b" + r"\W+".join(map(re.escape, phrase.split())) + r"\b", re.IGNORECASE)
+    written = Counter(m.group(0) for text in texts for m in pattern.finditer(text))
+    form = written.most_common(1)[0][0] if written else phrase
+    return form[0].upper() + form[1:] if form.islower() else form
+
+
+def _folder(path: str) -> str:
+    return path.rstrip("/").rpartition("/")[0]
+
+
+def _shared_folder(folders: list[str], folder_sizes: Counter) -> str | None:
+    """As a name, the URL folder (below the root) that holds at least FOLDER_SHARE of a cluster's pages
+    (`folders`) and whose pages are at least FOLDER_SHARE in the cluster: the site's own name for them."""
+    folder, held = Counter(folders).most_common(1)[0]
+    if not folder or held < FOLDER_SHARE * max(len(folders), folder_sizes[folder]):
+        return None
+    name = re.sub(r"[-_]+", " ", folder.rpartition("/")[2]).strip()
+    return name[:1].upper() + name[1:] if name else None
+
+
+def _short_label(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split()) or "misc"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _distinct_labels(frame: pl.DataFrame) -> pl.DataFrame:
@@ -228,6 +296,7 @@ def topic_clusters(
     *,
     text_hashes: pl.Series | None = None,
     previous: PreviousClusters | None = None,
+    paths: pl.Series | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, ClusterStats]:
     """(page rows, cluster rows, stats) for one site's pages. Given the pages' `text_hashes` and the last
     run's clustering, a re-crawl that changed few pages refines the last centroids instead of choosing k
@@ -240,7 +309,14 @@ def topic_clusters(
     text_list = texts.to_list()
     language = options.language or detect_language(text_list)
     stops = stop_words(language, options.extra_stop_words, options.keep_words)
-    named = label_clusters(text_list, labels, stops, options.top_terms)
+    named = label_clusters(
+        text_list,
+        labels,
+        stops,
+        options.top_terms,
+        paths=paths.to_list() if paths is not None else None,
+        closeness=similarity,
+    )
     page_rows = pl.DataFrame(
         {
             "page_id": page_ids,

@@ -1,18 +1,17 @@
-"""The per-site HTML report: one self-contained file (Plotly's and ITables' libraries inlined) that opens
-with no network.
+"""The per-site HTML report: one self-contained file (ITables' library inlined, the charts drawn as SVG) that
+opens with no network.
 
 A header (site, crawl, when, the run, the settings); charts: the topic map (a 2-D projection of the page
 vectors, coloured and named by cluster), click depth and orphans before and after the plan, the home page's
 hubs and the pages they link on to; the plan as a table to sort, filter, search and download as CSV
 (ITables, i.e. DataTables); the backtest; the changes since the last run; one page's links before and
 after. The page is a Jinja template (templates/), which escapes every value it is given. Crawled text
-(titles, topic labels) is shown as text: escaped by the template, by ITables in the plan table (it escapes
-every cell), and by _label for Plotly, which reads tags and entities in its labels.
+(titles, topic labels) is shown as text: escaped by the templates, charts included, and by ITables in the
+plan table (it escapes every cell).
 """
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 from importlib.resources import files
@@ -21,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-from plotly.colors import qualitative
 
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.graph.decided_links import (
@@ -33,15 +31,13 @@ from interlink_pipeline.core.graph.decided_links import (
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, equity_moved
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.planner import REASON_WORDS
+from interlink_pipeline.core.publish import charts
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
 from interlink_pipeline.core.relevance.confidence import band, band_words, probability_text
 from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT, STRUCTURAL_REASONS
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
 LABELLED_TOPICS = 12  # the largest topics are named on the map itself; the legend names them all
-# 48 distinct colours, then the same colours with other marker shapes: no two topics look alike
-TOPIC_COLOURS = qualitative.Dark24 + qualitative.Light24
-TOPIC_SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
 PAGES_PER_HUB = 8
 CHANGES_SHOWN = 50  # the added and removed links listed
 PLAN_TABLE_ROWS = 20_000  # the plan table's rows (the most probable first); the exports hold every link
@@ -77,19 +73,8 @@ class ReportData:
     run_id: str = "–"  # the run that writes the report
 
 
-def _short(text: str | None, limit: int = 48) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _label(text: str | None, limit: int) -> str:
-    """Shortened, then escaped for Plotly: it draws <b>, <br>, <a href> and entities in labels, and a title
-    is text. Quotes stay as they are: Plotly decodes no &quot;."""
-    return html.escape(_short(text, limit), quote=False)
-
-
-def topic_map(data: ReportData):
-    import plotly.graph_objects as go
+def topic_map(data: ReportData) -> str:
+    """The pages on the two main directions of their embeddings (PCA), coloured and named by topic."""
     from sklearn.decomposition import PCA
 
     pages, vectors = data.pages, data.vectors
@@ -101,116 +86,66 @@ def topic_map(data: ReportData):
         if len(vectors) > 2
         else np.zeros((len(vectors), 2))
     )
-    frame = pages.with_columns(pl.Series("x", xy[:, 0]), pl.Series("y", xy[:, 1]))
-    figure = go.Figure()
-    topics = (
-        frame.group_by("cluster").len().sort(["len", "cluster"], descending=[True, False], nulls_last=True)
-    )
-    for i, label in enumerate(topics["cluster"]):  # the largest topics first: in the legend, and labelled
-        group = frame.filter(pl.col("cluster").eq_missing(label))
-        figure.add_trace(
-            go.Scatter(
-                x=group["x"].to_list(),
-                y=group["y"].to_list(),
-                mode="markers",
-                name=_label(label or "no topic", 30),
-                text=[_label(t, 80) for t in group["title"].to_list()],
-                meta=_label(label, 80),  # data, not template text: a %{…} in a label is not read
-                hovertemplate="%{text}<extra>%{meta}</extra>",
-                marker={
-                    "size": 6,
-                    "opacity": 0.75,
-                    "color": TOPIC_COLOURS[i % len(TOPIC_COLOURS)],
-                    "symbol": TOPIC_SYMBOLS[i // len(TOPIC_COLOURS) % len(TOPIC_SYMBOLS)],
-                },
-            )
-        )
-        if i < LABELLED_TOPICS and label is not None:
-            figure.add_annotation(
-                x=group["x"].median(),
-                y=group["y"].median(),
-                text=_label(label, 28),
-                showarrow=False,
-                font={"size": 11},
-                bgcolor="rgba(255,255,255,0.75)",
-            )
-    figure.update_layout(
-        title=f"Topics: {pages.height:,} pages on the two main directions of their embeddings (PCA)",
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        height=560,
-        legend={"font": {"size": 10}},
-    )
-    return figure
+    title = f"Topics: {pages.height:,} pages on the two main directions of their embeddings (PCA)"
+    return CHARTS.topic_map("topic-map", title, charts.topic_points(pages, xy, LABELLED_TOPICS))
 
 
-def depth_chart(data: ReportData):
-    import plotly.graph_objects as go
-
-    figure = go.Figure()
-    for row in data.site_metrics.sort("scenario", descending=True).iter_rows(named=True):
-        counts = json.loads(row["depth_histogram"])
-        levels = [*sorted((k for k in counts if k != "unreachable"), key=int), "unreachable"]
-        figure.add_trace(
-            go.Bar(x=levels, y=[counts.get(k, 0) for k in levels], name=f"{row['scenario']} the plan")
-        )
-    figure.update_layout(
-        title="Pages by clicks from the home page", barmode="group", xaxis_title="clicks", height=420
-    )
-    return figure
+def depth_chart(data: ReportData) -> str:
+    counts = {
+        f"{row['scenario']} the plan": json.loads(row["depth_histogram"])
+        for row in data.site_metrics.sort("scenario", descending=True).iter_rows(named=True)
+    }
+    levels = [*sorted({k for c in counts.values() for k in c if k != "unreachable"}, key=int), "unreachable"]
+    bars = charts.grouped_bars(levels, {name: [c.get(k, 0) for k in levels] for name, c in counts.items()})
+    return CHARTS.bars("depth-chart", "Pages by clicks from the home page", bars, "clicks")
 
 
 HEALTH_MEASURES = [("orphan_pages", "orphan pages"), ("unreachable_pages", "unreachable pages")]
 
 
-def health_chart(data: ReportData):
-    import plotly.graph_objects as go
-
-    figure = go.Figure()
-    for row in data.site_metrics.sort("scenario", descending=True).iter_rows(named=True):
-        figure.add_trace(
-            go.Bar(
-                x=[label for _, label in HEALTH_MEASURES],
-                y=[row[key] for key, _ in HEALTH_MEASURES],
-                name=row["scenario"],
-            )
+def health_chart(data: ReportData) -> str:
+    """Orphans and unreachable pages before and after, or a sentence when there are none either side."""
+    if not any(data.site_metrics[key].fill_null(0).sum() > 0 for key, _ in HEALTH_MEASURES):
+        return SECTIONS.nothing_to_draw(
+            "health-chart", "No orphan or unreachable page, before or after the plan."
         )
-    figure.update_layout(title="Orphans and unreachable pages, before and after", barmode="group", height=420)
-    return figure
+    series = {
+        f"{row['scenario']} the plan": [row[key] or 0 for key, _ in HEALTH_MEASURES]
+        for row in data.site_metrics.sort("scenario", descending=True).iter_rows(named=True)
+    }
+    bars = charts.grouped_bars([label for _, label in HEALTH_MEASURES], series)
+    return CHARTS.bars("health-chart", "Orphans and unreachable pages, before and after", bars, "")
 
 
-def _has_orphans(data: ReportData) -> bool:
-    """Whether the orphans and unreachable pages chart has anything to draw."""
-    return any(data.site_metrics[key].fill_null(0).sum() > 0 for key, _ in HEALTH_MEASURES)
-
-
-def hub_tree(data: ReportData):
-    """Every hub, linked from the home page's content in the crawl or by the plan: where the home page
-    already links them all, the plan adds no hub link and the hubs are the existing ones."""
-    import plotly.graph_objects as go
-
-    plan = data.plan
-    ids, labels, parents = ["home"], ["home page"], [""]
-    for hub_id, hub_title in data.pages.filter("is_hub").select("page_id", "title").iter_rows():
-        ids.append(hub_id)
-        labels.append(_label(hub_title, 32))
-        parents.append("home")
-        onward = (
-            plan.filter((pl.col("source_page_id") == hub_id) & pl.col("placement").is_in(IN_CONTENT))
-            .sort("priority")
-            .head(PAGES_PER_HUB)
+def hub_tree(data: ReportData) -> str:
+    """Every hub, linked from the home page's content in the crawl or by the plan, with the pages the plan
+    links on from each: where the home page already links them all, the plan adds no hub link and the hubs
+    are the existing ones."""
+    onward = (
+        data.plan.filter(pl.col("placement").is_in(IN_CONTENT))
+        .sort("priority")
+        .group_by("source_page_id", maintain_order=True)
+        .agg(pl.struct("target_page_id", "target_title").head(PAGES_PER_HUB).alias("pages"))
+    )
+    tree = [
+        {
+            "page_id": hub,
+            "title": title,
+            "pages": [(p["target_page_id"], p["target_title"]) for p in pages or []],
+        }
+        for hub, title, pages in data.pages.filter("is_hub")
+        .select("page_id", "title")
+        .join(onward, left_on="page_id", right_on="source_page_id", how="left")
+        .iter_rows()
+    ]
+    if not tree:
+        return SECTIONS.nothing_to_draw(
+            "hub-tree",
+            "No hubs: the home page's content links no page, and the plan adds no hub link: the home page's "
+            "links, its menus included, already reach every section.",
         )
-        for target_id, target_title in onward.select("target_page_id", "target_title").iter_rows():
-            ids.append(f"{hub_id}/{target_id}")
-            labels.append(_label(target_title, 32))
-            parents.append(hub_id)
-    figure = go.Figure(
-        go.Sunburst(ids=ids, labels=labels, parents=parents, maxdepth=3, insidetextorientation="radial")
-    )
-    figure.update_layout(
-        title="Home page → its hubs (linked now or planned) → the pages the plan links from each", height=640
-    )
-    return figure
+    title = "Home page → its hubs (linked now or planned) → the pages the plan links from each"
+    return CHARTS.hubs("hub-tree", title, tree)
 
 
 def _cell(value) -> str:
@@ -231,6 +166,7 @@ TEMPLATES.filters.update(cell=_cell, percent=lambda share, digits: f"{share:.{di
 # <, >, & and ' so that no title ends its <script> element
 TEMPLATES.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
 SECTIONS = TEMPLATES.get_template("sections.html.j2").module  # its macros, each returning escaped HTML
+CHARTS = TEMPLATES.get_template("charts.html.j2").module
 
 
 def reasons_table(data: ReportData) -> str:
@@ -497,24 +433,10 @@ def _static(name: str) -> str:
 
 def render(data: ReportData, path: Path) -> Path:
     """Write the report (atomically: a temp file renamed into place)."""
-    import plotly.io as pio
     from itables import options
     from itables.javascript import generate_init_offline_itables_html
 
-    charts = [
-        ("depth-chart", depth_chart(data)),
-        ("health-chart", health_chart(data) if _has_orphans(data) else None),
-        ("hub-tree", hub_tree(data)),
-        ("topic-map", topic_map(data)),
-    ]
-    divs = [
-        pio.to_html(
-            figure, full_html=False, include_plotlyjs=(i == 0), div_id=name, config={"displaylogo": False}
-        )
-        if figure is not None
-        else SECTIONS.nothing_to_draw(name, "No orphan or unreachable page, before or after the plan.")
-        for i, (name, figure) in enumerate(charts)
-    ]
+    charts_drawn = [depth_chart(data), health_chart(data), hub_tree(data), topic_map(data)]
     page = TEMPLATES.get_template("report.html.j2").render(
         site=data.site,
         style=_static("report.css"),
@@ -522,7 +444,8 @@ def render(data: ReportData, path: Path) -> Path:
         drilldown_script=_static("drilldown.js"),
         header=header(data),
         kpis=headline(data),
-        charts=divs,
+        charts=charts_drawn,
+        charts_script=_static("charts.js"),
         reasons=reasons_table(data),
         topics=topics_table(data),
         backtest=backtest_section(data),

@@ -176,7 +176,7 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        pages, vectors = read_vectors(warehouse.path, site, ("page_id", "url", "text", "text_hash"))
+        pages, vectors = read_vectors(warehouse.path, site, ("page_id", "url", "path", "text", "text_hash"))
         options = options_from(config, ClusterOptions)
         page_rows, cluster_rows, stats = topic_clusters_core(
             pages["page_id"],
@@ -185,6 +185,7 @@ def topic_clusters(context: AssetExecutionContext, config: ClustersConfig, wareh
             options,
             text_hashes=pages["text_hash"],
             previous=previous_clusters(warehouse, site),
+            paths=pages["path"],
         )
     page_rows = page_rows.with_columns(pl.lit(site).alias("site")).join(
         pages.select("page_id", "text_hash"), on="page_id", how="left", maintain_order="left"

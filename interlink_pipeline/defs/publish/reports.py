@@ -82,7 +82,7 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
 
 @after_marts(
     GROUP,
-    {"html", "plotly"},
+    {"html"},
     "An interactive HTML report per site (opens from the file, no network): topic map, depth "
     "and orphans before/after, hubs → pages, links by reason with their probability, the backtest "
     "against the same-budget baseline, top opportunities.",
