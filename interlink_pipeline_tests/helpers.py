@@ -34,12 +34,13 @@ UPSTREAM = ["raw_crawl", "raw_links", "raw_page_text", "raw_search_console", "pa
             "serp_results", "similarity_pairs", "topic_clusters"]  # fmt: skip
 UP_TO_PLAN = [*UPSTREAM, "link_decisions", "link_ranker", "link_candidates", "link_plan"]
 AFTER_PLAN = [
-    "link_backtest",
     "marts",
     "analyst_snapshot",
     "spreadsheet_exports",
     "html_report",
     "published_files",
+    "link_backtest",
+    "published_measurement",
 ]
 
 

@@ -501,7 +501,7 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(real)): p.read_bytes() for p in sorted(real.rglob("*")) if p.is_file()}
 
 
-PUBLISHING = [*AFTER_PLAN[1:]]  # the steps after the backtest: marts, snapshot, spreadsheets, report, publish
+PUBLISHING = AFTER_PLAN[: AFTER_PLAN.index("published_files") + 1]  # marts, snapshot, files, report, publish
 
 
 @pytest.mark.parametrize(
@@ -523,6 +523,9 @@ def test_a_run_killed_while_publishing_leaves_one_whole_release(assets, fault, t
     before, snapshot = _files(exports), _files(snapshots)
     manifest = json.loads(before["published.json"])
     assert len(before) >= 8 and manifest["run_id"].encode() in before["report.html"]
+    releases = warehouse.parent / "exports" / ".releases" / LIGHT
+    published, earlier = exports.resolve().name, {p.name for p in releases.iterdir()}
+    assert published == f"{manifest['run_id']}-measured"  # the run's plan, republished with its measurement
 
     script = KILLED_PUBLISHING.format(warehouse=str(warehouse), inbox=str(inbox), site=LIGHT, assets=assets)
     env = {**os.environ, FAULT_ENV: fault}
@@ -533,22 +536,24 @@ def test_a_run_killed_while_publishing_leaves_one_whole_release(assets, fault, t
     assert _files(exports) == before  # every file people open: the previous release's, byte for byte
     if fault == "publish-file" and "analyst_snapshot" in assets:  # killed before the snapshot moved
         assert (snapshots / warehouse.name).read_bytes() == snapshot[warehouse.name]
-    left = sorted(p.name for p in (warehouse.parent / "exports" / ".releases" / LIGHT).iterdir())
-    assert len(left) == 2 and manifest["run_id"] in left  # the release published, and the killed run's
+    left = sorted(p.name for p in releases.iterdir())
+    assert (
+        len(left) == len(earlier) + 1 and published in left
+    )  # the releases there were, and the killed run's
 
     # the next run publishes its release whole and removes what the killed one left, saying so
     with dg.instance_for_test() as instance:
         result = run_site(warehouse, inbox, instance, LIGHT, steps=assets)
         assert result.success, failure_message(result)
     cleaned = materialization_metadata(result, "published_files")["cleaned_up"]
-    [leftover] = [name for name in left if name != manifest["run_id"]]
+    [leftover] = [name for name in left if name not in earlier]
     assert any(line.startswith(f"run {leftover}'s files, never published") for line in cleaned), cleaned
     now = _files(exports)
     assert json.loads(now["published.json"])["run_id"] == result.run_id and sorted(now) == sorted(before)
     if "html_report" in assets:  # status and the report's header name the same run
         assert result.run_id.encode() in now["report.html"]
-    kept = sorted(p.name for p in (warehouse.parent / "exports" / ".releases" / LIGHT).iterdir())
-    assert kept == sorted([manifest["run_id"], result.run_id])  # this release, and the one before it
+    kept = sorted(p.name for p in releases.iterdir())
+    assert kept == sorted([published, result.run_id])  # this release, and the one before it
     assert not (snapshots / ".staged").exists()
 
 

@@ -1,6 +1,7 @@
 """Spreadsheet exports and the HTML report: they open safely, and the charts draw in a real browser."""
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -378,6 +379,24 @@ def test_titles_holding_markup_show_as_text_and_run_nothing(planned_site):
     assert sorted(shown["#hub-tree"]) == sorted(titles)
     assert sorted(shown["#plan"]) == sorted(titles & in_table)
     assert sorted(shown["#drilldown-view"]) == sorted(titles)
+
+
+def test_the_plan_is_published_before_its_backtest_and_the_measurement_follows(planned_site):
+    def materialized(key: str):
+        return planned_site.instance.get_latest_materialization_event(dg.AssetKey(key.split("/")))
+
+    steps = [materialized(key) for key in ("published_files", "graph/backtest_runs", "published_measurement")]
+    run_id = steps[0].run_id
+    first = planned_site.exports.parent / ".releases" / LIGHT / run_id / "report.html"
+    manifest = json.loads((planned_site.exports / "published.json").read_text())
+    published = (planned_site.exports / "report.html").read_text()
+    # the plan went out first, said to be under measurement; the measured report replaced it, same run
+    assert [step.run_id for step in steps] == [run_id] * 3
+    assert steps[0].timestamp < steps[1].timestamp < steps[2].timestamp
+    assert 'id="being-measured"' in first.read_text()
+    assert 'id="being-measured"' not in published and '<table id="backtest">' in published
+    assert planned_site.exports.resolve().name == f"{run_id}-measured" and manifest["run_id"] == run_id
+    assert manifest["backtest"]["run_id"] == run_id
 
 
 def test_the_report_metadata_is_a_path_not_a_dead_file_link(planned_site):

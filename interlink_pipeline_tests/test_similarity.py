@@ -8,7 +8,7 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ml import exact_search
-from interlink_pipeline.core.ml.ann_search import ann_top, recall_at_k
+from interlink_pipeline.core.ml.ann_search import checked_top, recall_at_k
 from interlink_pipeline.core.ml.clusters import (
     ClusterOptions,
     PreviousClusters,
@@ -18,7 +18,7 @@ from interlink_pipeline.core.ml.clusters import (
     topic_clusters,
 )
 from interlink_pipeline.core.ml.exact_search import exact_top
-from interlink_pipeline.core.ml.page_neighbours import nearest_pages, neighbour_state
+from interlink_pipeline.core.ml.page_neighbours import Approximate, nearest_pages, neighbour_state
 from interlink_pipeline.core.ml.similarity import SimilarityOptions, search, similar_pairs
 from interlink_pipeline.core.text import detect_language, stop_words
 from interlink_pipeline.sample import SAMPLE_HOST
@@ -101,16 +101,39 @@ def test_incremental_search_equals_a_full_search_over_successive_recrawls():
 def test_ann_recall_is_measured_against_exact():
     vectors, _ = _blobs(400, 25, dim=48)
     idx, scores, stats = search(vectors, 15, SimilarityOptions(method="ann"))
-    assert stats.method == "ann:IVF cells=200 probed=32" and stats.recall_sample == 1000
+    assert stats.method == "ann:HNSW M=32 efSearch=64" and stats.recall_sample == 1000
     _, exact_scores = exact_top(vectors, vectors, 15, query_ids=np.arange(len(vectors)))
     measured = recall_at_k(scores, exact_scores, 15)
-    assert measured >= 0.9 and abs(stats.recall_at_k - measured) < 0.05
+    assert measured >= 0.98 and abs(stats.recall_at_k - measured) < 0.02
     assert not (idx == np.arange(len(vectors))[:, None]).any()
     # reported scores are the true cosines of the pages returned
     assert np.allclose(scores, np.einsum("ij,ikj->ik", vectors, vectors[idx]), atol=1e-5)
-    # probing every cell is exact search
-    _, all_cells, _ = ann_top(vectors, 15, cells_probed=200)
-    assert recall_at_k(all_cells, exact_scores, 15) == 1.0
+
+
+def test_an_approximate_search_below_the_recall_floor_gives_way_to_exact_search():
+    """A planted bad index (random neighbours): its recall is measured, found short, and the exact search
+    answers, said in the run's metadata; a good one is kept; a large site's full neighbour search takes the
+    same path (nearest_pages), a small one stays exact."""
+    vectors, _ = _blobs(400, 25, dim=48)
+    rng = np.random.default_rng(0)
+
+    def planted(rows, n):
+        idx = rng.integers(0, len(rows), size=(len(rows), n))
+        return idx, np.einsum("ij,ikj->ik", rows, rows[idx]).astype(np.float32)
+
+    _, exact_scores = exact_top(vectors, vectors, 15, query_ids=np.arange(len(vectors)))
+    _, scores, check = checked_top(vectors, 15, k=15, approximate=True, recall_floor=0.98,
+                                     approximate_search=planted)  # fmt: skip
+    assert check.fell_back and check.method == "exact" and check.recall_at_k < 0.5
+    assert f"recall@15 was {check.recall_at_k:.3f} < 0.98: searched exactly" in check.said()
+    assert np.array_equal(scores, exact_scores)
+    _, _, kept = checked_top(vectors, 15, k=15, approximate=True, recall_floor=0.98)
+    assert not kept.fell_back and kept.method.startswith("ann:HNSW") and kept.recall_at_k >= 0.98
+    ids, hashes = _ids(len(vectors)), pl.Series([str(i) for i in range(len(vectors))])
+    large = nearest_pages(vectors, 15, ids, hashes, "m", approximate=Approximate(above=5_000, k=15))[3]
+    small = nearest_pages(vectors, 15, ids, hashes, "m", approximate=Approximate(above=20_000, k=15))[3]
+    assert large.search.method.startswith("ann:HNSW") and large.search.recall_sample == 1000
+    assert small.search.method == "exact" and small.search.recall_at_k is None
 
 
 def test_recall_counts_tied_pages_as_found():

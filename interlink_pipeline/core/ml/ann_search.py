@@ -1,69 +1,68 @@
-"""Approximate top-k for large sites: an inverted file (faiss k-means cells, each searched exactly among its
-nearest cells), and its recall@k measured against exact search on a sample of pages."""
+"""Approximate top-k for large sites, checked every run: a faiss HNSW graph answers, its recall@k is measured
+against exact search on a sample of pages, and below a floor the exact search answers instead (and says so).
+
+HNSW was measured against faiss's inverted file (the index this module used before) on 50,000 pages of the
+generated site (2 busy cores): exact 30.9 s; the inverted file probing 32 of 447 cells 13.5 s at recall@15
+0.971; HNSW (32 links per node, efSearch 64) 9.4 s, building included, at recall@15 0.995.
+"""
 
 from __future__ import annotations
 
-import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from interlink_pipeline.core.ml.exact_search import BLOCK_BYTES, exact_top
+from interlink_pipeline.core.ml.exact_search import exact_top
 
-RECALL_SAMPLE = 1000
+RECALL_SAMPLE = 1000  # pages whose approximate lists are checked against exact search, every run
+RECALL_FLOOR = 0.98  # below this recall@k, the exact search answers instead
+APPROXIMATE_ABOVE = 50_000  # pages above which searches are approximate by default (docs/benchmarks.md)
+HNSW_LINKS = 32  # each node's links in the graph (faiss's M)
+HNSW_EF_SEARCH = 64  # candidates kept while searching (faiss's efSearch): recall against time
 
 
-def ann_top(
-    vectors: np.ndarray, n: int, *, cells_probed: int = 32, device: str = "cpu", seed: int = 0
-) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Approximate top-`n` of every row among all rows (self excluded): an inverted file, cell by cell.
+@dataclass(frozen=True)
+class SearchCheck:
+    """How a search was made, as the run's metadata says it: exact, or approximate with its measured recall
+    (and, when that was below the floor, the exact search that answered instead)."""
 
-    faiss's spherical k-means splits the rows into about 2*sqrt(n) cells. All rows of one cell are then
-    scored together, exactly, against the rows of the `cells_probed` cells whose centroids are nearest to
-    theirs: one matrix product per cell (BLAS on CPU, CUDA when given) instead of one list scan per row,
-    which is what makes a million rows take minutes rather than an hour on two cores.
-    """
+    method: str  # "exact", or "ann:<index>" when the approximate lists were kept
+    recall_at_k: float | None = None  # the approximate search's, on `recall_sample` pages
+    recall_sample: int = 0
+    fell_back: bool = False
+    why: str = ""
+    seconds: float = 0.0
+
+    def said(self) -> str:
+        """The check in words for the metadata ("" for a plain exact search)."""
+        if self.fell_back:
+            return f"; {self.why}"
+        if self.recall_at_k is None:
+            return ""
+        return f"; {self.method}, recall {self.recall_at_k:.3f} on {self.recall_sample:,} pages"
+
+
+def hnsw_top(
+    vectors: np.ndarray, n: int, *, ef_search: int = HNSW_EF_SEARCH
+) -> tuple[np.ndarray, np.ndarray]:
+    """Approximate top-`n` of every row among all rows by inner product (self excluded), best first; a
+    short list is padded with index 0 and score -inf."""
     import faiss
-    import torch
 
     count, dim = vectors.shape
-    cells = max(1, int(min(2 * math.sqrt(count), count // 40)))
-    probed = min(cells_probed, cells)
-    started = time.monotonic()
-    rng = np.random.default_rng(seed)
-    train = vectors[np.sort(rng.choice(count, size=min(count, cells * 40), replace=False))]
-    kmeans = faiss.Kmeans(dim, cells, niter=10, spherical=True, seed=seed + 1, max_points_per_centroid=40)
-    kmeans.train(np.ascontiguousarray(train, dtype=np.float32))
-    base = torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32)).to(device)
-    centroids = torch.from_numpy(kmeans.centroids).to(device)
-    rows = max(1, BLOCK_BYTES // (4 * cells))
-    with torch.inference_mode():
-        cell_of = torch.cat([(base[i : i + rows] @ centroids.T).argmax(1) for i in range(0, count, rows)])
-        nearest = torch.topk(centroids @ centroids.T, probed, dim=1).indices.cpu().numpy()
-    cell_of = cell_of.cpu().numpy()
-    order = np.argsort(cell_of, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(cell_of, minlength=cells))])
-    built = time.monotonic() - started
-    out_idx = np.zeros((count, n), dtype=np.int64)
-    out_score = np.full((count, n), -np.inf, dtype=np.float32)
-    with torch.inference_mode():
-        for cell in np.flatnonzero(np.diff(bounds)):
-            members = order[bounds[cell] : bounds[cell + 1]]
-            # the cell itself first, so each member's own row sits on the diagonal of the first block
-            others = [c for c in nearest[cell] if c != cell][: probed - 1]
-            candidates = np.concatenate([members, *(order[bounds[c] : bounds[c + 1]] for c in others)])
-            candidate_vectors = base[torch.from_numpy(candidates).to(device)]
-            width = min(n, len(candidates))
-            step = max(1, BLOCK_BYTES // (4 * len(candidates)))
-            for first in range(0, len(members), step):
-                block = members[first : first + step]
-                scores = base[torch.from_numpy(block).to(device)] @ candidate_vectors.T
-                diagonal = torch.arange(len(block), device=device)
-                scores[diagonal, diagonal + first] = -math.inf
-                top = torch.topk(scores, width, dim=1)
-                out_idx[block, :width] = candidates[top.indices.cpu().numpy()]
-                out_score[block, :width] = top.values.cpu().numpy()
-    return out_idx, out_score, {"index": f"IVF cells={cells} probed={probed}", "build_s": built}
+    base = np.ascontiguousarray(vectors, dtype=np.float32)
+    index = faiss.IndexHNSWFlat(dim, HNSW_LINKS, faiss.METRIC_INNER_PRODUCT)
+    index.add(base)
+    index.hnsw.efSearch = max(ef_search, n + 1)
+    scores, idx = index.search(base, min(n + 1, count))
+    scores[idx == np.arange(count)[:, None]] = -np.inf  # the page itself, wherever it ranked
+    scores[idx < 0] = -np.inf
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :n]
+    idx, scores = np.take_along_axis(idx, order, axis=1), np.take_along_axis(scores, order, axis=1)
+    idx[~np.isfinite(scores)] = 0
+    width = min(n, count)
+    return np.maximum(idx[:, :width], 0), scores[:, :width]
 
 
 def recall_at_k(approx_scores: np.ndarray, exact_scores: np.ndarray, k: int) -> float:
@@ -85,3 +84,32 @@ def sampled_recall(vectors: np.ndarray, approx_scores: np.ndarray, k: int, devic
     sample = np.random.default_rng(1).choice(count, size=min(count, RECALL_SAMPLE), replace=False)
     _, exact_scores = exact_top(vectors[sample], vectors, k, query_ids=sample, device=device)
     return recall_at_k(approx_scores[sample], exact_scores, k), len(sample)
+
+
+def checked_top(
+    vectors: np.ndarray,
+    n: int,
+    *,
+    k: int,
+    approximate: bool,
+    recall_floor: float,
+    device: str = "cpu",
+    approximate_search=hnsw_top,
+) -> tuple[np.ndarray, np.ndarray, SearchCheck]:
+    """Top-`n` of every row among all rows (self excluded): exact, or when `approximate`, from the HNSW
+    graph — kept only when its recall@`k` on a sample reaches `recall_floor`, else the exact search answers.
+    (On a GPU the exact search is fast enough: it always answers there.)"""
+    started = time.monotonic()
+    count = len(vectors)
+    if approximate and device == "cpu" and count > 1:
+        idx, scores = approximate_search(vectors, n)
+        recall, sampled = sampled_recall(vectors, scores, min(k, n), device)
+        if recall >= recall_floor:
+            method = f"ann:HNSW M={HNSW_LINKS} efSearch={HNSW_EF_SEARCH}"
+            return idx, scores, SearchCheck(method, recall, sampled, seconds=time.monotonic() - started)
+        why = f"the approximate lists' recall@{min(k, n)} was {recall:.3f} < {recall_floor}: searched exactly"
+        check = SearchCheck("exact", recall, sampled, fell_back=True, why=why)
+    else:
+        check = SearchCheck("exact")
+    idx, scores = exact_top(vectors, vectors, n, query_ids=np.arange(count), device=device)
+    return idx, scores, SearchCheck(**{**check.__dict__, "seconds": time.monotonic() - started})

@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.ml.ann_search import SearchCheck, checked_top
 from interlink_pipeline.core.ml.exact_search import BLOCK_BYTES, exact_top
 
 # Neighbours kept per page beyond those searched: a removed neighbour rarely forces a full search of a page.
@@ -32,6 +33,7 @@ class Increment:
     pages_merged: int = 0  # unchanged pages whose kept lists took in the changed pages' scores
     pages_changed: int = 0  # changed or added since the last search
     pages_removed: int = 0
+    search: SearchCheck | None = None  # a full search's: exact, or approximate with its measured recall
 
     @classmethod
     def combined(cls, parts: list[Increment]) -> Increment:
@@ -49,7 +51,18 @@ class Increment:
             pages_merged=sum(p.pages_merged for p in parts),
             pages_changed=changed,
             pages_removed=removed,
+            search=next((p.search for p in parts if p.search and p.search.fell_back), parts[0].search),
         )
+
+
+@dataclass(frozen=True)
+class Approximate:
+    """When a full search may be approximate: past `above` pages, kept only if its recall@`k` (0: the
+    search's width) on a sample reaches `recall_floor`."""
+
+    above: int = 2**62  # never, by default
+    recall_floor: float = 0.98
+    k: int = 0
 
 
 def neighbour_state(
@@ -104,9 +117,11 @@ def nearest_pages(
     model: str,
     previous: pl.DataFrame | None = None,
     device: str = "cpu",
+    approximate: Approximate | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Increment]:
-    """Each page's `width` nearest pages (indices, scores; -inf pads a short list) and its floor, exactly,
-    reusing `previous` (ml.page_neighbours rows) for the pages whose text is unchanged."""
+    """Each page's `width` nearest pages (indices, scores; -inf pads a short list) and its floor, reusing
+    `previous` (ml.page_neighbours rows) for the pages whose text is unchanged. A full search is exact, or
+    past `approximate.above` pages approximate where its measured recall holds (ann_search.checked_top)."""
     count = len(vectors)
     why = _full_search_reason(previous, count, width, model)
     unchanged = fresh = removed = None
@@ -116,10 +131,8 @@ def nearest_pages(
             changed = len(fresh) + removed
             why = f"{changed:,} of {count:,} pages changed, added or removed: a full search is cheaper"
     if why is not None:
-        idx, scores = _padded(
-            *exact_top(vectors, vectors, width, query_ids=np.arange(count), device=device), width
-        )
-        return idx, scores, _floors(scores, count, width), Increment("full", why, count)
+        idx, scores, check = _full_search(vectors, width, approximate or Approximate(), device)
+        return idx, scores, _floors(scores, count, width), Increment("full", why, count, search=check)
     idx = np.zeros((count, width), dtype=np.int64)
     scores = np.full((count, width), -np.inf, dtype=np.float32)
     floors = np.full(count, -np.inf, dtype=np.float32)
@@ -148,6 +161,22 @@ def nearest_pages(
         pages_removed=removed,
     )
     return idx, scores, floors, increment
+
+
+def _full_search(
+    vectors: np.ndarray, width: int, approximate: Approximate, device: str
+) -> tuple[np.ndarray, np.ndarray, SearchCheck]:
+    """Every page's `width` nearest pages: exact, or approximate past `approximate.above` pages where its
+    recall holds."""
+    idx, scores, check = checked_top(
+        vectors,
+        width,
+        k=approximate.k or width,
+        approximate=len(vectors) > approximate.above,
+        recall_floor=approximate.recall_floor,
+        device=device,
+    )
+    return *_padded(idx, scores, width), check
 
 
 def _full_search_reason(previous: pl.DataFrame | None, count: int, width: int, model: str) -> str | None:

@@ -1,9 +1,9 @@
 """Similar-page pairs: each page's top-k most similar pages, in bounded memory, exact or approximate.
 
 Exact search (`exact_search`) scores blocks of pages against all pages; above `ann_threshold` pages an
-inverted file answers instead (`ann_search`), its recall@k measured against exact search on a sample; an
-unfiltered exact search is incremental across re-crawls (`page_neighbours`). Candidates then go through the
-rules users asked for:
+HNSW graph answers instead (`ann_search`), kept where its recall@k against exact search on a sample reaches
+`recall_floor`; an unfiltered search is incremental across re-crawls (`page_neighbours`). Candidates then
+go through the rules users asked for:
 
 - near-duplicates (pages sharing a duplicate key: the crawler's content hash, or the same H1 and body text)
   are flagged as duplicate content, not link opportunities — never on title cosine alone;
@@ -24,10 +24,11 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.ml.ann_search import ann_top, sampled_recall
+from interlink_pipeline.core.ml.ann_search import APPROXIMATE_ABOVE, RECALL_FLOOR, SearchCheck, checked_top
 from interlink_pipeline.core.ml.exact_search import exact_top
 from interlink_pipeline.core.ml.page_neighbours import (
     NEIGHBOUR_MARGIN,
+    Approximate,
     Increment,
     nearest_pages,
     neighbour_state,
@@ -67,40 +68,50 @@ class SimilarityOptions:
         (), "Regexes: these pages are never linked.", check=rust_regexes
     )
     method: Method = setting("auto", "auto: exact up to ann_threshold pages, an approximate index above.")
-    ann_threshold: int = setting(200_000, "Pages above which auto uses the ANN index.", ge=1)
-    ann_cells_probed: int = setting(
-        32, "ANN: neighbouring cells searched per cell; more raises recall (reported) and time.", ge=1
+    ann_threshold: int = setting(APPROXIMATE_ABOVE, "Pages above which auto uses the ANN index.", ge=1)
+    recall_floor: float = setting(
+        RECALL_FLOOR, "Lowest recall@k an approximate search is kept at (else exact).", ge=0, le=1
     )
     device: str = "cpu"
+
+    def approximate(self) -> Approximate:
+        """When the full search may be approximate: never (exact), always (ann), past ann_threshold (auto)."""
+        above = {"exact": 2**62, "ann": 0}.get(self.method, self.ann_threshold)
+        return Approximate(above, self.recall_floor, self.k)
 
 
 @dataclass
 class SearchStats:
     method: str
     seconds: float
-    recall_at_k: float | None = None  # ANN only: against exact search on a sample
+    recall_at_k: float | None = None  # an approximate search's, against exact search on a sample
     recall_sample: int = 0
-    details: dict = field(default_factory=dict)
-    increment: Increment | None = None  # exact search: what it reused
-    neighbours: pl.DataFrame | None = None  # exact search: ml.page_neighbours rows for the next search
+    details: dict = field(default_factory=dict)  # why an approximate search was not kept
+    increment: Increment | None = None  # a kept search: what it reused
+    neighbours: pl.DataFrame | None = None  # a kept search: ml.page_neighbours rows for the next search
+
+    @classmethod
+    def of(cls, check: SearchCheck | None, seconds: float | None = None, **kept) -> SearchStats:
+        check = check or SearchCheck("exact")
+        details = {"fell_back": check.why} if check.fell_back else {}
+        seconds = check.seconds if seconds is None else seconds
+        return cls(check.method, seconds, check.recall_at_k, check.recall_sample, details, **kept)
 
 
 def search(
     vectors: np.ndarray, n: int, options: SimilarityOptions
 ) -> tuple[np.ndarray, np.ndarray, SearchStats]:
     """Top-`n` neighbours of every row (self excluded), exact or approximate by `options.method`."""
-    count = len(vectors)
-    method = options.method
-    if method == "auto":
-        method = "ann" if count > options.ann_threshold else "exact"
-    started = time.monotonic()
-    if method == "exact":
-        idx, scores = exact_top(vectors, vectors, n, query_ids=np.arange(count), device=options.device)
-        return idx, scores, SearchStats("exact", time.monotonic() - started)
-    idx, scores, details = ann_top(vectors, n, cells_probed=options.ann_cells_probed, device=options.device)
-    seconds = time.monotonic() - started
-    recall, sampled = sampled_recall(vectors, scores, options.k, options.device)
-    return idx, scores, SearchStats(f"ann:{details['index']}", seconds, recall, sampled, details)
+    approximate = options.approximate()
+    idx, scores, check = checked_top(
+        vectors,
+        n,
+        k=options.k,
+        approximate=len(vectors) > approximate.above,
+        recall_floor=approximate.recall_floor,
+        device=options.device,
+    )
+    return idx, scores, SearchStats.of(check)
 
 
 def path_mask(paths: pl.Series, include: tuple[str, ...], exclude: tuple[str, ...]) -> np.ndarray:
@@ -144,16 +155,16 @@ def similar_pairs(
         )
     wanted = max(options.k, options.candidates_per_page)
     source_rows = np.flatnonzero(sources)
-    exact = options.method == "exact" or (options.method == "auto" and len(vectors) <= options.ann_threshold)
-    if sources.all() and targets.all() and exact and text_hashes is not None:
+    if sources.all() and targets.all() and text_hashes is not None:
         started = time.monotonic()
         width = wanted + NEIGHBOUR_MARGIN
         idx, scores, floors, increment = nearest_pages(
-            vectors, width, page_ids, text_hashes, model, previous, options.device
+            vectors, width, page_ids, text_hashes, model, previous, options.device, options.approximate()
         )
         neighbours = neighbour_state(page_ids, text_hashes, model, idx, scores, floors)
         idx, scores = idx[:, :wanted], scores[:, :wanted]
-        stats = SearchStats("exact", time.monotonic() - started, increment=increment, neighbours=neighbours)
+        seconds = time.monotonic() - started
+        stats = SearchStats.of(increment.search, seconds, increment=increment, neighbours=neighbours)
     elif sources.all() and targets.all():
         idx, scores, stats = search(vectors, wanted, options)
     else:  # filtered: exact search of the source pages among the target pages

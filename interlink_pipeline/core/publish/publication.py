@@ -67,12 +67,14 @@ def publish(
     manifest: dict[str, Any],
     snapshot: tuple[Path, Path] | None = None,
     running: Callable[[str], bool] = lambda run_id: False,
+    release_name: str | None = None,
 ) -> Publication:
-    """Complete run `run_id`'s release and switch `folder` to it; first move its staged snapshot (staged,
-    final) into place. The snapshot holds every site: one staged before a newer published one (another
-    site's run) is dropped, never published over it. What other runs staged and never published is removed
-    (in the snapshot's shared folder, only that of runs no longer `running`)."""
-    release = staged_folder(folder, run_id)
+    """Complete run `run_id`'s release (named `release_name`, else after the run) and switch `folder` to
+    it; first move its staged snapshot (staged, final) into place. The snapshot holds every site: one
+    staged before a newer published one (another site's run) is dropped, never published over it. What
+    other runs staged and never published is removed (in the snapshot's shared folder, only that of runs
+    no longer `running`)."""
+    release = staged_folder(folder, release_name or run_id)
     release.mkdir(parents=True, exist_ok=True)
     before = published_release(folder)
     if before is not None:
@@ -93,11 +95,11 @@ def publish(
             fault_point("publish-file")
             os.replace(source, target)
             published.files.append(str(target))
-        published.removed += _remove_staged(source.parent.parent, run_id, running)
+        published.removed += _remove_staged(source.parent.parent, release.name, running)
     fault_point("publish-file")
     _switch(folder, release, replaced)
     earlier = (read_manifest(release.parent / replaced) or {}).get(REPLACED) if replaced else None
-    published.removed += _remove_releases(release.parent, {run_id, replaced}, earlier, running)
+    published.removed += _remove_releases(release.parent, {release.name, replaced}, earlier, running)
     return published
 
 

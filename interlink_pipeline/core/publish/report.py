@@ -220,9 +220,10 @@ def topics_table(data: ReportData) -> str:
 
 
 def backtest_section(data: ReportData) -> str:
-    """How the plan did on links the pipeline was not shown, next to the plain baseline."""
+    """How the plan did on links the pipeline was not shown, next to the plain baseline: this run's
+    measurement, or, while it is being measured (the plan is published first), the last one, said so."""
     if data.backtest.is_empty():
-        return SECTIONS.backtest()
+        return SECTIONS.backtest(measurable=not data.content_links.is_empty())
     row = data.backtest.row(0, named=True)
     figures = pl.DataFrame(
         {
@@ -240,7 +241,7 @@ def backtest_section(data: ReportData) -> str:
                "reachable": "… lost one from a page within reach",
                "reachable_precision": "precision within reach"}  # fmt: skip
     by_reason = by_reason.select([c for c in columns if c in by_reason.columns]).rename(columns, strict=False)
-    return SECTIONS.backtest(row, figures, by_reason)
+    return SECTIONS.backtest(row, figures, by_reason, earlier=row["run_id"] != data.run_id)
 
 
 def changes_section(data: ReportData) -> str:

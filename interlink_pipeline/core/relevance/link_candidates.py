@@ -94,7 +94,9 @@ class CandidateBuilder:
         )
         if store is None or len(rows_with_text(vectors)) < 2:
             return neighbour_matrix(vectors, k)
-        self.searches[name] = store.search(name, vectors, self.signals.texts[name], k)
+        self.searches[name] = store.search(
+            name, vectors, self.signals.texts[name], k, approximate=self.options.approximate(k + 1)
+        )
         return store.matrix(name, k)
 
     def _kept_siblings(self) -> tuple[set[int], pl.DataFrame]:
@@ -111,12 +113,16 @@ class CandidateBuilder:
             self.signals.texts["title"],
             self.options.siblings_per_page,
             {store.page_ids[parent]: members for parent, members in groups.items()},
+            self.options.approximate(self.options.siblings_per_page + 1),
         )
         return set(groups), store.pairs("siblings", self.options.siblings_per_page).select("source", "target")
 
     def searches_done(self) -> str:
         """Per text field, whether its neighbours were searched in full or updated, and why (metadata)."""
-        return "; ".join(f"{name}: {done.mode} ({done.why})" for name, done in self.searches.items())
+        return "; ".join(
+            f"{name}: {done.mode} ({done.why}{done.search.said() if done.search else ''})"
+            for name, done in self.searches.items()
+        )
 
     def build(self, links: LinkGraph) -> pl.DataFrame:
         """Every proposed (source, target) pair without an existing in-content link, with its FEATURES

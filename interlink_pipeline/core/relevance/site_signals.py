@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.ml.ann_search import APPROXIMATE_ABOVE, RECALL_FLOOR
+from interlink_pipeline.core.ml.page_neighbours import Approximate
 from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore
 from interlink_pipeline.core.settings import setting
 
@@ -28,6 +30,18 @@ class CandidateOptions:
     )
     serp_depth: int = setting(10, "SERP positions that count as evidence.", ge=1)
     max_phrase_words: int = setting(8, "Longest phrase looked for in texts.", ge=1)
+    approximate_above: int = setting(
+        APPROXIMATE_ABOVE,
+        "Pages above which a field's nearest pages come from an approximate index (HNSW), kept only where "
+        "its recall on a sample reaches recall_floor (else searched exactly).",
+        ge=1,
+    )
+    recall_floor: float = setting(
+        RECALL_FLOOR, "Lowest recall@k an approximate search is kept at.", ge=0, le=1
+    )
+
+    def approximate(self, k: int) -> Approximate:
+        return Approximate(self.approximate_above, self.recall_floor, k)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from scipy import sparse
 from interlink_pipeline.core.ml.exact_search import exact_top
 from interlink_pipeline.core.ml.page_neighbours import (
     NEIGHBOUR_MARGIN,
+    Approximate,
     Increment,
     nearest_pages,
     neighbour_state,
@@ -37,8 +38,10 @@ class NeighbourStore:
         texts: list[str | None],
         k: int,
         groups: dict[str, np.ndarray] | None = None,
+        approximate: Approximate | None = None,
     ) -> Increment:
-        """Update the field's kept lists (exactly: see similarity.nearest_pages) and return what it took.
+        """Update the field's kept lists (see page_neighbours.nearest_pages: exact, or `approximate` on a
+        large site where its recall holds) and return what it took.
 
         Each page's neighbours are searched among all pages with the field, or with `groups` ({group key:
         page rows}) among its own group's pages only (a page's siblings under one parent)."""
@@ -53,7 +56,13 @@ class NeighbourStore:
             ids = pl.Series(self.page_ids, dtype=pl.String).gather(rows)
             kept = None if previous is None else previous.filter(pl.col("group") == group)
             idx, scores, floors, increment = nearest_pages(
-                vectors[rows], k + 1 + NEIGHBOUR_MARGIN, ids, hashes, self.model, kept
+                vectors[rows],
+                k + 1 + NEIGHBOUR_MARGIN,
+                ids,
+                hashes,
+                self.model,
+                kept,
+                approximate=approximate,
             )
             increments.append(increment)
             states.append(

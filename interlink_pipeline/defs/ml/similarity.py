@@ -78,9 +78,10 @@ def similarity_pairs(context: AssetExecutionContext, config: SimilarityConfig, w
     pairs = pairs.with_columns(pl.lit(site).alias("site"), pl.lit(stats.method).alias("method"))
     [k_check] = check_results([similarity_pairs_k_respected(pairs, options, len(pages))])
     metadata = _search_metadata(stats, len(pages)) | _pairs_metadata(pairs, pages)
-    if stats.recall_at_k is not None:
+    if stats.recall_at_k is not None:  # an approximate search was made: its measured recall, kept or not
         metadata["recall_at_k"] = MetadataValue.float(stats.recall_at_k)
         metadata["recall_sample_pages"] = stats.recall_sample
+        metadata["approximate_search"] = stats.details.get("fell_back", "kept")
     frames = {
         "ml.similarity_pairs": pairs,
         "ml.page_neighbours": neighbours.with_columns(pl.lit(site).alias("site")),
@@ -94,7 +95,7 @@ def _search_metadata(stats: SearchStats, pages: int) -> dict:
     return {
         "method": stats.method,
         "search": increment.mode if increment else "full",
-        "search_why": increment.why if increment else "approximate or path-filtered searches are always full",
+        "search_why": increment.why if increment else "path-filtered searches are always full",
         "pages_searched": increment.pages_searched if increment else pages,
         "pages_reused": increment.pages_merged if increment else 0,
         "pages_changed": increment.pages_changed if increment else pages,

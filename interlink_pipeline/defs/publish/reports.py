@@ -15,12 +15,12 @@ from interlink_pipeline.core.publish.publication import publish, staged_folder
 from interlink_pipeline.core.publish.warehouse_reads import published_figures, report_data, spreadsheet_tables
 from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.database import files_folder
-from interlink_pipeline.core.warehouse.snapshot import staged_snapshot
+from interlink_pipeline.core.warehouse.snapshot import publish_snapshot, staged_snapshot
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.publish.marts import after_marts, analyst_snapshot
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import WRITER_POOL
+from interlink_pipeline.defs.tables import WRITER_POOL, table_key
 from interlink_pipeline.defs.writes import readable, user_errors
 
 GROUP = "reports"
@@ -85,17 +85,27 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
     {"html"},
     "An interactive HTML report per site (opens from the file, no network): topic map, depth "
     "and orphans before/after, hubs → pages, links by reason with their probability, the backtest "
-    "against the same-budget baseline, top opportunities.",
-    tables=("graph.backtest_runs", "graph.live_links"),
+    "against the same-budget baseline, top opportunities. Made before the run's backtest, with the last "
+    "measurement (or 'being measured'); published_measurement replaces it once the backtest is done.",
+    tables=("graph.live_links",),
 )
 def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()
     with user_errors():
-        site = site_key(context)
-        data = report_data(warehouse.path, site, context.run.run_id, lock_timeout_s=warehouse.lock_timeout_s)
-        folder = site_folder(warehouse, site)
-        staged = report.render(data, staged_folder(folder, context.run.run_id) / "report.html")
-    path = folder / staged.name  # where the run's last step publishes it
+        folder = site_folder(warehouse, site_key(context))
+        staged = _rendered(context, warehouse, staged_folder(folder, context.run.run_id))
+    return _report_result(folder / staged.name, staged, started)
+
+
+def _rendered(context: AssetExecutionContext, warehouse: Warehouse, release: Path) -> Path:
+    """The site's report with the last backtest measured, written into `release` to be published."""
+    site = site_key(context)
+    data = report_data(warehouse.path, site, context.run.run_id, lock_timeout_s=warehouse.lock_timeout_s)
+    return report.render(data, release / "report.html")
+
+
+def _report_result(path: Path, staged: Path, started: float) -> MaterializeResult:
+    """The report's metadata: where it is published (`path`), written as `staged`."""
     return MaterializeResult(
         metadata=readable(
             {
@@ -110,6 +120,12 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
             }
         )
     )
+
+
+def _manifest(warehouse: Warehouse, site: str) -> tuple[dict, dict]:
+    """The plan's figures, and published.json's content with them."""
+    figures = published_figures(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
+    return figures, {"site": site, "published_at": datetime.now(UTC).isoformat(timespec="seconds"), **figures}
 
 
 def _running(instance, run_id: str) -> bool:
@@ -143,8 +159,7 @@ def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> Mat
                 f"{site}: this run wrote no files to publish; materialise published_files with "
                 "html_report, spreadsheet_exports and analyst_snapshot (the published ones stay as they are)."
             )
-        figures = published_figures(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
-        manifest = {"site": site, "published_at": datetime.now(UTC).isoformat(timespec="seconds"), **figures}
+        figures, manifest = _manifest(warehouse, site)
         published = publish(folder, run_id, manifest, snapshot, partial(_running, context.instance))
     if published.removed:
         context.log.warning(f"{site}: removed what earlier runs left: {'; '.join(published.removed)}")
@@ -160,3 +175,34 @@ def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> Mat
             }
         )
     )
+
+
+MEASURED = "-measured"  # the release name a run's report is republished under once its backtest is done
+
+
+@asset(
+    partitions_def=site_partitions,
+    group_name=GROUP,
+    kinds={"html"},
+    pool=WRITER_POOL,
+    deps=[published_files, table_key("graph.backtest_runs")],
+    description="The report and the analysts' snapshot again, with the backtest this run measured after "
+    "publishing its plan, republished with the other published files (and published.json's figures) in "
+    "one switch: the plan is out as soon as it is made, and its measurement follows.",
+)
+def published_measurement(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+    started = time.monotonic()
+    run_id = context.run.run_id
+    with user_errors():
+        site = site_key(context)
+        folder = site_folder(warehouse, site)
+        staged = _rendered(context, warehouse, staged_folder(folder, run_id + MEASURED))
+        snapshot = None
+        if not lake.is_lake(warehouse.path):  # the analysts' copy, with the measurement too
+            final = warehouse.analyst_snapshot().resolve()
+            snapshot = (staged_snapshot(final, run_id + MEASURED), final)
+            publish_snapshot(warehouse.path, snapshot[0], lock_timeout_s=warehouse.lock_timeout_s)
+        _figures, manifest = _manifest(warehouse, site)
+        running = partial(_running, context.instance)
+        publish(folder, run_id, manifest, snapshot, running, release_name=staged.parent.name)
+    return _report_result(folder / staged.name, staged, started)

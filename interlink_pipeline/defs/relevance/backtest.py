@@ -68,7 +68,7 @@ def _bar(value: float, top: float, width: int = 30) -> str:
 @site_asset(
     "graph.backtest_runs",
     group=GROUP,
-    deps=["graph.link_plan", *RELEVANCE_TABLES],
+    deps=["graph.link_plan", "published_files", *RELEVANCE_TABLES],  # after the plan is out: off its path
     kinds={"duckdb", "scikitlearn"},
 )
 def link_backtest(
