@@ -31,7 +31,10 @@ def test_demo_materialises_the_sample(cli_env, tmp_path, sample_site):
     frames = re.findall(r"(\w+)\s+[━╸╺]+\s+(\d+)/(\d+)\s+0:\d\d:\d\d([^\r\n]*)", shown)
     assert any(int(done) < int(steps) for _, done, steps, _ in frames), shown[-2000:]  # while it ran
     step, done, steps, _ = frames[-1]
-    assert step == "published_files" and done == steps  # every step counted
+    assert step == "published_measurement" and done == steps  # every step counted
+    # the plan is out before its backtest: said with when, inside the run's time
+    published = float(re.search(r"the plan was published ([\d.]+)s into the run", shown)[1])
+    assert 0 < published < float(re.search(r"succeeded in ([\d.]+)s", shown)[1])
     assert any(said.strip().startswith(f"{SAMPLE_HOST}: ") for *_, said in frames)  # a step's message
     # what the steps print (dbt's console) is kept in a file, not drawn between the bar's frames
     said = Path(re.search(r"its steps' output:\s+(\S+)\)", shown)[1])

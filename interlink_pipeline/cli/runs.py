@@ -152,9 +152,23 @@ def execute(
     if not result.success:
         return _report_failure(instance, result, site, seconds)
     print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s (its steps' output: {said.where()})")
+    published = _published_after(instance, result.run_id)
+    if published is not None:
+        print(f"the plan was published {published:.1f}s into the run; its backtest and report followed")
     _print_written(result)
     print_where()
     return 0
+
+
+def _published_after(instance, run_id: str) -> float | None:
+    """Seconds from the run's start to its plan's publication (None: the run published none)."""
+    from dagster import AssetKey
+
+    event = instance.get_latest_materialization_event(AssetKey("published_files"))
+    stats = instance.get_run_stats(run_id)
+    if event is None or event.run_id != run_id or stats.start_time is None:
+        return None
+    return event.timestamp - stats.start_time
 
 
 def _print_written(result) -> None:
