@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 
 from benchmarks.harness import DATA, print_table
-from interlink_pipeline.core.ml.ann_search import RECALL_FLOOR, checked_top, recall_at_k
+from interlink_pipeline.core.ml.ann_search import RECALL_FLOOR, Approximate, checked_top, recall_at_k
 from interlink_pipeline.core.ml.exact_search import exact_top
 
 WIDTH, K = 31, 21  # neighbours_per_field 20 + 1 + the kept margin 10; recall judged at the 21 used
@@ -39,7 +39,7 @@ def main() -> None:
         started = time.monotonic()
         _, exact_scores = exact_top(vectors, vectors, WIDTH, query_ids=np.arange(len(vectors)))
         exact_s = time.monotonic() - started
-        _, scores, check = checked_top(vectors, WIDTH, k=K, approximate=True, recall_floor=RECALL_FLOOR)
+        _, scores, check = checked_top(vectors, WIDTH, Approximate(above=0, k=K))
         whole = recall_at_k(scores, exact_scores, K)
         rows.append([f"{len(vectors):,}", f"{exact_s:.1f} s", f"{check.seconds:.1f} s",
                      f"{exact_s / check.seconds:.1f}×", f"{check.recall_at_k:.4f}", f"{whole:.4f}",

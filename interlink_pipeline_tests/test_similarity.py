@@ -8,7 +8,7 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ml import exact_search
-from interlink_pipeline.core.ml.ann_search import checked_top, recall_at_k
+from interlink_pipeline.core.ml.ann_search import Approximate, checked_top, recall_at_k
 from interlink_pipeline.core.ml.clusters import (
     ClusterOptions,
     PreviousClusters,
@@ -18,7 +18,7 @@ from interlink_pipeline.core.ml.clusters import (
     topic_clusters,
 )
 from interlink_pipeline.core.ml.exact_search import exact_top
-from interlink_pipeline.core.ml.page_neighbours import Approximate, nearest_pages, neighbour_state
+from interlink_pipeline.core.ml.page_neighbours import nearest_pages, neighbour_state
 from interlink_pipeline.core.ml.similarity import SimilarityOptions, search, similar_pairs
 from interlink_pipeline.core.text import detect_language, stop_words
 from interlink_pipeline.sample import SAMPLE_HOST
@@ -122,12 +122,11 @@ def test_an_approximate_search_below_the_recall_floor_gives_way_to_exact_search(
         return idx, np.einsum("ij,ikj->ik", rows, rows[idx]).astype(np.float32)
 
     _, exact_scores = exact_top(vectors, vectors, 15, query_ids=np.arange(len(vectors)))
-    _, scores, check = checked_top(vectors, 15, k=15, approximate=True, recall_floor=0.98,
-                                     approximate_search=planted)  # fmt: skip
+    _, scores, check = checked_top(vectors, 15, Approximate(above=0, k=15), approximate_search=planted)
     assert check.fell_back and check.method == "exact" and check.recall_at_k < 0.5
     assert f"recall@15 was {check.recall_at_k:.3f} < 0.98: searched exactly" in check.said()
     assert np.array_equal(scores, exact_scores)
-    _, _, kept = checked_top(vectors, 15, k=15, approximate=True, recall_floor=0.98)
+    _, _, kept = checked_top(vectors, 15, Approximate(above=0, k=15))
     assert not kept.fell_back and kept.method.startswith("ann:HNSW") and kept.recall_at_k >= 0.98
     ids, hashes = _ids(len(vectors)), pl.Series([str(i) for i in range(len(vectors))])
     large = nearest_pages(vectors, 15, ids, hashes, "m", approximate=Approximate(above=5_000, k=15))[3]

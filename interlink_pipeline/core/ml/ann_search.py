@@ -9,7 +9,7 @@ generated site (2 busy cores): exact 30.9 s; the inverted file probing 32 of 447
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -20,6 +20,16 @@ RECALL_FLOOR = 0.98  # below this recall@k, the exact search answers instead
 APPROXIMATE_ABOVE = 50_000  # pages above which searches are approximate by default (docs/benchmarks.md)
 HNSW_LINKS = 32  # each node's links in the graph (faiss's M)
 HNSW_EF_SEARCH = 64  # candidates kept while searching (faiss's efSearch): recall against time
+
+
+@dataclass(frozen=True)
+class Approximate:
+    """When a full search may be approximate: past `above` pages (None: never), kept only if its recall@`k`
+    (0: the search's width) on a sample reaches `recall_floor`."""
+
+    above: int | None = None
+    recall_floor: float = RECALL_FLOOR
+    k: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,8 +71,7 @@ def hnsw_top(
     order = np.argsort(-scores, axis=1, kind="stable")[:, :n]
     idx, scores = np.take_along_axis(idx, order, axis=1), np.take_along_axis(scores, order, axis=1)
     idx[~np.isfinite(scores)] = 0
-    width = min(n, count)
-    return np.maximum(idx[:, :width], 0), scores[:, :width]
+    return idx, scores
 
 
 def recall_at_k(approx_scores: np.ndarray, exact_scores: np.ndarray, k: int) -> float:
@@ -89,27 +98,24 @@ def sampled_recall(vectors: np.ndarray, approx_scores: np.ndarray, k: int, devic
 def checked_top(
     vectors: np.ndarray,
     n: int,
-    *,
-    k: int,
-    approximate: bool,
-    recall_floor: float,
+    approximate: Approximate,
     device: str = "cpu",
     approximate_search=hnsw_top,
 ) -> tuple[np.ndarray, np.ndarray, SearchCheck]:
-    """Top-`n` of every row among all rows (self excluded): exact, or when `approximate`, from the HNSW
-    graph — kept only when its recall@`k` on a sample reaches `recall_floor`, else the exact search answers.
+    """Top-`n` of every row among all rows (self excluded): exact, or past `approximate.above` rows from the
+    HNSW graph — kept only when its recall@k on a sample reaches the floor, else the exact search answers.
     (On a GPU the exact search is fast enough: it always answers there.)"""
     started = time.monotonic()
-    count = len(vectors)
-    if approximate and device == "cpu" and count > 1:
+    count, k = len(vectors), min(approximate.k or n, n)
+    check = SearchCheck("exact")
+    if approximate.above is not None and count > max(approximate.above, 1) and device == "cpu":
         idx, scores = approximate_search(vectors, n)
-        recall, sampled = sampled_recall(vectors, scores, min(k, n), device)
-        if recall >= recall_floor:
+        recall, sampled = sampled_recall(vectors, scores, k, device)
+        if recall >= approximate.recall_floor:
             method = f"ann:HNSW M={HNSW_LINKS} efSearch={HNSW_EF_SEARCH}"
             return idx, scores, SearchCheck(method, recall, sampled, seconds=time.monotonic() - started)
-        why = f"the approximate lists' recall@{min(k, n)} was {recall:.3f} < {recall_floor}: searched exactly"
+        floor = approximate.recall_floor
+        why = f"the approximate lists' recall@{k} was {recall:.3f} < {floor}: searched exactly"
         check = SearchCheck("exact", recall, sampled, fell_back=True, why=why)
-    else:
-        check = SearchCheck("exact")
     idx, scores = exact_top(vectors, vectors, n, query_ids=np.arange(count), device=device)
-    return idx, scores, SearchCheck(**{**check.__dict__, "seconds": time.monotonic() - started})
+    return idx, scores, replace(check, seconds=time.monotonic() - started)

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.ml.ann_search import SearchCheck, checked_top
+from interlink_pipeline.core.ml.ann_search import Approximate, SearchCheck, checked_top
 from interlink_pipeline.core.ml.exact_search import BLOCK_BYTES, exact_top
 
 # Neighbours kept per page beyond those searched: a removed neighbour rarely forces a full search of a page.
@@ -53,16 +53,6 @@ class Increment:
             pages_removed=removed,
             search=next((p.search for p in parts if p.search and p.search.fell_back), parts[0].search),
         )
-
-
-@dataclass(frozen=True)
-class Approximate:
-    """When a full search may be approximate: past `above` pages, kept only if its recall@`k` (0: the
-    search's width) on a sample reaches `recall_floor`."""
-
-    above: int = 2**62  # never, by default
-    recall_floor: float = 0.98
-    k: int = 0
 
 
 def neighbour_state(
@@ -131,7 +121,8 @@ def nearest_pages(
             changed = len(fresh) + removed
             why = f"{changed:,} of {count:,} pages changed, added or removed: a full search is cheaper"
     if why is not None:
-        idx, scores, check = _full_search(vectors, width, approximate or Approximate(), device)
+        idx, scores, check = checked_top(vectors, width, approximate or Approximate(), device)
+        idx, scores = _padded(idx, scores, width)
         return idx, scores, _floors(scores, count, width), Increment("full", why, count, search=check)
     idx = np.zeros((count, width), dtype=np.int64)
     scores = np.full((count, width), -np.inf, dtype=np.float32)
@@ -161,22 +152,6 @@ def nearest_pages(
         pages_removed=removed,
     )
     return idx, scores, floors, increment
-
-
-def _full_search(
-    vectors: np.ndarray, width: int, approximate: Approximate, device: str
-) -> tuple[np.ndarray, np.ndarray, SearchCheck]:
-    """Every page's `width` nearest pages: exact, or approximate past `approximate.above` pages where its
-    recall holds."""
-    idx, scores, check = checked_top(
-        vectors,
-        width,
-        k=approximate.k or width,
-        approximate=len(vectors) > approximate.above,
-        recall_floor=approximate.recall_floor,
-        device=device,
-    )
-    return *_padded(idx, scores, width), check
 
 
 def _full_search_reason(previous: pl.DataFrame | None, count: int, width: int, model: str) -> str | None:

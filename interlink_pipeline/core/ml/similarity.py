@@ -24,11 +24,16 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.ml.ann_search import APPROXIMATE_ABOVE, RECALL_FLOOR, SearchCheck, checked_top
+from interlink_pipeline.core.ml.ann_search import (
+    APPROXIMATE_ABOVE,
+    RECALL_FLOOR,
+    Approximate,
+    SearchCheck,
+    checked_top,
+)
 from interlink_pipeline.core.ml.exact_search import exact_top
 from interlink_pipeline.core.ml.page_neighbours import (
     NEIGHBOUR_MARGIN,
-    Approximate,
     Increment,
     nearest_pages,
     neighbour_state,
@@ -76,7 +81,7 @@ class SimilarityOptions:
 
     def approximate(self) -> Approximate:
         """When the full search may be approximate: never (exact), always (ann), past ann_threshold (auto)."""
-        above = {"exact": 2**62, "ann": 0}.get(self.method, self.ann_threshold)
+        above = {"exact": None, "ann": 0}.get(self.method, self.ann_threshold)
         return Approximate(above, self.recall_floor, self.k)
 
 
@@ -102,15 +107,7 @@ def search(
     vectors: np.ndarray, n: int, options: SimilarityOptions
 ) -> tuple[np.ndarray, np.ndarray, SearchStats]:
     """Top-`n` neighbours of every row (self excluded), exact or approximate by `options.method`."""
-    approximate = options.approximate()
-    idx, scores, check = checked_top(
-        vectors,
-        n,
-        k=options.k,
-        approximate=len(vectors) > approximate.above,
-        recall_floor=approximate.recall_floor,
-        device=options.device,
-    )
+    idx, scores, check = checked_top(vectors, n, options.approximate(), options.device)
     return idx, scores, SearchStats.of(check)
 
 

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.ml.ann_search import APPROXIMATE_ABOVE, RECALL_FLOOR
-from interlink_pipeline.core.ml.page_neighbours import Approximate
+from interlink_pipeline.core.ml.ann_search import APPROXIMATE_ABOVE, RECALL_FLOOR, Approximate
 from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore
 from interlink_pipeline.core.settings import setting
 

@@ -12,10 +12,10 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
+from interlink_pipeline.core.ml.ann_search import Approximate
 from interlink_pipeline.core.ml.exact_search import exact_top
 from interlink_pipeline.core.ml.page_neighbours import (
     NEIGHBOUR_MARGIN,
-    Approximate,
     Increment,
     nearest_pages,
     neighbour_state,

@@ -128,6 +128,14 @@ def _manifest(warehouse: Warehouse, site: str) -> tuple[dict, dict]:
     return figures, {"site": site, "published_at": datetime.now(UTC).isoformat(timespec="seconds"), **figures}
 
 
+def _snapshot(warehouse: Warehouse, release: str) -> tuple[Path, Path] | None:
+    """The analysts' snapshot as `release` stages it and where it is published (None: a lake has none)."""
+    if lake.is_lake(warehouse.path):
+        return None
+    final = warehouse.analyst_snapshot().resolve()
+    return staged_snapshot(final, release), final
+
+
 def _running(instance, run_id: str) -> bool:
     run = instance.get_run_by_id(run_id)
     return run is not None and not run.is_finished
@@ -147,10 +155,7 @@ def _running(instance, run_id: str) -> bool:
 def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()
     run_id = context.run.run_id
-    snapshot = None
-    if not lake.is_lake(warehouse.path):
-        final = warehouse.analyst_snapshot().resolve()
-        snapshot = (staged_snapshot(final, run_id), final)
+    snapshot = _snapshot(warehouse, run_id)
     with user_errors():
         site = site_key(context)
         folder = site_folder(warehouse, site)
@@ -197,10 +202,8 @@ def published_measurement(context: AssetExecutionContext, warehouse: Warehouse) 
         site = site_key(context)
         folder = site_folder(warehouse, site)
         staged = _rendered(context, warehouse, staged_folder(folder, run_id + MEASURED))
-        snapshot = None
-        if not lake.is_lake(warehouse.path):  # the analysts' copy, with the measurement too
-            final = warehouse.analyst_snapshot().resolve()
-            snapshot = (staged_snapshot(final, run_id + MEASURED), final)
+        snapshot = _snapshot(warehouse, run_id + MEASURED)
+        if snapshot is not None:  # the analysts' copy, with the measurement too
             publish_snapshot(warehouse.path, snapshot[0], lock_timeout_s=warehouse.lock_timeout_s)
         _figures, manifest = _manifest(warehouse, site)
         running = partial(_running, context.instance)
