@@ -38,20 +38,22 @@ def change_titles(source: Path, target: Path, share: float, round_: int) -> int:
     return (changed["Title 1"] != crawl["Title 1"]).sum()
 
 
-# `interlink ARGS` in a fresh process that reports its own peak RSS (and its children's: dbt) when it ends
+# `interlink ARGS` in a fresh process that reports its own peak RSS and CPU seconds (and its children's:
+# dbt) when it ends
 _MEASURED_CLI = """
 import resource, runpy, sys
 sys.argv = ["interlink", *sys.argv[1:]]
 try:
     runpy.run_module("interlink_pipeline.cli", run_name="__main__")
 finally:
-    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    print(f"@@PEAK@@{peak}", file=sys.stderr)
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = sum(u.ru_utime + u.ru_stime for u in usage)
+    print(f"@@PEAK@@{max(u.ru_maxrss for u in usage)} {cpu:.1f}", file=sys.stderr)
 """
 
 
-def interlink(env: dict[str, str], *args: str) -> tuple[float, float]:
-    """Run `interlink ARGS`; (seconds, the process's peak RSS in MB)."""
+def interlink(env: dict[str, str], *args: str) -> tuple[float, float, float]:
+    """Run `interlink ARGS`; (seconds, the process's peak RSS in MB, its CPU seconds)."""
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", _MEASURED_CLI, *args], env=env, cwd=ROOT, capture_output=True, text=True
@@ -59,8 +61,8 @@ def interlink(env: dict[str, str], *args: str) -> tuple[float, float]:
     seconds = time.monotonic() - started
     if done.returncode != 0:
         raise RuntimeError(f"interlink {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    peak = next(line for line in done.stderr.splitlines() if line.startswith("@@PEAK@@"))
-    return seconds, int(peak.removeprefix("@@PEAK@@")) / 1024
+    peak, cpu = next(line for line in done.stderr.splitlines() if line.startswith("@@PEAK@@")).split()
+    return seconds, int(peak.removeprefix("@@PEAK@@")) / 1024, float(cpu)
 
 
 def last_run_steps(env: dict[str, str]) -> dict[str, float]:
@@ -108,7 +110,7 @@ def measure_size(pages: int, changes: list[float]) -> list[dict]:
         if share:
             changed = change_titles(site / "internal_all.csv", crawl, share, round_)
             interlink(env, "register", str(crawl), "--links", str(links), "--site", SITE)
-        seconds, peak = interlink(env, "materialize", "--site", SITE)
+        seconds, peak, cpu = interlink(env, "materialize", "--site", SITE)
         plan = plan_links(work / "warehouse.duckdb")
         kept = (
             plan.join(previous, on=["source_page_id", "target_page_id"], how="semi").height
@@ -121,11 +123,12 @@ def measure_size(pages: int, changes: list[float]) -> list[dict]:
             "titles_changed": int(changed),
             "seconds": seconds,
             "peak_rss_mb": peak,
+            "cpu_seconds": cpu,
             "plan_links": plan.height,
             "plan_stability": kept / previous.height if previous is not None and previous.height else None,
             "steps": last_run_steps(env),
         }
-        print(f"  {pages:,} pages, {row['run']}: {seconds:.1f}s, {peak:,.0f} MB", flush=True)
+        print(f"  {pages:,} pages, {row['run']}: {seconds:.1f}s, {cpu:.0f} s CPU, {peak:,.0f} MB", flush=True)
         rows.append(row)
         previous = plan
     shutil.rmtree(work, ignore_errors=True)
@@ -144,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{row['pages']:,}",
             row["run"],
             f"{row['seconds']:.0f}",
+            f"{row['cpu_seconds']:.0f}",
             "1.0×" if row["run"] == "cold" else f"{cold[row['pages']] / row['seconds']:.1f}×",
             f"{row['peak_rss_mb'] / 1024:.2f}",
             "-" if row["plan_stability"] is None else f"{row['plan_stability']:.1%}",
@@ -153,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     print_table(
         "End to end through the CLI (one run each; the cold run is the baseline)",
         table,
-        ["pages", "run", "seconds", "vs cold", "peak RSS GB", "plan kept"],
+        ["pages", "run", "seconds", "CPU seconds", "vs cold", "peak RSS GB", "plan kept"],
     )
     steps = sorted(
         {step for row in results for step in row["steps"]},

@@ -17,6 +17,7 @@ from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
+from interlink_pipeline.core.ml.ann_search import Approximate
 from interlink_pipeline.core.relevance.backtest import (
     baseline_lists,
     decisions_learned,
@@ -536,7 +537,7 @@ def test_baseline_lists_are_each_pages_most_similar_whatever_its_links():
     target = np.concatenate([hub_targets, [100, 101, 5, 8]])
     content = np.concatenate([np.ones(len(hub_targets) + 3, dtype=bool), [False]])
     links = LinkGraph(source=source, target=target, content=content, anchor=np.full(len(source), None))
-    lists = baseline_lists(vectors, links, depth=12)
+    lists, searched = baseline_lists(vectors, links, depth=12)
     cosines = vectors @ vectors.T
     linked = set(zip(source[content].tolist(), target[content].tolist(), strict=True))
     for page in (0, 7, 9, 5, 103):
@@ -546,6 +547,12 @@ def test_baseline_lists_are_each_pages_most_similar_whatever_its_links():
         )[:12]
         assert lists.filter(pl.col("source") == page).sort("position")["target"].to_list() == expected
     assert lists.group_by("source").len()["len"].unique().to_list() == [12]
+    assert searched.method == "exact"
+    # past `above` pages the narrow searches come from the checked HNSW graph: lists as similar, position
+    # by position, here (of identical titles the graph may keep others where a list cuts them)
+    approximate, searched = baseline_lists(vectors, links, depth=12, approximate=Approximate(above=100))
+    assert searched.method.startswith("ann:HNSW") and searched.recall_at_k == 1.0
+    assert_frame_equal(approximate.drop("target"), lists.drop("target"), abs_tol=1e-5)
 
 
 def test_validation_fits_keep_every_positive_and_sample_the_negatives():

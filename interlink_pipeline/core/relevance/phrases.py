@@ -46,10 +46,19 @@ class PhraseIndex:
                 phrase = _phrase(text, options.max_phrase_words)
                 if phrase:
                     titled[phrase].add(page)
-        for target, anchor in zip(links.target.tolist(), links.anchor.tolist(), strict=True):
+        # each distinct (anchor, target) once: a site's links repeat a few anchors (its menus) many times
+        used = (
+            pl.DataFrame(
+                {"anchor": links.anchor, "target": links.target},
+                schema={"anchor": pl.String, "target": pl.Int64},
+            )
+            .group_by("anchor", "target", maintain_order=True)  # first use first: ties break the same way
+            .len()
+        )
+        for anchor, target, times in used.iter_rows():
             phrase = _phrase(anchor, options.max_phrase_words)
             if phrase and " ".join(phrase) not in GENERIC_ANCHORS:
-                counts[phrase][target] += 1
+                counts[phrase][target] += times
         self.titled = titled
         self.commonness: dict[tuple[str, ...], dict[int, float]] = {}
         for phrase in set(counts) | set(titled):
