@@ -9,12 +9,14 @@ plan's links (source, target) that the next plan keeps. The baseline is the cold
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -52,30 +54,64 @@ finally:
 """
 
 
-def interlink(env: dict[str, str], *args: str) -> tuple[float, float, float]:
-    """Run `interlink ARGS`; (seconds, the process's peak RSS in MB, its CPU seconds)."""
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", _MEASURED_CLI, *args], env=env, cwd=ROOT, capture_output=True, text=True
-    )
+@dataclass
+class Measured:
+    """One `interlink` process: wall seconds, peak RSS (MB, its own or a child's: dbt), CPU seconds, and
+    its RSS with its children's sampled every SAMPLE_S (epoch seconds, MB) to tell which step peaked."""
+
+    seconds: float
+    peak_mb: float
+    cpu_seconds: float
+    rss: list[tuple[float, float]]
+
+
+SAMPLE_S = 0.5
+
+
+def interlink(env: dict[str, str], *args: str) -> Measured:
+    """Run `interlink ARGS` and measure it (Measured)."""
+    import psutil
+
+    started, rss = time.monotonic(), []
+    with tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _MEASURED_CLI, *args], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+            stderr=err, text=True,
+        )  # fmt: skip
+        watched = psutil.Process(process.pid)
+        while process.poll() is None:
+            try:
+                tree = [watched, *watched.children(recursive=True)]
+                rss.append((time.time(), sum(p.memory_info().rss for p in tree) / 2**20))
+            except psutil.Error:  # a child that ended between the listing and the reading
+                pass
+            time.sleep(SAMPLE_S)
+        err.seek(0)
+        stderr = err.read()
     seconds = time.monotonic() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"interlink {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    peak, cpu = next(line for line in done.stderr.splitlines() if line.startswith("@@PEAK@@")).split()
-    return seconds, int(peak.removeprefix("@@PEAK@@")) / 1024, float(cpu)
+    if process.returncode != 0:
+        raise RuntimeError(f"interlink {' '.join(args)} failed:\n{stderr[-3000:]}")
+    peak, cpu = next(line for line in stderr.splitlines() if line.startswith("@@PEAK@@")).split()
+    return Measured(seconds, int(peak.removeprefix("@@PEAK@@")) / 1024, float(cpu), rss)
 
 
-def last_run_steps(env: dict[str, str]) -> dict[str, float]:
-    """Seconds per step of the newest run in the bench's Dagster home."""
+def last_run_steps(env: dict[str, str], rss: list[tuple[float, float]]) -> dict[str, dict[str, float]]:
+    """Per step of the newest run in the bench's Dagster home: its seconds and the highest RSS sampled
+    while it ran (MB; 0 when it ran between two samples)."""
     script = (
         "import json; from dagster import DagsterInstance; i = DagsterInstance.get(); "
         "r = i.get_runs(limit=1)[0]; "
-        "print(json.dumps({s.step_key: s.end_time - s.start_time for s in i.get_run_step_stats(r.run_id)}))"
+        "print(json.dumps({s.step_key: [s.start_time, s.end_time] for s in i.get_run_step_stats(r.run_id)}))"
     )
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-    import json
-
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    spans = json.loads(done.stdout.strip().splitlines()[-1])
+    return {
+        step: {
+            "seconds": end - start,
+            "peak_rss_mb": max((mb for at, mb in rss if start <= at <= end), default=0.0),
+        }
+        for step, (start, end) in spans.items()
+    }
 
 
 def plan_links(warehouse: Path) -> pl.DataFrame:
@@ -110,7 +146,7 @@ def measure_size(pages: int, changes: list[float]) -> list[dict]:
         if share:
             changed = change_titles(site / "internal_all.csv", crawl, share, round_)
             interlink(env, "register", str(crawl), "--links", str(links), "--site", SITE)
-        seconds, peak, cpu = interlink(env, "materialize", "--site", SITE)
+        measured = interlink(env, "materialize", "--site", SITE)
         plan = plan_links(work / "warehouse.duckdb")
         kept = (
             plan.join(previous, on=["source_page_id", "target_page_id"], how="semi").height
@@ -121,14 +157,18 @@ def measure_size(pages: int, changes: list[float]) -> list[dict]:
             "pages": pages,
             "run": "cold" if not share else f"{share:.0%} titles changed",
             "titles_changed": int(changed),
-            "seconds": seconds,
-            "peak_rss_mb": peak,
-            "cpu_seconds": cpu,
+            "seconds": measured.seconds,
+            "peak_rss_mb": measured.peak_mb,
+            "cpu_seconds": measured.cpu_seconds,
             "plan_links": plan.height,
             "plan_stability": kept / previous.height if previous is not None and previous.height else None,
-            "steps": last_run_steps(env),
+            "steps": last_run_steps(env, measured.rss),
         }
-        print(f"  {pages:,} pages, {row['run']}: {seconds:.1f}s, {cpu:.0f} s CPU, {peak:,.0f} MB", flush=True)
+        print(
+            f"  {pages:,} pages, {row['run']}: {measured.seconds:.1f}s, {measured.cpu_seconds:.0f} s CPU, "
+            f"{measured.peak_mb:,.0f} MB",
+            flush=True,
+        )
         rows.append(row)
         previous = plan
     shutil.rmtree(work, ignore_errors=True)
@@ -161,11 +201,21 @@ def main(argv: list[str] | None = None) -> None:
     )
     steps = sorted(
         {step for row in results for step in row["steps"]},
-        key=lambda s: -max(r["steps"].get(s, 0) for r in results),
+        key=lambda s: -max(r["steps"].get(s, {}).get("seconds", 0) for r in results),
     )
     print_table(
-        "Seconds per step",
-        [[step, *(f"{row['steps'].get(step, 0):.1f}" for row in results)] for step in steps],
+        "Seconds and peak RSS (GB, sampled every 0.5 s) per step",
+        [
+            [
+                step,
+                *(
+                    f"{row['steps'].get(step, {}).get('seconds', 0):.1f} / "
+                    f"{row['steps'].get(step, {}).get('peak_rss_mb', 0) / 1024:.2f}"
+                    for row in results
+                ),
+            ]
+            for step in steps
+        ],
         ["step", *(f"{row['pages'] // 1000}k {row['run'].split()[0]}" for row in results)],
     )
     save("incremental", {str(row["pages"]) + " " + row["run"]: row for row in results})
