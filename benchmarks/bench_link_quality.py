@@ -63,13 +63,27 @@ THROUGH_PLAN = [
 
 ORPHAN_FRACTION = 0.05  # link_backtest's default: the no-links rows are scored on the same hidden links
 # how a set is registered: as exported, without its page text, or without its All Inlinks export (the
-# settings most users have); "hugodocs:no-text" names a set in a variant
+# settings most users have); "hugodocs:no-text" names a set in a variant. "int8" is a lever, not a
+# registration: the set as exported, every text embedded by the int8 encoder past its neighbour-recall
+# gate, so that the plan's own figures say what int8 costs
 VARIANTS = ("no-text", "no-links")
 CHOICES = [
     *SETS,
     *(f"{name}:{v}" for name in ("hugodocs", "cppdocs") for v in VARIANTS),
     "location-tree:no-links",
+    *(f"{name}:int8" for name in ("hugodocs", "cppdocs", "sample")),
 ]
+
+
+def _embedder(variant: str | None):
+    """The variant's embedder: the default one, or (int8) the int8 encoder with its gate opened."""
+    if variant != "int8":
+        return None
+    from interlink_pipeline.core.ml import int8_check
+    from interlink_pipeline.defs.ml.embeddings import Embedder, default_embedder
+
+    int8_check.INT8_MIN_RECALL = 0.0  # the gate reads neighbour recall; this measures the plan instead
+    return Embedder(model=default_embedder().model, device="cpu", int8=True)
 
 
 def _folder(name: str) -> Path:
@@ -156,11 +170,13 @@ def _editorial_links() -> pl.DataFrame:
     )
 
 
-def _materialize(warehouse: Path, inbox: Path, site: str, assets: list[str], run_config: dict) -> float:
+def _materialize(
+    warehouse: Path, inbox: Path, site: str, assets: list[str], run_config: dict, embedder=None
+) -> float:
     from interlink_pipeline.definitions import build_defs
     from interlink_pipeline.defs.jobs import step_keys
 
-    defs = build_defs(str(warehouse), str(inbox))
+    defs = build_defs(str(warehouse), str(inbox), embedder)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("sites", [site])
     started = time.monotonic()
@@ -196,7 +212,7 @@ def backtests(name: str, seeds: list[int], fraction: float, variant: str | None 
     for i, seed in enumerate(seeds):
         assets = [*THROUGH_PLAN, "link_backtest"] if i == 0 else ["link_backtest"]
         config = {"ops": {"link_backtest": {"config": {"fraction": fraction, "seed": seed}}}}
-        seconds = _materialize(warehouse, inbox, site, assets, config)
+        seconds = _materialize(warehouse, inbox, site, assets, config, _embedder(variant))
         with duckdb.connect(str(warehouse), read_only=True) as con:
             row = con.execute(
                 "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1", [site]

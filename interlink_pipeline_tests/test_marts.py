@@ -147,7 +147,37 @@ def test_analysts_read_the_snapshot_while_a_run_writes(light_recrawled):
     tables = light_recrawled.tables
     assert {"marts.link_opportunities", "graph.link_plan", "staging.pages"} <= tables
     assert not tables & {"ml.page_embeddings", "ml.embedding_cache", "serp.cache"}  # vectors left out
+    # republished with the run's measurement: the snapshot's backtest rows are the warehouse's
+    rows = "SELECT count(*) FROM graph.backtest_runs WHERE run_id = ?"
+    run_id = light_recrawled.run.run_id
+    with duckdb.connect(str(light_recrawled.folder.warehouse), read_only=True) as con:
+        measured = con.execute(rows, [run_id]).fetchone()[0]
+    with duckdb.connect(str(snapshot), read_only=True) as analyst:
+        assert analyst.execute(rows, [run_id]).fetchone()[0] == measured == 1
     assert sorted(p.name for p in snapshot.parent.iterdir()) == ["interlink.duckdb"]  # no partial left
+
+
+def test_a_patched_snapshot_copies_only_the_changed_tables_again(tmp_path):
+    """published_measurement's snapshot: the one published with the plan, its backtest table copied again;
+    without an earlier snapshot every table is copied."""
+    warehouse, published = tmp_path / "w.duckdb", tmp_path / "snapshots" / "interlink.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("CREATE SCHEMA graph; CREATE TABLE graph.backtest_runs AS SELECT 1 AS run")
+        con.execute("CREATE TABLE graph.link_plan AS SELECT 1 AS link")
+    assert publish_snapshot(warehouse, published) == {"graph.backtest_runs": 1, "graph.link_plan": 1}
+    with duckdb.connect(str(warehouse)) as con:  # the backtest adds its row; a stray write to the plan
+        con.execute("INSERT INTO graph.backtest_runs VALUES (2); INSERT INTO graph.link_plan VALUES (2)")
+    patched = tmp_path / "measured" / "interlink.duckdb"
+    changed = frozenset({"graph.backtest_runs"})
+    assert publish_snapshot(warehouse, patched, patching=(published, changed)) == {"graph.backtest_runs": 2}
+    with duckdb.connect(str(patched), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM graph.backtest_runs").fetchone()[0] == 2
+        assert con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0] == 1  # as published
+    fresh = tmp_path / "fresh" / "interlink.duckdb"
+    assert publish_snapshot(warehouse, fresh, patching=(tmp_path / "none.duckdb", changed)) == {
+        "graph.backtest_runs": 2,
+        "graph.link_plan": 2,
+    }
 
 
 def test_a_snapshot_of_a_missing_warehouse_says_so_and_writes_nothing(tmp_path):

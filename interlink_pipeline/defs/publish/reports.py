@@ -203,8 +203,9 @@ def published_measurement(context: AssetExecutionContext, warehouse: Warehouse) 
         folder = site_folder(warehouse, site)
         staged = _rendered(context, warehouse, staged_folder(folder, run_id + MEASURED))
         snapshot = _snapshot(warehouse, run_id + MEASURED)
-        if snapshot is not None:  # the analysts' copy, with the measurement too
-            publish_snapshot(warehouse.path, snapshot[0], lock_timeout_s=warehouse.lock_timeout_s)
+        if snapshot is not None:  # the analysts' copy published with the plan, and the measurement
+            patching = (snapshot[1], frozenset({"graph.backtest_runs"}))
+            publish_snapshot(warehouse.path, snapshot[0], warehouse.lock_timeout_s, patching)
         _figures, manifest = _manifest(warehouse, site)
         running = partial(_running, context.instance)
         publish(folder, run_id, manifest, snapshot, running, release_name=staged.parent.name)
