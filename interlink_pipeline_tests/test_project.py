@@ -5,6 +5,8 @@ import ast
 import fnmatch
 import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -336,6 +338,29 @@ def _functions(path: Path):
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             yield node.name, node.end_lineno - node.lineno + 1
+
+
+# a 400 MB polars column made and dropped; the process's RSS growth printed once it is gone
+_FREED = """
+import interlink_pipeline, os, psutil, polars as pl
+before = psutil.Process().memory_info().rss
+column = pl.int_range(50_000_000, eager=True) * 2
+del column
+print((psutil.Process().memory_info().rss - before) // 2**20)
+"""
+
+
+def _held_mb(env: dict[str, str]) -> int:
+    done = subprocess.run([sys.executable, "-c", _FREED], env=env, capture_output=True, text=True, check=True)
+    return int(done.stdout.strip())
+
+
+def test_the_memory_a_step_frees_is_returned_at_once_unless_the_user_says_otherwise():
+    """The package sets polars' allocator to return freed pages at once (a step's dropped frames are the
+    next step's memory, not held for 10 s); a user's own _RJEM_MALLOC_CONF stands."""
+    env = {name: value for name, value in os.environ.items() if name != "_RJEM_MALLOC_CONF"}
+    assert _held_mb(env) < 100
+    assert _held_mb({**env, "_RJEM_MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"}) > 300  # kept
 
 
 def test_the_shell_is_thin_and_every_function_short():

@@ -337,7 +337,12 @@ def _figures(
             per_source("baseline", baseline, hidden),
             per_source("candidate_top", top_k(candidates, "probability", hidden, k), hidden),
             per_source("baseline_top", top_k(lists, "cosine", hidden, k), hidden),
-            per_source("candidate", candidates, hidden).drop("candidate_links"),
+            # every source with candidates (the intervals resample them), its hits counted among the
+            # hidden pairs only: never a copy of a large site's millions of candidate pairs
+            candidates.select(pl.col("source").unique()),
+            per_source("candidate", candidates.join(hidden, on=PAIR, how="semi"), hidden).drop(
+                "candidate_links"
+            ),
             hidden.group_by("source").agg(pl.len().alias("hidden"), pl.lit(k).alias("top_slots")),
         ],
         how="align",

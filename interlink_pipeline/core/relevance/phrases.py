@@ -49,8 +49,10 @@ class PhraseIndex:
         # each distinct (anchor, target) once: a site's links repeat a few anchors (its menus) many times
         used = (
             pl.DataFrame(
-                {"anchor": links.anchor, "target": links.target},
-                schema={"anchor": pl.String, "target": pl.Int64},
+                [
+                    pl.Series("anchor", links.anchor.tolist(), dtype=pl.String),  # an object array: None, str
+                    pl.Series("target", links.target, dtype=pl.Int64),
+                ]
             )
             .group_by("anchor", "target", maintain_order=True)  # first use first: ties break the same way
             .len()

@@ -116,8 +116,7 @@ def link_backtest(
         inputs = with_vectors(inputs, warehouse, model_id, embedder.encoder)
         base = read_plan_inputs(warehouse, site)
     result = backtest_plan(inputs.signals, inputs.links, base, hiding, setup, inputs.decided)
-    ran_at = datetime.now(UTC).replace(tzinfo=None)
-    run_id = context.run.run_id
+    ran_at, run_id = datetime.now(UTC).replace(tzinfo=None), context.run.run_id
     row = backtest_row(setup, result, site, run_id, crawl_id, ran_at, time.monotonic() - started)
     f = result.figures
     context.log.info(
