@@ -547,11 +547,12 @@ def test_baseline_lists_are_each_pages_most_similar_whatever_its_links():
         )[:12]
         assert lists.filter(pl.col("source") == page).sort("position")["target"].to_list() == expected
     assert lists.group_by("source").len()["len"].unique().to_list() == [12]
-    assert searched.method == "exact"
+    assert searched.method == "exact" and searched.described() == "exact"
     # past `above` pages the narrow searches come from the checked HNSW graph: lists as similar, position
     # by position, here (of identical titles the graph may keep others where a list cuts them)
     approximate, searched = baseline_lists(vectors, links, depth=12, approximate=Approximate(above=100))
     assert searched.method.startswith("ann:HNSW") and searched.recall_at_k == 1.0
+    assert searched.described() == f"{searched.method}, recall 1.000 on 300 pages"
     assert_frame_equal(approximate.drop("target"), lists.drop("target"), abs_tol=1e-5)
 
 

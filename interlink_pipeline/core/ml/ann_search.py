@@ -52,6 +52,11 @@ class SearchCheck:
             return ""
         return f"; {self.method}, recall {self.recall_at_k:.3f} on {self.recall_sample:,} pages"
 
+    def described(self) -> str:
+        """The search in words on its own: "exact", the approximate one with its recall, or why it fell
+        back to exact."""
+        return self.said().removeprefix("; ") or self.method
+
 
 def hnsw_top(
     vectors: np.ndarray, n: int, *, ef_search: int = HNSW_EF_SEARCH

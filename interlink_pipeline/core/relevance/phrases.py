@@ -57,8 +57,9 @@ class PhraseIndex:
             .group_by("anchor", "target", maintain_order=True)  # first use first: ties break the same way
             .len()
         )
+        phrase_of = {a: _phrase(a, options.max_phrase_words) for a in used["anchor"].unique().to_list()}
         for anchor, target, times in used.iter_rows():
-            phrase = _phrase(anchor, options.max_phrase_words)
+            phrase = phrase_of[anchor]
             if phrase and " ".join(phrase) not in GENERIC_ANCHORS:
                 counts[phrase][target] += times
         self.titled = titled

@@ -126,7 +126,7 @@ def link_backtest(
     metadata = {
         **_figures(row.row(0, named=True)),
         "why": f"measured: {why}",
-        "baseline_search": f"{result.baseline_search.method}{result.baseline_search.said()}",
+        "baseline_search": result.baseline_search.described(),
         "seconds_by_step": MetadataValue.json(result.seconds),
     }
     yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
