@@ -3,7 +3,7 @@ and then 10% of the titles changed, each `interlink materialize` in its own proc
 process's). Per-step times come from the run's Dagster events; plan stability is the share of the previous
 plan's links (source, target) that the next plan keeps. The baseline is the cold run, in the same session.
 
-    python -m benchmarks.bench_incremental [--sizes 10000 100000] [--changes 0.01 0.1]
+    python -m benchmarks.bench_incremental [--sizes 10000 100000] [--changes 0.01 0.1] [--keep FOLDER]
 """
 
 from __future__ import annotations
@@ -96,8 +96,9 @@ def interlink(env: dict[str, str], *args: str) -> Measured:
 
 
 def last_run_steps(env: dict[str, str], rss: list[tuple[float, float]]) -> dict[str, dict[str, float]]:
-    """Per step of the newest run in the bench's Dagster home: its seconds and the highest RSS sampled
-    while it ran (MB; 0 when it ran between two samples)."""
+    """Per step of the newest run in the bench's Dagster home: its seconds, the highest RSS sampled while
+    it ran (MB; 0 when it ran between two samples) and how many seconds into the step it was sampled (a
+    peak at the end is the step's write)."""
     script = (
         "import json; from dagster import DagsterInstance; i = DagsterInstance.get(); "
         "r = i.get_runs(limit=1)[0]; "
@@ -105,13 +106,13 @@ def last_run_steps(env: dict[str, str], rss: list[tuple[float, float]]) -> dict[
     )
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     spans = json.loads(done.stdout.strip().splitlines()[-1])
-    return {
-        step: {
-            "seconds": end - start,
-            "peak_rss_mb": max((mb for at, mb in rss if start <= at <= end), default=0.0),
-        }
-        for step, (start, end) in spans.items()
-    }
+    steps = {}
+    for step, (start, end) in spans.items():
+        at, mb = max(
+            ((at, mb) for at, mb in rss if start <= at <= end), key=lambda s: s[1], default=(start, 0.0)
+        )
+        steps[step] = {"seconds": end - start, "peak_rss_mb": mb, "peak_at_s": at - start}
+    return steps
 
 
 def plan_links(warehouse: Path) -> pl.DataFrame:
@@ -123,7 +124,9 @@ def plan_links(warehouse: Path) -> pl.DataFrame:
         ).pl()
 
 
-def measure_size(pages: int, changes: list[float]) -> list[dict]:
+def measure_size(pages: int, changes: list[float], keep: Path | None = None) -> list[dict]:
+    """The cold run and the re-crawls of a generated site of `pages`; its folder (warehouse, Dagster home,
+    models) is moved to `keep`/<pages> when given, to profile a step on the state the last run left."""
     site = generated_site(pages, with_links=True)
     work = Path(tempfile.mkdtemp(prefix="interlink-incremental-"))
     home = work / "home"
@@ -171,7 +174,11 @@ def measure_size(pages: int, changes: list[float]) -> list[dict]:
         )
         rows.append(row)
         previous = plan
-    shutil.rmtree(work, ignore_errors=True)
+    if keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        shutil.rmtree(keep / str(pages), ignore_errors=True)
+        shutil.move(work, keep / str(pages))
     return rows
 
 
@@ -179,8 +186,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--changes", type=float, nargs="+", default=[0.01, 0.1])
+    parser.add_argument("--keep", type=Path, help="keep each size's folder under this one (KEEP/<pages>)")
     args = parser.parse_args(argv)
-    results = [row for pages in args.sizes for row in measure_size(pages, args.changes)]
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    results = [row for pages in args.sizes for row in measure_size(pages, args.changes, args.keep)]
     cold = {row["pages"]: row["seconds"] for row in results if row["run"] == "cold"}
     table = [
         [
@@ -204,13 +214,14 @@ def main(argv: list[str] | None = None) -> None:
         key=lambda s: -max(r["steps"].get(s, {}).get("seconds", 0) for r in results),
     )
     print_table(
-        "Seconds and peak RSS (GB, sampled every 0.5 s) per step",
+        "Seconds, peak RSS (GB, sampled every 0.5 s) and when it peaked (@ seconds into the step) per step",
         [
             [
                 step,
                 *(
                     f"{row['steps'].get(step, {}).get('seconds', 0):.1f} / "
                     f"{row['steps'].get(step, {}).get('peak_rss_mb', 0) / 1024:.2f}"
+                    f" @{row['steps'].get(step, {}).get('peak_at_s', 0):.0f}"
                     for row in results
                 ),
             ]

@@ -515,6 +515,21 @@ BAD_ARGUMENTS = {
 }  # fmt: skip
 
 
+def test_a_file_error_raised_with_its_own_sentence_reaches_the_user_as_written(monkeypatch, capsys):
+    """A checkout without its dbt manifest (`make install` not run) fails on import with a sentence saying
+    what to run; the command line printed "a file: FileNotFoundError (None)" in its place."""
+    from interlink_pipeline.cli import commands, main
+
+    said = "dbt/target/manifest.json is missing: run `make install`"
+
+    def missing_manifest(args):
+        raise FileNotFoundError(said)
+
+    monkeypatch.setattr(commands, "materialize", missing_manifest)
+    assert main(["materialize", "--site", SAMPLE_HOST]) == 2
+    assert capsys.readouterr().err == f"error: {said}; nothing more was done.\n"
+
+
 @pytest.mark.parametrize("case", list(BAD_ARGUMENTS))
 def test_a_bad_argument_or_setting_is_refused_in_a_sentence_naming_it(case, registered):
     env, tmp_path = registered

@@ -49,7 +49,7 @@ from interlink_pipeline.core.relevance.link_ranker import (
 )
 from interlink_pipeline.core.relevance.site_inputs import relevance_inputs
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals
-from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore
+from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore, rows_with_text
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.core.warehouse.store import SpilledRows
@@ -242,6 +242,16 @@ def _backtest(inputs, visible, hiding, base, ranker_options, decided=None):
         inputs.signals, visible, hidden, hiding.orphaned, checked, CandidateSettings().options(),
         ranker_options, decided=decided,
     )  # fmt: skip
+
+
+def test_a_text_field_no_page_has_is_zero_rows_without_text(light_inputs):
+    """lightchiropractic has no page text: its body vectors are zero rows, as any page's empty field, and
+    no page counts as having body text when neighbours are searched."""
+    _, inputs, _ = light_inputs
+    body, title = inputs.signals.vectors["body"], inputs.signals.vectors["title"]
+    assert not any(inputs.signals.texts["body"]) and all(inputs.signals.texts["title"])
+    assert body.shape == title.shape and not body.any()
+    assert len(rows_with_text(body)) == 0 and len(rows_with_text(title)) == inputs.signals.n
 
 
 def test_sampled_training_sources_keep_the_features_they_would_have_had(light_inputs):

@@ -10,6 +10,7 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import clean_pages
+from interlink_pipeline.core.serp import local_index
 from interlink_pipeline.core.serp.local_index import search_kept
 from interlink_pipeline.core.serp.local_search import LocalSearch
 from interlink_pipeline.core.serp.queries import page_queries, search_scope
@@ -298,10 +299,12 @@ def _recrawled(pages: pl.DataFrame, rng: np.random.Generator, round_: int) -> pl
     return pl.concat([changed.filter(~pl.int_range(pl.len()).is_in(gone)), new]).sort("page_id")
 
 
-def test_the_kept_local_index_answers_as_a_full_search_under_its_statistics():
+def test_the_kept_local_index_answers_as_a_full_search_under_its_statistics(monkeypatch):
     """Successive re-crawls through the kept index: only new queries are searched, and every answer is
-    exactly a full search's under the kept statistics (ties by page id included); past refresh_above of
-    the pages changed, the index is built afresh, and a full build answers as the engine always did."""
+    exactly a full search's under the kept statistics (ties by page id included), the known queries
+    scored against the changed pages a block at a time (97 here: many blocks); past refresh_above of the
+    pages changed, the index is built afresh, and a full build answers as the engine always did."""
+    monkeypatch.setattr(local_index, "ENTERING_BLOCK", 97)
     raw = read_crawl_export(SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST).frame
     pages = clean_pages(raw, SAMPLE_HOST).pages.sort("page_id")
     rng = np.random.default_rng(5)

@@ -1,5 +1,7 @@
 """Similarity pairs and topic clusters: the core on controlled vectors, the assets on real data."""
 
+import re
+
 import duckdb
 import numpy as np
 import polars as pl
@@ -111,23 +113,40 @@ def test_ann_recall_is_measured_against_exact():
 
 
 def test_an_approximate_search_below_the_recall_floor_gives_way_to_exact_search():
-    """A planted bad index (random neighbours): its recall is measured, found short, and the exact search
-    answers, said in the run's metadata; a good one is kept; a large site's full neighbour search takes the
-    same path (nearest_pages), a small one stays exact."""
+    """A planted bad index (random neighbours): its recall is measured at each search width, found short,
+    and the exact search answers, said in the run's metadata; a graph short of the floor at the first width
+    and past it at the wider one answers from the wider search; a good one is kept at the first; a large
+    site's full neighbour search takes the same path (nearest_pages), a small one stays exact."""
     vectors, _ = _blobs(400, 25, dim=48)
     rng = np.random.default_rng(0)
 
-    def planted(rows, n):
-        idx = rng.integers(0, len(rows), size=(len(rows), n))
-        return idx, np.einsum("ij,ikj->ik", rows, rows[idx]).astype(np.float32)
+    class Planted:
+        """Random neighbours below `good_from` search width, the exact ones from it."""
+
+        good_from = 10**9
+
+        def __init__(self, rows):
+            self.rows = rows
+
+        def top(self, n, ef_search):
+            if ef_search >= self.good_from:
+                return exact_top(self.rows, self.rows, n, query_ids=np.arange(len(self.rows)))
+            idx = rng.integers(0, len(self.rows), size=(len(self.rows), n))
+            return idx, np.einsum("ij,ikj->ik", self.rows, self.rows[idx]).astype(np.float32)
 
     _, exact_scores = exact_top(vectors, vectors, 15, query_ids=np.arange(len(vectors)))
-    _, scores, check = checked_top(vectors, 15, Approximate(above=0, k=15), approximate_search=planted)
+    _, scores, check = checked_top(vectors, 15, Approximate(above=0, k=15), graph=Planted)
     assert check.fell_back and check.method == "exact" and check.recall_at_k < 0.5
-    assert f"recall@15 was {check.recall_at_k:.3f} < 0.98: searched exactly" in check.said()
+    first, wider = re.search(r"recall@15 was (0\.\d+) at efSearch 64, (0\.\d+) at efSearch 256, < 0\.98: "
+                             r"searched exactly", check.said()).groups()  # fmt: skip
+    assert float(first) < 0.5 and float(wider) == pytest.approx(check.recall_at_k, abs=1e-3)
     assert np.array_equal(scores, exact_scores)
+    Planted.good_from = 256
+    _, scores, wider_check = checked_top(vectors, 15, Approximate(above=0, k=15), graph=Planted)
+    assert wider_check.method == "ann:HNSW M=32 efSearch=256" and wider_check.recall_at_k == 1.0
+    assert not wider_check.fell_back and np.array_equal(scores, exact_scores)
     _, _, kept = checked_top(vectors, 15, Approximate(above=0, k=15))
-    assert not kept.fell_back and kept.method.startswith("ann:HNSW") and kept.recall_at_k >= 0.98
+    assert not kept.fell_back and kept.method == "ann:HNSW M=32 efSearch=64" and kept.recall_at_k >= 0.98
     ids, hashes = _ids(len(vectors)), pl.Series([str(i) for i in range(len(vectors))])
     large = nearest_pages(vectors, 15, ids, hashes, "m", approximate=Approximate(above=5_000, k=15))[3]
     small = nearest_pages(vectors, 15, ids, hashes, "m", approximate=Approximate(above=20_000, k=15))[3]

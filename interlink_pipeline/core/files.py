@@ -64,7 +64,10 @@ def shareable_mode() -> int:
 
 def file_problem(exc: OSError, path: Path | None = None) -> str:
     """A refused file operation as one sentence: the path (the error's, else `path`), what is wrong and what
-    to do."""
+    to do; an error raised with a sentence of its own and no error number (a missing dbt manifest) is that
+    sentence."""
+    if exc.errno is None and exc.filename is None and exc.args:
+        return str(exc)
     where = exc.filename if exc.filename is not None else path or "a file"
     what = FILE_PROBLEMS.get(exc.errno) if exc.errno is not None else None
     return f"{where}: {what or exc.strerror or type(exc).__name__} ({exc.strerror or exc.errno})"

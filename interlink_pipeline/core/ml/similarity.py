@@ -75,7 +75,7 @@ class SimilarityOptions:
     method: Method = setting("auto", "auto: exact up to ann_threshold pages, an approximate index above.")
     ann_threshold: int = setting(APPROXIMATE_ABOVE, "Pages above which auto uses the ANN index.", ge=1)
     recall_floor: float = setting(
-        RECALL_FLOOR, "Lowest recall@k an approximate search is kept at (else exact).", ge=0, le=1
+        RECALL_FLOOR, "Lowest recall@k an approximate search is kept at (else wider, then exact).", ge=0, le=1
     )
     device: str = "cpu"
 

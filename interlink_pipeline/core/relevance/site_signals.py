@@ -32,7 +32,7 @@ class CandidateOptions:
     approximate_above: int = setting(
         APPROXIMATE_ABOVE,
         "Pages above which a field's nearest pages come from an approximate index (HNSW), kept only where "
-        "its recall on a sample reaches recall_floor (else searched exactly).",
+        "its recall on a sample reaches recall_floor (else searched wider, then exactly).",
         ge=1,
     )
     recall_floor: float = setting(

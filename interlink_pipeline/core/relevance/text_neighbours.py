@@ -126,7 +126,7 @@ def neighbour_matrix(vectors: np.ndarray, k: int) -> sparse.csr_matrix:
 
 def rows_with_text(vectors: np.ndarray) -> np.ndarray:
     """The rows whose field has text (an empty field embeds as a zero row)."""
-    return np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)
+    return np.flatnonzero(np.any(vectors, axis=1))
 
 
 def similar_pairs(neighbours: dict[str, sparse.csr_matrix]) -> pl.DataFrame:

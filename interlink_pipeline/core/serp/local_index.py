@@ -24,6 +24,9 @@ from interlink_pipeline.core.serp.local_search import IndexStatistics, LocalSear
 
 # Results kept per query beyond those asked for: a changed or removed page rarely forces a query again.
 KEPT_MARGIN = 10
+# Known queries scored against the changed pages at a time: every match of every query at once held 14 GB
+# at 300,000 pages with 1% of them changed (docs/benchmarks.md).
+ENTERING_BLOCK = 20_000
 
 
 @dataclass(frozen=True)
@@ -228,27 +231,35 @@ def _entering(
     engine: LocalSearch, known: pl.DataFrame, floors: pl.DataFrame, fresh: pl.DataFrame, path_prefix: str
 ) -> pl.DataFrame:
     """q, row, score: the changed and added pages that match a known query, are under the path prefix and
-    come before its floor."""
-    scored = engine.scores(known["query"].to_list(), fresh["row"].to_numpy()).tocoo()
-    entering = pl.DataFrame(
-        {
-            "q": known["q"].to_numpy()[scored.row],
-            "row": fresh["row"].to_numpy()[scored.col],
-            "page_id": fresh["page_id"].gather(scored.col),
-            "score": scored.data.astype(np.float32),
-        }
-    )
+    come before its floor; ENTERING_BLOCK queries at a time, so only the pages entering a list are held."""
     allowed = engine.allowed(path_prefix)
-    if allowed is not None:
-        entering = entering.filter(pl.Series(allowed[entering["row"].to_numpy()]))
+    queries, numbers, rows = known["query"].to_list(), known["q"].to_numpy(), fresh["row"].to_numpy()
     before_floor = (pl.col("score") > pl.col("floor")) | (
         (pl.col("score") == pl.col("floor")) & (pl.col("page_id") < pl.col("floor_page_id"))
     )
-    return (
-        entering.join(floors, on="q")
-        .filter(pl.col("floor_page_id").is_null() | before_floor)
-        .select("q", "row", "score")
-    )
+    parts = [pl.DataFrame(schema={"q": pl.Int64, "row": pl.Int64, "score": pl.Float32})]
+    for start in range(0, len(queries), ENTERING_BLOCK):
+        scored = engine.scores(queries[start : start + ENTERING_BLOCK], rows).tocoo()
+        matched = pl.DataFrame(
+            {
+                "q": numbers[start : start + ENTERING_BLOCK][scored.row],
+                "at": scored.col.astype(np.int64),
+                "score": scored.data.astype(np.float32),
+            }
+        )
+        if allowed is not None:
+            matched = matched.filter(pl.Series(allowed[rows[matched["at"].to_numpy()]]))
+        # a page scoring under a full list's floor stays out: only the others get their page id (for ties)
+        near = matched.join(floors, on="q").filter(
+            pl.col("floor_page_id").is_null() | (pl.col("score") >= pl.col("floor"))
+        )
+        near = near.with_columns(
+            pl.Series("row", rows[near["at"].to_numpy()], dtype=pl.Int64), fresh["page_id"].gather(near["at"])
+        )
+        parts.append(
+            near.filter(pl.col("floor_page_id").is_null() | before_floor).select("q", "row", "score")
+        )
+    return pl.concat(parts)
 
 
 def _top(answers: pl.DataFrame, queries: list[str], depth: int) -> pl.DataFrame:
