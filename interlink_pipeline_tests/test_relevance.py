@@ -18,6 +18,7 @@ from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.ml.ann_search import Approximate
+from interlink_pipeline.core.ml.page_embeddings import field_vectors
 from interlink_pipeline.core.relevance.backtest import (
     baseline_lists,
     decisions_learned,
@@ -52,6 +53,7 @@ from interlink_pipeline.core.relevance.site_signals import CandidateOptions, Sit
 from interlink_pipeline.core.relevance.text_neighbours import NeighbourStore, rows_with_text
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.warehouse.contract import empty_frame
+from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.core.warehouse.store import SpilledRows
 from interlink_pipeline.defs.ml.embeddings import default_embedder
 from interlink_pipeline.defs.relevance.ranker import CandidateSettings
@@ -252,6 +254,22 @@ def test_a_text_field_no_page_has_is_zero_rows_without_text(light_inputs):
     assert not any(inputs.signals.texts["body"]) and all(inputs.signals.texts["title"])
     assert body.shape == title.shape and not body.any()
     assert len(rows_with_text(body)) == 0 and len(rows_with_text(title)) == inputs.signals.n
+
+
+def test_reading_the_cached_vectors_leaves_the_warehouses_memory_limit_as_it_was(light_inputs):
+    """The vectors stream out of the cache under a small DuckDB memory limit, which is the database's: a
+    connection to the file held open meanwhile keeps its limit after the read."""
+    warehouse, inputs, _ = light_inputs
+
+    def no_encoder():
+        raise AssertionError("every text is cached: nothing to embed")
+
+    model_id = default_embedder().identity().model_id
+    with connect(warehouse.path) as held:
+        before = held.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        vectors, _ = field_vectors(warehouse.path, model_id, inputs.signals.texts, no_encoder)
+        assert held.execute("SELECT current_setting('memory_limit')").fetchone()[0] == before
+    assert all(np.array_equal(vectors[name], inputs.signals.vectors[name]) for name in vectors)
 
 
 def test_sampled_training_sources_keep_the_features_they_would_have_had(light_inputs):

@@ -23,7 +23,7 @@ from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.ml.encoders import TextEncoder
 from interlink_pipeline.core.ml.int8_check import check_int8
 from interlink_pipeline.core.warehouse.contract import ValidationReport
-from interlink_pipeline.core.warehouse.database import connect
+from interlink_pipeline.core.warehouse.database import connect, memory_limit
 from interlink_pipeline.core.warehouse.store import merge_rows, query, read_site, update_site_rows
 
 DEFAULT_CHUNK = 20_000
@@ -205,25 +205,38 @@ def field_vectors(
     # are never held as one more matrix (and a frame beside it) on top of the fields'
     with connect(warehouse) as con:
         con.register("wanted", distinct.select("text_hash").to_arrow())
+        # the limit is the database's, shared by any other connection to the file in this process: put back
         con.execute(f"SET memory_limit = '{CACHE_READ_MEMORY}'")
-        found = "FROM ml.embedding_cache c JOIN wanted w USING (text_hash) WHERE c.model = ?"
-        dim = con.execute(f"SELECT max(c.dim) {found}", [model_id]).fetchone()[0] or 0
-        # zeros, so a field no page has (body text on a site without it) holds no memory: its pages are
-        # never written (a broadcast zero row would be as small, and 20x slower to gather from)
-        vectors = {name: np.zeros((f.height, dim), dtype=np.float32) for name, f in frames.items()}
-        placed = 0
-        read = con.execute(f"SELECT c.text_hash, c.vector {found}", [model_id])
-        for batch in read.to_arrow_reader(CACHE_READ_ROWS):
-            chunk = pl.from_arrow(batch)
-            block = chunk["vector"].list.to_array(dim).to_numpy()
-            at = wanted.join(chunk.select("text_hash", pl.int_range(pl.len()).alias("at")), on="text_hash")
-            for (name,), part in at.partition_by("field", as_dict=True).items():
-                vectors[name][part["row"].to_numpy()] = block[part["at"].to_numpy()]
-            placed += at.height
+        try:
+            vectors, placed = _cached_vectors(con, model_id, frames, wanted)
+        finally:
+            con.execute(f"SET memory_limit = '{memory_limit()}'")
     if placed != wanted.height:
         missing = wanted.height - placed
         raise ValueError(f"ml.embedding_cache lacks {missing:,} of the texts it was just given")
     return vectors, filled
+
+
+def _cached_vectors(
+    con, model_id: str, frames: dict[str, pl.DataFrame], wanted: pl.DataFrame
+) -> tuple[dict[str, np.ndarray], int]:
+    """Each field's vectors read off the registered `wanted` texts' cache rows, a chunk at a time, and how
+    many (field, page) texts were placed."""
+    found = "FROM ml.embedding_cache c JOIN wanted w USING (text_hash) WHERE c.model = ?"
+    dim = con.execute(f"SELECT max(c.dim) {found}", [model_id]).fetchone()[0] or 0
+    # zeros, so a field no page has (body text on a site without it) holds no memory: its pages are
+    # never written (a broadcast zero row would be as small, and 20x slower to gather from)
+    vectors = {name: np.zeros((f.height, dim), dtype=np.float32) for name, f in frames.items()}
+    placed = 0
+    read = con.execute(f"SELECT c.text_hash, c.vector {found}", [model_id])
+    for batch in read.to_arrow_reader(CACHE_READ_ROWS):
+        chunk = pl.from_arrow(batch)
+        block = chunk["vector"].list.to_array(dim).to_numpy()
+        at = wanted.join(chunk.select("text_hash", pl.int_range(pl.len()).alias("at")), on="text_hash")
+        for (name,), part in at.partition_by("field", as_dict=True).items():
+            vectors[name][part["row"].to_numpy()] = block[part["at"].to_numpy()]
+        placed += at.height
+    return vectors, placed
 
 
 def read_vectors(

@@ -68,6 +68,11 @@ def describe(path: str | Path) -> str:
     return lake.describe(path) if lake.is_lake(path) else str(Path(path).resolve())
 
 
+def memory_limit() -> str:
+    """DuckDB's memory limit for the warehouse's connections (the user's, else DEFAULT_MEMORY_LIMIT)."""
+    return environment().memory_limit or DEFAULT_MEMORY_LIMIT
+
+
 @contextmanager
 def connect(
     path: str | Path, *, read_only: bool = False, lock_timeout_s: float = LOCK_TIMEOUT_S
@@ -78,7 +83,7 @@ def connect(
     # variable of the same name (DuckDB's replacement scans).
     config = {
         "python_enable_replacements": False,
-        "memory_limit": environment().memory_limit or DEFAULT_MEMORY_LIMIT,
+        "memory_limit": memory_limit(),
         # nothing is ever downloaded at run time: a file DuckDB takes for another format (a SQLite
         # database) made it fetch `sqlite_scanner` over HTTP; the lake's extensions are bundled (lake.py)
         "autoinstall_known_extensions": False,
