@@ -4,11 +4,14 @@ Each engine indexes the same words (the pipeline's tokens, stop words removed; t
 answers every page's query with its top 10. The baseline is the pipeline's scoring with a full sort of each
 query's matching pages (the code before the partial sort). bm25s (Lucene BM25, the same formula) and
 tantivy (Rust, block-max WAND, 1-byte length norms) are measured when installed
-(`pip install bm25s tantivy`; neither is a dependency). The last two columns compare each
+(`pip install bm25s tantivy`; neither is a dependency), and pruned postings: each word keeps its L
+best-weighted pages, the pages found through them are scored in full (a lever measured, not built:
+docs/benchmarks.md#local-search-serp). The last two columns compare each
 engine's answers with the pipeline's, query by query: the same pages in the same order, or the same
 scores (pages that tie on score are equally right; the pipeline breaks ties by page position).
 
     python -m benchmarks.bench_local_search [--pages 100000] [--repeats 3]
+    python -m benchmarks.bench_local_search --warehouse W.duckdb --site S   (a bench set's cleaned pages)
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import argparse
 import statistics
 import time
 
+import duckdb
 import numpy as np
 import polars as pl
+from scipy import sparse
 
 from benchmarks.harness import generated_site, print_table, save
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
@@ -57,6 +62,30 @@ def pipeline_scores(pages: pl.DataFrame, queries: list[str], answers: list[list[
         for offset, rows in enumerate(answers[start : start + block]):
             scored.append(np.round(scores[offset, rows].toarray().ravel(), 4) if rows else np.array([]))
     return scored
+
+
+def pruned_engine(pages: pl.DataFrame, queries: list[str], per_word: int) -> list[list[int]]:
+    """Each word's `per_word` best-weighted pages only; every page found through them scored in full."""
+    engine = local_search.LocalSearch(pages, "en")
+    weights = engine._weights  # words x pages
+    word = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
+    order = np.lexsort((-weights.data, word))
+    kept = np.sort(order[np.arange(weights.nnz) - weights.indptr[word[order]] < per_word])
+    pruned = sparse.csr_matrix(
+        (weights.data[kept], weights.indices[kept], np.searchsorted(kept, weights.indptr)),
+        shape=weights.shape,
+    )
+    by_page = weights.T.tocsr()
+    answers = []
+    for start in range(0, len(queries), 2000):
+        asked = engine.query_words(queries[start : start + 2000])
+        found = (asked @ pruned).tocoo()
+        full = np.asarray(asked[found.row].multiply(by_page[found.col]).sum(axis=1)).ravel()
+        bounds = np.searchsorted(found.row, np.arange(asked.shape[0] + 1))
+        for i in range(asked.shape[0]):
+            rows, value = found.col[bounds[i] : bounds[i + 1]], full[bounds[i] : bounds[i + 1]]
+            answers.append(rows[local_search._best(value, rows, TOP)].tolist())
+    return answers
 
 
 def bm25s_engine(documents: list[list[str]], queries: list[list[str]]) -> list[list[int]]:
@@ -105,10 +134,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warehouse", help="a bench warehouse whose cleaned pages to search instead")
+    parser.add_argument("--site", default=SITE, help="the site in --warehouse")
     args = parser.parse_args()
-    crawl = read_crawl_export(generated_site(args.pages) / "internal_all.csv", SITE).frame
-    pages = clean_pages(crawl, SITE).pages
-    queries = page_queries(pages, SITE, "{query}")["base_query"].to_list()
+    if args.warehouse:
+        with duckdb.connect(args.warehouse, read_only=True) as con:
+            sql = "select * from staging.pages where site = ? order by page_id"
+            pages = con.execute(sql, [args.site]).pl()
+    else:
+        crawl = read_crawl_export(generated_site(args.pages) / "internal_all.csv", SITE).frame
+        pages = clean_pages(crawl, SITE).pages
+    queries = page_queries(pages, args.site, "{query}")["base_query"].to_list()
     stops = stop_words("en")
     fields = [pl.col(c).fill_null("") for c in ("title", "title", "h1", "meta_description")]
     texts = pages.select(pl.concat_str(fields, separator=" ")).to_series()
@@ -120,6 +156,10 @@ def main() -> None:
         "baseline: same BM25, full sort": lambda: pipeline(pages, queries, _full_sort),
         "bm25s (numpy backend)": lambda: bm25s_engine(documents, query_words),
         "tantivy": lambda: tantivy_engine(documents, query_words),
+        **{
+            f"pruned postings, {n:,} pages per word": lambda n=n: pruned_engine(pages, queries, n)
+            for n in (100, 250, 1000)
+        },
     }
     reference, reference_scores, rows, payload = None, None, [], {}
     for name, run in engines.items():

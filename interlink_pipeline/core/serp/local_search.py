@@ -85,9 +85,8 @@ class LocalSearch:
             (weights, counts.indices, counts.indptr), shape=counts.shape
         ).T.tocsr()
 
-    def scores(self, queries: list[str], pages: np.ndarray | None = None):
-        """Each query's BM25 score for each page (or each of `pages`), sparse, queries x pages; a query
-        word counts once."""
+    def query_words(self, queries: list[str]) -> sparse.csr_matrix:
+        """Queries x words, 1 where the query has the word (a query word counts once)."""
         s = self.statistics
         stops = stop_words(s.language) if s.stop_words else frozenset()
         tokens = [
@@ -95,8 +94,12 @@ class LocalSearch:
         ]
         matrix = _counts(tokens, s.vocabulary, width=self._weights.shape[0])
         matrix.data[:] = 1.0
+        return matrix
+
+    def scores(self, queries: list[str], pages: np.ndarray | None = None):
+        """Each query's BM25 score for each page (or each of `pages`), sparse, queries x pages."""
         weights = self._weights if pages is None else self._weights[:, pages]
-        return (matrix @ weights).tocsr()
+        return (self.query_words(queries) @ weights).tocsr()
 
     def search(self, queries: list[str], n: int, path_prefix: str = "", block: int = 2000) -> pl.DataFrame:
         """query_index, rank (1 = best), row (the page's position in `pages`), score: the top `n` of each
