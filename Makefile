@@ -78,9 +78,11 @@ test-fast: install
 test-slow: install
 	$(PYTEST) -m slow
 
-## Dagster UI and daemon on http://127.0.0.1:3000 (sensors and schedules run while this is up).
+## Dagster UI and daemon on http://127.0.0.1:$(PORT) (sensors and schedules run while this is up): `dg dev`
+## loads the project pyproject.toml's [tool.dg] names.
+PORT ?= 3000
 dev: install
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/dg dev -h 127.0.0.1 -p $(PORT)
 
 ## Style, formatting, and the import contracts in pyproject.toml (layers point down, no import circles).
 lint: install

@@ -1,4 +1,4 @@
-"""The code location: one Definitions object (`dagster dev` / `dg dev` load `defs`), gathered from the
+"""The code location: one Definitions object (`dg dev` loads `defs`), gathered from the
 shell's domain folders (interlink_pipeline/defs/<domain>/), with the resources the environment names."""
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def pytest_configure(config):
 
 
 # Fixtures that make a test end-to-end: a whole pipeline materialised, or a service started.
-E2E_FIXTURES = {"sample_site", "light_and_nutri", "planned_site", "postgres_port", "dagster_dev"}
+E2E_FIXTURES = {"sample_site", "light_and_nutri", "planned_site", "postgres_port", "dev_server"}
 
 
 def pytest_itemcollected(item):

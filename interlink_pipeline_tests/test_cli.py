@@ -10,7 +10,7 @@ import pytest
 
 from interlink_pipeline.cli import EXAMPLES
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.helpers import NUTRI, call_cli, run_cli, run_cli_in_terminal
+from interlink_pipeline_tests.helpers import NUTRI, SAMPLE_DIR, call_cli, run_cli, run_cli_in_terminal
 
 
 @pytest.mark.e2e
@@ -20,6 +20,18 @@ def test_demo_materialises_the_sample(cli_env, tmp_path, sample_site):
     # `make run` does
     sample = sample_site.folder.copy(tmp_path / "sample")
     cli_env = {**cli_env, "INTERLINK_WAREHOUSE": str(sample.warehouse), "INTERLINK_INBOX": str(sample.inbox)}
+    # a newer crawl registered makes the published plan stale: the freshness sensor asks for its check
+    # (once), which fails, and status says so
+    newer = tmp_path / "recrawl" / "internal_all.csv"
+    newer.parent.mkdir()
+    newer.write_text((SAMPLE_DIR / "internal_all.csv").read_text().replace("Alpine", "Alpine Gear", 1))
+    assert _freshness_requests(cli_env, sample) == []  # the copy's plan is of its crawl
+    assert call_cli(cli_env, "register", str(newer), "--site", SAMPLE_HOST).returncode == 0
+    assert _freshness_requests(cli_env, sample) == [SAMPLE_HOST]
+    assert _freshness_check(cli_env) == "FAILED"
+    assert _freshness_requests(cli_env, sample) == []  # asked once per new crawl
+    said = call_cli(cli_env, "status", "--site", SAMPLE_HOST).stdout
+    assert "freshness: stale: the plan (published" in said and "a newer crawl" in said, said
     # in a terminal, as a user runs it: a bar with the step running, the steps done, the time and the
     # step's latest message, drawn while the steps run (Dagster's capture of a step's output takes the
     # terminal's descriptor), and no step lines (a log gets those: test_cli_safety's killed run)
@@ -47,6 +59,11 @@ def test_demo_materialises_the_sample(cli_env, tmp_path, sample_site):
     status = call_cli(cli_env, "status", "--site", SAMPLE_HOST)
     assert status.returncode == 0, status.stderr
     assert "last run: " in status.stdout and " SUCCESS (" in status.stdout
+    assert "freshness: fresh: the plan of the crawl registered now" in status.stdout  # the run made it pass
+    assert _freshness_check(cli_env) == "SUCCEEDED"
+    every = call_cli(cli_env, "status")  # no --site: a line per site
+    assert every.returncode == 0 and every.stdout.startswith(f"{SAMPLE_HOST}: last run SUCCESS ("), every
+    assert "links planned" in every.stdout and "within 3 clicks, precision" in every.stdout
     assert "after  1,700 pages" in status.stdout and "backtest: plan precision" in status.stdout
     report = sample.warehouse.parent / "exports" / SAMPLE_HOST / "report.html"
     assert f"report:    {report}" in status.stdout and report.exists()
@@ -56,6 +73,41 @@ def test_demo_materialises_the_sample(cli_env, tmp_path, sample_site):
     )
     assert shell.returncode == 0, shell.stderr
     assert "crawls" in shell.stdout and f"v{duckdb.__version__}" in shell.stdout
+
+
+def _freshness_requests(env: dict[str, str], sample) -> list[str]:
+    """The sites plan_freshness_sensor asks a check run for (each request's run executed at once, as the
+    daemon would), its cursor kept between calls in `env`."""
+    import dagster as dg
+
+    from interlink_pipeline.definitions import build_defs
+    from interlink_pipeline.defs.publish.freshness import plan_freshness_sensor
+
+    defs = build_defs(str(sample.warehouse), str(sample.inbox))
+    cursor = env.get("freshness_cursor")
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        context = dg.build_sensor_context(instance, cursor=cursor, definitions=defs, resources=defs.resources)
+        tick = plan_freshness_sensor(context)
+        env["freshness_cursor"] = tick.cursor
+        for request in tick.run_requests:
+            done = defs.resolve_job_def("plan_freshness").execute_in_process(
+                instance=instance, tags=request.tags
+            )
+            assert done.success
+    return [request.tags["dagster/partition"] for request in tick.run_requests]
+
+
+def _freshness_check(env: dict[str, str]) -> str:
+    """How the site's published_plan_is_fresh check last ended (SUCCEEDED, FAILED), in `env`'s instance."""
+    import dagster as dg
+    from dagster._core.event_api import PartitionKeyFilter
+
+    key = dg.AssetCheckKey(dg.AssetKey("published_files"), "published_plan_is_fresh")
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            [key], partition_filter=PartitionKeyFilter(key=SAMPLE_HOST)
+        )
+    return latest[key].status.value
 
 
 def test_register_infers_the_site_and_adds_the_partition(cli_env, tmp_path, crawls):

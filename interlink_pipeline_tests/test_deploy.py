@@ -130,7 +130,7 @@ def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
         assert {r.tags["dagster/partition"] for r in runs} == set(SITES)
 
         # the workers executed the runs, both of them: each took the Celery task the daemon sent for a run
-        # (and nothing but runs: the lake maintenance schedule launches one if the test spans 03:00)
+        # (and nothing but runs)
         received = {name: _received(logs[name]) for name in WORKERS}
         assert all(received.values()), received
         sent = {r.tags.get(DAGSTER_CELERY_TASK_ID_TAG) for r in instance.get_runs()}

@@ -254,8 +254,10 @@ def test_the_shared_sites_run_every_step_of_the_pipeline():
     from interlink_pipeline.definitions import defs
     from interlink_pipeline_tests.helpers import AFTER_PLAN, UP_TO_PLAN, UPSTREAM
 
-    steps = {
-        assets.node_def.name for assets in defs.resolve_asset_graph().assets_defs if assets.is_executable
+    steps = {  # the steps that write assets (a check on its own, like the plan's freshness, runs after them)
+        assets.node_def.name
+        for assets in defs.resolve_asset_graph().assets_defs
+        if assets.is_executable and assets.keys
     }
     assert sorted(UP_TO_PLAN + AFTER_PLAN) == sorted(steps)
     assert UP_TO_PLAN[: len(UPSTREAM)] == UPSTREAM
@@ -292,12 +294,52 @@ def test_the_code_location_is_gathered_from_the_shell_folders():
 
     keys = {spec.key.to_user_string().replace("/", ".") for spec in defs.resolve_all_asset_specs()}
     assert set(TABLES) - {"ml.embedding_cache", "serp.cache"} <= keys
-    assert {job.name for job in defs.jobs} == {"site_pipeline", "serp_refresh", "lake_maintenance"}
+    assert {job.name for job in defs.jobs} == {
+        "site_pipeline",
+        "serp_refresh",
+        "lake_maintenance",
+        "plan_freshness",
+    }
     assert {s.name for s in defs.schedules} == {"serp_refresh_schedule", "lake_maintenance_schedule"}
-    assert {s.name for s in defs.sensors} == {"crawl_inbox_sensor", "run_failure_recorder"}
+    assert {s.name for s in defs.sensors} == {
+        "crawl_inbox_sensor",
+        "run_failure_recorder",
+        "plan_freshness_sensor",
+    }
     shell = PROJECT_ROOT / "interlink_pipeline" / "defs"
     domains = {p.name for p in shell.iterdir() if (p / "__init__.py").exists()}
     assert domains <= {p.name for p in CORE.iterdir() if (p / "__init__.py").exists()}, domains
+
+
+def test_every_asset_has_a_documented_group_a_description_owners_and_kinds():
+    """The catalogue as a Dagster user expects it: groups from the documented list (docs/how-it-works/
+    automation.md), each asset described (a dbt model by its schema's description, its SQL in metadata),
+    owned and of some kind; the documented jobs only; schedules off until turned on, sensors on."""
+    import dagster as dg
+
+    from interlink_pipeline.definitions import defs
+    from interlink_pipeline.defs.groups import GROUPS
+    from interlink_pipeline.defs.settings import scheduled_by
+
+    graph = defs.resolve_asset_graph()
+    nodes = [graph.get(key) for key in graph.get_all_asset_keys()]
+    groups = {group.name: group for group in GROUPS}
+    documented = (PROJECT_ROOT / "docs/how-it-works/automation.md").read_text()
+    assert all(f"| `{name}` |" in documented for name in groups), "a group the docs do not list"
+    for node in nodes:
+        name = node.key.to_user_string()
+        assert node.group_name in groups, name
+        assert node.owners == [groups[node.group_name].owner] and node.kinds, name
+        assert node.description and "Raw SQL" not in node.description, name
+    dbt_models = [n for n in nodes if "dbt" in n.kinds]
+    assert {n.group_name for n in dbt_models} == {"staging", "marts"}
+    assert all("```sql" in n.metadata["sql"].value for n in dbt_models)
+    assert all(n.metadata["dagster/column_schema"].columns for n in dbt_models)
+    jobs = {job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__")}
+    assert jobs == {"site_pipeline", "serp_refresh", "lake_maintenance", "plan_freshness"}
+    assert all(s.default_status == dg.DefaultScheduleStatus.STOPPED for s in defs.schedules)
+    assert scheduled_by("0 6 * * 1") == dg.DefaultScheduleStatus.RUNNING  # a cron variable turns one on
+    assert all(s.default_status == dg.DefaultSensorStatus.RUNNING for s in defs.sensors)
 
 
 def test_the_warehouse_given_to_build_defs_decides_the_writer_pool(tmp_path):

@@ -399,13 +399,22 @@ def test_the_plan_is_published_before_its_backtest_and_the_measurement_follows(p
     assert manifest["backtest"]["run_id"] == run_id
 
 
-def test_the_report_metadata_is_a_path_not_a_dead_file_link(planned_site):
+def test_the_report_metadata_is_a_path_not_a_dead_file_link_or_a_link_where_it_is_served(
+    planned_site, monkeypatch
+):
+    from interlink_pipeline.defs.publish.reports import report_link
+
     materialization = planned_site.instance.get_latest_materialization_event(dg.AssetKey("html_report"))
     metadata = materialization.asset_materialization.metadata
     report = planned_site.exports / "report.html"
-    assert metadata["path"] == dg.MetadataValue.path(str(report.absolute()))  # the folder people open
+    assert metadata["report"] == dg.MetadataValue.path(str(report.absolute()))  # the file people open
     # a browser opens no file:// link from the UI's http page: none is offered
     assert not [key for key, value in metadata.items() if "file://" in str(value.value)]
+    # where a web server serves the exports folder, the UI links the report
+    monkeypatch.setenv("INTERLINK_EXPORTS_URL", "http://127.0.0.1:8001/")
+    assert report_link(LIGHT, report) == {
+        "report_url": dg.MetadataValue.url(f"http://127.0.0.1:8001/{LIGHT}/report.html")
+    }
 
 
 def test_the_report_says_what_changed_since_the_last_run():
@@ -556,3 +565,26 @@ def test_a_site_folder_from_before_releases_is_switched_once_and_kept_until_the_
         "run-1",
         "run-2",
     ]
+
+
+def test_a_published_plan_is_stale_once_a_newer_crawl_is_registered_or_past_its_age():
+    from datetime import UTC, datetime, timedelta
+
+    from interlink_pipeline.core.environment import Environment
+    from interlink_pipeline.core.publish.freshness import plan_freshness, plan_max_age
+
+    now = datetime(2026, 11, 29, 12, tzinfo=UTC)
+    published = {"published_at": "2026-11-01T12:00:00+00:00", "crawl_id": "a1"}
+    fresh = plan_freshness(published, "a1", now, timedelta(days=30))
+    assert (
+        fresh.fresh
+        and fresh.said == "fresh: the plan of the crawl registered now, published 2026-11-01 12:00 UTC"
+    )
+    old = plan_freshness(published, "a1", now, timedelta(days=7))
+    assert not old.fresh and "28 days ago, more than the 7 allowed" in old.said
+    newer = plan_freshness(published, "b2", now, timedelta(days=30))
+    assert not newer.fresh and "is of crawl a1, and a newer crawl (b2) is registered" in newer.said
+    assert plan_freshness(None, "a1", now, timedelta(days=30)).said == "no plan is published yet"
+    assert plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS="7")) == timedelta(days=7)
+    with pytest.raises(ValueError, match=r"\$INTERLINK_PLAN_MAX_AGE_DAYS must be a whole number of days"):
+        plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS="two"))

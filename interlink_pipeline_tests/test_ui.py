@@ -1,10 +1,13 @@
-"""`dagster dev` for real: the daemon turns two dropped crawls into two successful runs, and a person in
-a headless Chromium sees them, launches a materialisation for one of the sites and reads its metadata."""
+"""`make dev` (`dg dev`) for real: the daemon turns two dropped crawls into two successful runs, and a
+person in a headless Chromium sees them, launches a materialisation for one of the sites and reads its
+metadata."""
 
 import os
 import re
+import shlex
 import shutil
 import socket
+import subprocess
 import sys
 from itertools import pairwise
 from pathlib import Path
@@ -31,7 +34,7 @@ DROPPED = "www.dropped.example"
 
 
 @pytest.fixture(scope="module")
-def dagster_dev(tmp_path_factory, model_cache):
+def dev_server(tmp_path_factory, model_cache):
     """`make dev`'s command on a free loopback port, over a temporary instance, warehouse and inbox: one
     for the module's tests on a worker (each test tells its own runs from those before it), stopped once
     they are done."""
@@ -51,10 +54,9 @@ def dagster_dev(tmp_path_factory, model_cache):
         "INTERLINK_MODEL_CACHE": str(model_cache),
         "INTERLINK_INBOX_SCAN_SECONDS": "5",  # a drop is seen in seconds, not half a minute
     }
-    dagster = Path(sys.executable).with_name("dagster")
-    command = [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)]
+    command = make_dev_command(port)
     url = f"http://127.0.0.1:{port}"
-    # stopped with SIGINT, what Ctrl-C does: dagster dev stops its children
+    # stopped with SIGINT, what Ctrl-C does: dg dev stops its children
     with service(command, log, cwd=PROJECT_ROOT, env=env):
         wait_for(lambda: http_ok(f"{url}/server_info"), 180, "the webserver", log)
         with dg.DagsterInstance.from_config(str(home)) as instance:
@@ -66,6 +68,20 @@ def dagster_dev(tmp_path_factory, model_cache):
                 "instance": instance,
                 "log": log,
             }
+
+
+def make_dev_command(port: int) -> list[str]:
+    """The command `make dev PORT=port` runs (make's dry run), with this environment's executables."""
+    planned = subprocess.run(
+        ["make", "--silent", "--dry-run", "dev", f"PORT={port}"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()[-1]
+    program, *args = shlex.split(planned)
+    assert Path(program).name == "dg" and args[0] == "dev", planned  # the current CLI, not `dagster dev`
+    return [str(Path(sys.executable).with_name("dg")), *args]
 
 
 def _non_loopback_addresses() -> list[str]:
@@ -88,16 +104,17 @@ def _run_ids(instance) -> set[str]:
 
 
 def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisation(
-    dagster_dev, crawls, tmp_path
+    dev_server, crawls, tmp_path
 ):
     from playwright.sync_api import expect, sync_playwright
 
-    instance, log = dagster_dev["instance"], dagster_dev["log"]
+    instance, log = dev_server["instance"], dev_server["log"]
+    assert not re.search(r"SupersessionWarning|DeprecationWarning", log.read_text())  # the current CLI
     earlier = _run_ids(instance)
     dropped = write_site(generate_site(200, seed=5, host=DROPPED, with_links=False), tmp_path / "dropped")
-    register_crawl(dagster_dev["inbox"], DROPPED, dropped["crawl"])
+    register_crawl(dev_server["inbox"], DROPPED, dropped["crawl"])
     light = crawls / "lightchiropractic"
-    register_crawl(dagster_dev["inbox"], LIGHT, light / "internal_all.csv", light / "all_inlinks.csv")
+    register_crawl(dev_server["inbox"], LIGHT, light / "internal_all.csv", light / "all_inlinks.csv")
 
     # the daemon's sensor picks both up; the writer pool queues their DuckDB steps instead of colliding
     def both_inbox_runs():
@@ -115,7 +132,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
     # whenever the second run started, no two steps of the two runs wrote the file at once
     spans = sorted(span for run in inbox_runs for span in step_spans(instance, run.run_id))
     assert len(spans) > 20 and all(a[1] <= b[0] for a, b in pairwise(spans))
-    with duckdb.connect(str(dagster_dev["warehouse"]), read_only=True) as con:
+    with duckdb.connect(str(dev_server["warehouse"]), read_only=True) as con:
         planned = dict(con.execute("SELECT site, count(*) FROM graph.link_plan GROUP BY site").fetchall())
         marts = {row[0] for row in con.execute("SELECT DISTINCT site FROM marts.site_health").fetchall()}
         crawled = con.execute("SELECT count(*) FROM raw.crawl_pages WHERE site = ?", [DROPPED]).fetchone()[0]
@@ -123,7 +140,7 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
 
     # the webserver answers on loopback only: every other address of this machine refuses
     for address in _non_loopback_addresses():
-        with pytest.raises(OSError), socket.create_connection((address, dagster_dev["port"]), timeout=5):
+        with pytest.raises(OSError), socket.create_connection((address, dev_server["port"]), timeout=5):
             pass
 
     with sync_playwright() as playwright:
@@ -138,15 +155,20 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         )
 
         # both runs are in the run list, successful, each with its site
-        page.goto(f"{dagster_dev['url']}/runs", wait_until="networkidle")
+        page.goto(f"{dev_server['url']}/runs", wait_until="networkidle")
         for run in inbox_runs:
             row = page.locator("[class*=RunsFeedRow_rowGrid]", has_text=run.run_id[:8])
             expect(row).to_contain_text(run.tags["dagster/partition"])
             expect(row).to_contain_text("site_pipeline")
             expect(row).to_contain_text("Success")
 
+        # the jobs listed are the documented ones: Dagster's implicit asset job stays hidden
+        page.goto(f"{dev_server['url']}/jobs", wait_until="networkidle")
+        expect(page.get_by_text("site_pipeline", exact=True).first).to_be_visible()
+        expect(page.get_by_text("__ASSET_JOB")).to_have_count(0)
+
         # launch `raw.crawl_pages` for nutrisport from its asset page, as a user would
-        page.goto(f"{dagster_dev['url']}/assets/raw/crawl_pages", wait_until="networkidle")
+        page.goto(f"{dev_server['url']}/assets/raw/crawl_pages", wait_until="networkidle")
         page.get_by_role("button", name="Materialize…").first.click()
         launch = page.locator(".dagster-dialog")
         launch.get_by_text("Select a partition or create one").click()
@@ -175,9 +197,9 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         assert len({r.run_id for r in inbox_runs_now} - earlier) == 2
 
         # its run page says so, and the asset page shows the new materialisation's metadata
-        page.goto(f"{dagster_dev['url']}/runs/{ui_run.run_id}", wait_until="networkidle")
+        page.goto(f"{dev_server['url']}/runs/{ui_run.run_id}", wait_until="networkidle")
         expect(page.get_by_text("Success").first).to_be_visible()
-        page.goto(f"{dagster_dev['url']}/assets/raw/crawl_pages", wait_until="networkidle")
+        page.goto(f"{dev_server['url']}/assets/raw/crawl_pages", wait_until="networkidle")
         status = page.get_by_text("Latest materialization").locator("..")
         expect(status).to_contain_text(DROPPED)
         metadata = page.locator("tr", has_text="rows raw.crawl_pages")
@@ -185,14 +207,14 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         browser.close()
 
 
-def test_a_run_killed_under_dagster_dev_is_failed_its_slot_freed_and_the_next_run_proceeds(
-    dagster_dev, crawls, tmp_path
+def test_a_run_killed_under_make_dev_is_failed_its_slot_freed_and_the_next_run_proceeds(
+    dev_server, crawls, tmp_path
 ):
     import signal
 
-    instance, log = dagster_dev["instance"], dagster_dev["log"]
+    instance, log = dev_server["instance"], dev_server["log"]
     # a crawl of lightchiropractic no run has seen yet (without its FAQ page)
-    register_crawl(dagster_dev["inbox"], LIGHT, changed_light_crawl(crawls, tmp_path, without="faq"))
+    register_crawl(dev_server["inbox"], LIGHT, changed_light_crawl(crawls, tmp_path, without="faq"))
 
     # the sensor's run, as soon as one of its writing steps holds the writer pool: its process killed
     def holding_run():
@@ -216,7 +238,7 @@ def test_a_run_killed_under_dagster_dev_is_failed_its_slot_freed_and_the_next_ru
 
     # a new crawl of the site: its run is not blocked behind the dead one
     earlier = _run_ids(instance)
-    register_crawl(dagster_dev["inbox"], LIGHT, changed_light_crawl(crawls, tmp_path))
+    register_crawl(dev_server["inbox"], LIGHT, changed_light_crawl(crawls, tmp_path))
     next_run = wait_for(
         lambda: next(iter(_finished(instance, earlier)), None),
         RUNS_TIMEOUT_S,
@@ -228,7 +250,7 @@ def test_a_run_killed_under_dagster_dev_is_failed_its_slot_freed_and_the_next_ru
     # the failure sensor records it on its own tick, which may come after the next run has finished
     def recorded():
         try:
-            with duckdb.connect(str(dagster_dev["warehouse"]), read_only=True) as con:
+            with duckdb.connect(str(dev_server["warehouse"]), read_only=True) as con:
                 return con.execute("SELECT 1 FROM ops.run_failures WHERE run_id = ?", [killed_id]).fetchone()
         except (duckdb.IOException, duckdb.CatalogException):  # being written, or not yet created
             return None

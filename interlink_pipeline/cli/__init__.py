@@ -1,7 +1,7 @@
 """`interlink`: register crawls, run the pipeline for a site, generate synthetic sites.
 
 Runs are recorded in the Dagster instance at $DAGSTER_HOME (default: the project's dagster_home/), so
-they show up in `dagster dev` next to sensor-triggered runs. This module holds the command line (its
+they show up in `dg dev` next to sensor-triggered runs. This module holds the command line (its
 commands, options and examples); `commands` what each command does, `runs` how a site's run is made and
 followed, `run_config` the settings a user passes.
 """
@@ -179,8 +179,8 @@ def _parser() -> argparse.ArgumentParser:
     _decisions_command(command("decisions", DECISIONS_SUMMARY, DECISIONS_DESCRIPTION))
     _generate_command(command("generate-site", "write a synthetic site's exports and ground truth"))
     command("sites", "list registered sites and their table row counts")
-    status = command("status", "a site's last run, its figures and where its files are")
-    status.add_argument("--site", required=True, help="a registered site")
+    status = command("status", "a site's last run, its figures and where its files are; every site's")
+    status.add_argument("--site", help="a registered site (default: a line for each site)")
     _sql_command(command("sql", SQL_SUMMARY, SQL_DESCRIPTION))
     return parser
 

@@ -79,6 +79,15 @@ def register(args: argparse.Namespace) -> int:
     return 0
 
 
+def _freshness(site: str):
+    """The site's published plan against the crawl registered now (core/publish/freshness.py)."""
+    from interlink_pipeline.core.ingest.inbox import default_inbox
+    from interlink_pipeline.defs.publish.freshness import site_freshness
+    from interlink_pipeline.defs.publish.reports import site_folder
+
+    return site_freshness(site_folder(warehouse_resource(), site), default_inbox(), site)
+
+
 def materialize(args: argparse.Namespace) -> int:
     config = run_config(args)
     return run_site(registered(args.site), run_config=config)
@@ -251,38 +260,71 @@ def sites(args: argparse.Namespace) -> int:
 
 
 def status(args: argparse.Namespace) -> int:
-    """The site's last run (how it ended, when, how long), its plan's figures and where its files are."""
-    from datetime import UTC, datetime
-
-    from dagster import RunsFilter
-
+    """The site's last run (how it ended, when, how long), its plan's figures, whether the plan is fresh
+    and where its files are; without --site, a line for each registered site."""
     from interlink_pipeline.core.warehouse.database import describe
     from interlink_pipeline.core.warehouse.lake import is_lake
 
+    if args.site is None:
+        return _every_site_status()
     site = registered(args.site)
-    instance = dagster_instance()
-    release_dead_runs(instance, site)  # a killed run shows as failed, not as running for ever
-    records = instance.get_run_records(RunsFilter(tags={"dagster/partition": site}), limit=1)
-    if records:
-        record, run = records[0], records[0].dagster_run
-        began = datetime.fromtimestamp(record.start_time or record.create_timestamp.timestamp(), UTC)
-        ran = record.end_time and record.start_time
-        took = f", {record.end_time - record.start_time:.0f}s" if ran else ""
-        print(f"last run: {run.run_id} {run.status.value} ({began:%Y-%m-%d %H:%M} UTC{took})")
-    else:
-        print(f"last run: none yet (interlink materialize --site {site})")
+    print(f"last run: {_last_run(site) or f'none yet (interlink materialize --site {site})'}")
     warehouse = warehouse_resource()
     from interlink_pipeline.defs.publish.reports import site_folder
 
     folder = site_folder(warehouse, site)
     for line in _site_figures(site, folder):
         print(line)
+    print(f"{'freshness:':<11}{_freshness(site).said}")
     print(f"{'warehouse:':<11}{describe(warehouse.path)}")
     files = {"report": folder / "report.html", "workbook": folder / "interlink_plan.xlsx"}
     if not is_lake(warehouse.path):  # analysts read a lake itself
         files = {"snapshot": warehouse.analyst_snapshot(), **files}
     for name, path in files.items():
         print(f"{name + ':':<11}{path.absolute()}{'' if path.exists() else ' (not written yet)'}")
+    return 0
+
+
+def _last_run(site: str) -> str | None:
+    """The site's last run: its id, how it ended, when and how long it took."""
+    from datetime import UTC, datetime
+
+    from dagster import RunsFilter
+
+    instance = dagster_instance()
+    release_dead_runs(instance, site)  # a killed run shows as failed, not as running for ever
+    records = instance.get_run_records(RunsFilter(tags={"dagster/partition": site}), limit=1)
+    if not records:
+        return None
+    record, run = records[0], records[0].dagster_run
+    began = datetime.fromtimestamp(record.start_time or record.create_timestamp.timestamp(), UTC)
+    took = f", {record.end_time - record.start_time:.0f}s" if record.end_time and record.start_time else ""
+    return f"{run.run_id} {run.status.value} ({began:%Y-%m-%d %H:%M} UTC{took})"
+
+
+def _every_site_status() -> int:
+    """A line per registered site: its last run, its published plan (links, within 3 clicks before and
+    after, the backtest's precision) and whether the plan is fresh."""
+    from interlink_pipeline.core.publish.publication import read_manifest
+    from interlink_pipeline.defs.partitions import site_partitions
+    from interlink_pipeline.defs.publish.reports import site_folder
+
+    sites = sorted(dagster_instance().get_dynamic_partitions(site_partitions.name))
+    if not sites:
+        print("no sites registered; try: interlink register <crawl.csv>")
+    for site in sites:
+        published = read_manifest(site_folder(warehouse_resource(), site))
+        plan = "no plan published"
+        if published and published.get("site_metrics"):
+            before, after = published["site_metrics"][0], published["site_metrics"][-1]
+            plan = (
+                f"{after['planned_links']:,} links planned, {before['share_depth_le_3']:.0%} -> "
+                f"{after['share_depth_le_3']:.0%} within 3 clicks"
+            )
+            if published.get("backtest"):
+                plan += f", precision {published['backtest']['plan_precision']:.1%}"
+        run = (_last_run(site) or "no run yet").split(" ", 1)[-1]  # the run's id is in `status --site`
+        print(f"{site}: last run {run}; {plan}; {_freshness(site).said}")
     return 0
 
 
@@ -293,6 +335,7 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     import duckdb
 
     from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
+    from interlink_pipeline.core.ingest.inbox import default_inbox, registered_crawl_id
     from interlink_pipeline.core.publish.publication import read_manifest
     from interlink_pipeline.core.publish.warehouse_reads import published_figures
     from interlink_pipeline.core.warehouse.database import exists
@@ -331,7 +374,7 @@ def _site_figures(site: str, folder: Path) -> list[str]:
             f"{current['crawl_id']}) that no run published: its run failed after planning, or is still "
             "running. The files and figures here are the published plan's."
         )
-    registered = _registered_crawl(site)
+    registered = registered_crawl_id(default_inbox(), site)
     if registered is not None and shown["crawl_id"] != registered:
         lines.append(
             f"note: these figures are of crawl {shown['crawl_id']}; the crawl registered now ({registered}) "
@@ -378,15 +421,6 @@ def _backtest_line(row: dict, plan_crawl: str) -> str:
         f"for as many top-title-cosine links ({row['hidden_links']:,} links hidden, seed {row['seed']}; "
         f"{which})"
     )
-
-
-def _registered_crawl(site: str) -> str | None:
-    """The crawl id (file digest) of the crawl export registered for `site` now."""
-    from interlink_pipeline.core.ingest.inbox import default_inbox, latest_exports, site_folder
-    from interlink_pipeline.core.ingest.tabular_files import file_digest
-
-    crawl = latest_exports(site_folder(default_inbox(), site)).get("crawl")
-    return file_digest(crawl) if crawl else None
 
 
 def sql(args: argparse.Namespace) -> int:

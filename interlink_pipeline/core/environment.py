@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 WAREHOUSE_ENV = "INTERLINK_WAREHOUSE"
 LAKE_DATA_PATH_ENV = "INTERLINK_LAKE_DATA_PATH"
+PLAN_MAX_AGE_ENV = "INTERLINK_PLAN_MAX_AGE_DAYS"
 INBOX_SCAN_ENV = "INTERLINK_INBOX_SCAN_SECONDS"
 SERPER_KEY_ENV = "SERPER_API_KEY"
 DAGSTER_HOME_ENV = "DAGSTER_HOME"
@@ -44,6 +45,9 @@ class Environment(BaseSettings):
     inbox: str | None = _variable("INTERLINK_INBOX", "The drop folder of registered crawls.")
     inbox_scan_seconds: str | None = _variable(INBOX_SCAN_ENV, "How often the sensor scans the drop folder.")
     exports_dir: str | None = _variable("INTERLINK_EXPORTS_DIR", "Where the spreadsheets and report go.")
+    exports_url: str | None = _variable(
+        "INTERLINK_EXPORTS_URL", "Where a web server serves the exports folder (the UI links the reports)."
+    )
     embedding_model: str | None = _variable("INTERLINK_EMBEDDING_MODEL", "The sentence-transformers model.")
     embedding_device: str | None = _variable("INTERLINK_EMBEDDING_DEVICE", "cpu, cuda or auto.")
     model_cache: str | None = _variable("INTERLINK_MODEL_CACHE", "Where exported ONNX encoders are kept.")
@@ -57,6 +61,9 @@ class Environment(BaseSettings):
     )
     lake_maintenance_cron: str | None = _variable(
         "INTERLINK_LAKE_MAINTENANCE_CRON", "When the lake is maintained."
+    )
+    plan_max_age_days: str | None = _variable(
+        PLAN_MAX_AGE_ENV, "Days after which a site's published plan counts as stale."
     )
     failure_webhook: str | None = _variable(
         "INTERLINK_FAILURE_WEBHOOK", "Where failed runs are posted (JSON)."

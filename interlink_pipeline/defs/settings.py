@@ -7,7 +7,7 @@ import dataclasses
 import typing
 from typing import Any, TypeVar
 
-from dagster import Config, ConfigurableResource
+from dagster import Config, ConfigurableResource, DefaultScheduleStatus
 from pydantic import Field, create_model, field_validator
 
 Settings = TypeVar("Settings")
@@ -77,3 +77,9 @@ def _core_value(value: Any, field: dataclasses.Field) -> Any:
     if unset is not None and value == unset and type(value) is type(unset):
         return None
     return value
+
+
+def scheduled_by(cron: str | None) -> DefaultScheduleStatus:
+    """A schedule runs by default only where its cron variable is set: a team that wanted a plan never finds
+    it recomputed behind its back (the UI turns a schedule on too)."""
+    return DefaultScheduleStatus.RUNNING if cron else DefaultScheduleStatus.STOPPED

@@ -18,6 +18,7 @@ from interlink_pipeline.core.warehouse.contract import (
     table_columns,
     table_description,
 )
+from interlink_pipeline.defs.groups import Group
 from interlink_pipeline.defs.partitions import site_partitions
 
 # The pool every writing step is declared in: a DuckDB file takes one writer at a time (the pool's limit
@@ -49,7 +50,7 @@ def schema_check(table: str) -> AssetCheckSpec:
     )
 
 
-def table_spec(table: str, group: str, kinds: Collection[str], deps: Sequence[str]) -> AssetSpec:
+def table_spec(table: str, group: Group, kinds: Collection[str], deps: Sequence[str]) -> AssetSpec:
     """The table as the UI shows it: its own key, description, column schema and upstream tables."""
     columns = [
         TableColumn(name, duckdb_type(dtype), description=description)
@@ -57,7 +58,7 @@ def table_spec(table: str, group: str, kinds: Collection[str], deps: Sequence[st
     ]
     return AssetSpec(
         table_key(table),
-        group_name=group,
+        **group.attributes(),
         kinds=set(kinds),
         deps=[table_key(upstream) for upstream in deps],
         description=table_description(table),
@@ -67,7 +68,7 @@ def table_spec(table: str, group: str, kinds: Collection[str], deps: Sequence[st
 
 def site_asset(
     *tables: str,
-    group: str,
+    group: Group,
     deps: Sequence[str] = (),
     kinds: Collection[str] = frozenset({"duckdb", "polars"}),
     invariants: Mapping[str, str] | None = None,

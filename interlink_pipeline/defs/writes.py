@@ -180,7 +180,8 @@ def targeted(context: AssetExecutionContext, checks: Sequence[AssetCheckResult])
 
 
 def _check_result(report: ValidationReport) -> AssetCheckResult:
-    metadata: dict[str, Any] = {"rows_checked": MetadataValue.int(report.rows)}
+    # text, not a number: a check's plot draws every site's runs on one line
+    metadata: dict[str, Any] = {"rows_checked": MetadataValue.text(f"{report.rows:,}")}
     if not report.passed:
         metadata["failures"] = table_preview(report.failures, max_rows=20)
         metadata["summary"] = MetadataValue.text(report.summary())

@@ -111,6 +111,13 @@ def latest_exports(folder: Path, *, settled_before: float | None = None) -> dict
     return {kind: path for kind, (_, path) in newest.items()}
 
 
+def registered_crawl_id(root: str | Path, site: str) -> str | None:
+    """The crawl id (the file's digest, as raw.crawl_pages records it) of the crawl export registered for
+    `site` now: the newest in its folder."""
+    crawl = latest_exports(site_folder(root, site)).get("crawl")
+    return file_digest(crawl) if crawl else None
+
+
 def scan_inbox(
     root: str | Path, *, settle_seconds: float = SETTLE_SECONDS, now: float | None = None
 ) -> InboxScan:

@@ -8,16 +8,15 @@ from dagster import AssetExecutionContext, MetadataValue
 from interlink_pipeline.core.graph.decisions import DECISION_INVARIANTS, decision_invariants, folder_decisions
 from interlink_pipeline.core.ingest.inbox import DECISIONS, decision_files, site_folder
 from interlink_pipeline.core.warehouse.site_tables import standing_decisions
+from interlink_pipeline.defs.groups import GRAPH
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.tables import site_asset
 from interlink_pipeline.defs.writes import check_results, persist, user_errors
 
-GROUP = "graph"
 
-
-@site_asset("graph.link_decisions", group=GROUP, deps=["staging.pages"], invariants=DECISION_INVARIANTS)
+@site_asset("graph.link_decisions", group=GRAPH, deps=["staging.pages"], invariants=DECISION_INVARIANTS)
 def link_decisions(context: AssetExecutionContext, warehouse: Warehouse, inbox: CrawlInbox):
     """Editors' decisions (accept, reject) about planned links, from the files in the site's decisions/
     folder (`interlink decisions import`): each file is read once per content (an edited file again, its

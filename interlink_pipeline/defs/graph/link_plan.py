@@ -4,23 +4,21 @@ import json
 import time
 from datetime import UTC, datetime
 
-import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
 from interlink_pipeline.core.graph.decided_links import ACCEPTED_LIVE, NOT_KEPT, adoption_by_reason
 from interlink_pipeline.core.graph.link_plan import PlanHistory, SitePlan, keep_centrality, plan_for_site
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
-from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, SUMMARY_ROWS, comparison, equity_moved
+from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, comparison, equity_moved
 from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.defs.groups import GRAPH
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import site_asset
 from interlink_pipeline.defs.writes import check_results, persist, user_errors
-
-GROUP = "graph"
 
 
 class LinkPlanConfig(settings_config(PlanOptions)):
@@ -42,7 +40,7 @@ def _bars(histogram: str, width: int = 24) -> str:
     "graph.site_metrics",
     "graph.link_plan_changes",
     "graph.live_links",
-    group=GROUP,
+    group=GRAPH,
     deps=[
         "graph.link_decisions",
         "ml.link_candidates",
@@ -104,7 +102,7 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int, links_
         "depth_after": MetadataValue.md(_bars(result.after.depth_histogram)),
         "hubs": table_preview(hubs, 30),
         **_equity(result),
-        **_figures(result),
+        **_trends(result),
         "centrality": stats.centrality,
         "seconds_by_step": MetadataValue.json(stats.seconds),
         "preview": table_preview(_preview(plan, names), 20),
@@ -123,24 +121,28 @@ def _equity(result: SitePlan) -> dict:
 
 
 def _adoption(result: SitePlan, history: PlanHistory) -> dict:
-    """Editors' decisions and the links seen live: counts the Plots tab charts run after run, acceptance by
-    reason, the accepted links no crawl has shown live yet, and those the plan cannot hold, with why (a
-    warning: the CLI prints it)."""
+    """Editors' decisions and the links seen live: their counts as a table (the links live and the
+    acceptance rate as numbers, for the Plots tab), acceptance by reason, the accepted links no crawl has
+    shown live yet, and those the plan cannot hold, with why (a warning: the CLI prints it)."""
     standing = history.decisions
     by_reason = adoption_by_reason(result.plan, standing, result.live)
     total = by_reason.row(by_reason.height - 1, named=True)
     waiting = result.accepted.filter(pl.col("outcome") != ACCEPTED_LIVE)
     not_kept = waiting.filter(pl.col("outcome").str.starts_with(NOT_KEPT))
     why = not_kept.group_by("outcome").len("links").sort("links", "outcome", descending=[True, False])
+    counts = {
+        "accepted": total["accepted"],
+        "rejected": total["rejected"],
+        "live": result.live.height,
+        "live since the last plan": result.live.height - history.live.height,
+        "rejected, kept out": len(result.decided.rejected),
+    }
     metadata = {
-        "links_accepted": total["accepted"],
-        "links_rejected": total["rejected"],
+        "decisions": table_preview(pl.DataFrame({"links": list(counts), "count": list(counts.values())}), 10),
         "links_live": result.live.height,
-        "links_live_new": result.live.height - history.live.height,
         "acceptance_rate": MetadataValue.float(total["acceptance_rate"])
         if total["acceptance_rate"] is not None
         else "nothing decided yet",
-        "rejected_kept_out": len(result.decided.rejected),
         "rejected_planned_again": table_preview(result.decided.returned, 10)
         if result.decided.returned.height
         else "none",
@@ -162,21 +164,14 @@ def _adoption(result: SitePlan, history: PlanHistory) -> dict:
     return metadata
 
 
-def _figures(result: SitePlan) -> dict:
-    """Each summary figure after the plan (and before it, when the links are known) as a number: the UI's
-    Plots tab charts them run after run, per site."""
-    scenarios = {"after": result.after, "before": result.before}
-    figures = {
-        f"{key}_{scenario}": getattr(summary, key)
-        for scenario, summary in scenarios.items()
-        if summary is not None
-        for key, _ in SUMMARY_ROWS
-    }
+def _trends(result: SitePlan) -> dict:
+    """The few figures worth a line in the Plots tab, as numbers: orphans and the share within 3 clicks
+    after the plan (every summary figure before and after is in the `before_after` table). Plots are per
+    partition: *Events* follows one site's runs, *Partitions* compares sites."""
+    after = result.after
     return {
-        name: MetadataValue.int(int(value))
-        if isinstance(value, int | np.integer)
-        else MetadataValue.float(value)
-        for name, value in figures.items()
+        "orphan_pages_after": MetadataValue.int(int(after.orphan_pages)),
+        "share_depth_le_3_after": MetadataValue.float(float(after.share_depth_le_3)),
     }
 
 

@@ -19,14 +19,13 @@ from interlink_pipeline.core.ingest.crawl_exports import (
 from interlink_pipeline.core.ingest.exclusions import rule_warnings
 from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse.contract import empty_frame
+from interlink_pipeline.defs.groups import INGEST
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import counts_preview, table_preview
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import site_asset
 from interlink_pipeline.defs.writes import persist, user_errors
-
-GROUP = "ingest"
 
 
 class RawCrawlConfig(Config):
@@ -76,7 +75,7 @@ class PagesConfig(settings_config(CleaningOptions)):
     """How the crawl is cleaned: the settings of CleaningOptions (core/ingest/pages.py)."""
 
 
-@site_asset("raw.crawl_pages", group=GROUP)
+@site_asset("raw.crawl_pages", group=INGEST)
 def raw_crawl(
     context: AssetExecutionContext, config: RawCrawlConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
@@ -140,7 +139,7 @@ def persist_optional_export(
     yield from persist(context, warehouse, site, {table: loaded.frame}, metadata, started)
 
 
-@site_asset("raw.crawl_links", group=GROUP, deps=["raw.crawl_pages"])  # a crawl that fails stops its links
+@site_asset("raw.crawl_links", group=INGEST, deps=["raw.crawl_pages"])  # a crawl that fails stops its links
 def raw_links(
     context: AssetExecutionContext, config: RawLinksConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
@@ -163,7 +162,7 @@ def raw_links(
     )
 
 
-@site_asset("raw.page_text", group=GROUP, deps=["raw.crawl_pages"])
+@site_asset("raw.page_text", group=INGEST, deps=["raw.crawl_pages"])
 def raw_page_text(
     context: AssetExecutionContext, config: RawPageTextConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
@@ -188,7 +187,9 @@ def raw_page_text(
     )
 
 
-@site_asset("staging.pages", "staging.excluded_pages", group=GROUP, deps=["raw.crawl_pages", "raw.page_text"])
+@site_asset(
+    "staging.pages", "staging.excluded_pages", group=INGEST, deps=["raw.crawl_pages", "raw.page_text"]
+)
 def pages(context: AssetExecutionContext, config: PagesConfig, warehouse: Warehouse):
     """Pages worth linking: indexable HTML 200, de-duplicated, titles de-branded; every drop has a reason."""
     started = time.monotonic()

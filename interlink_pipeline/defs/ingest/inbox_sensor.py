@@ -19,7 +19,7 @@ from dagster import (
 )
 
 from interlink_pipeline.core.environment import INBOX_SCAN_ENV, environment
-from interlink_pipeline.core.ingest.inbox import SETTLE_SECONDS, decision_files, scan_inbox
+from interlink_pipeline.core.ingest.inbox import SETTLE_SECONDS, SiteDrop, decision_files, scan_inbox
 from interlink_pipeline.core.ingest.tabular_files import file_digest
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.partitions import site_partitions
@@ -118,6 +118,21 @@ def _already_run(instance, key: str) -> bool:
     return bool(runs)
 
 
+def _files_read(drop: SiteDrop) -> dict:
+    """The run's config: which file of the drop each reading step reads."""
+
+    def named(path: Path | None) -> str | None:
+        return path.name if path else None
+
+    return {
+        "raw_crawl": {"config": {"crawl_file": drop.crawl_file.name}},
+        "raw_links": {"config": {"links_file": named(drop.links_file)}},
+        "raw_page_text": {"config": {"text_file": named(drop.text_file)}},
+        "raw_search_console": {"config": {"search_console_file": named(drop.search_console_file)}},
+        "serp_results": {"config": {"queries_file": named(drop.queries_file)}},
+    }
+
+
 @sensor(
     job=site_pipeline_job,
     minimum_interval_seconds=inbox_scan_seconds(),
@@ -158,19 +173,11 @@ def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
             continue
         if drop.site not in known_sites:
             new_sites.append(drop.site)
-        ops = {"raw_crawl": {"config": {"crawl_file": drop.crawl_file.name}}}
-        ops["raw_links"] = {"config": {"links_file": drop.links_file.name if drop.links_file else None}}
-        ops["raw_page_text"] = {"config": {"text_file": drop.text_file.name if drop.text_file else None}}
-        console = drop.search_console_file
-        ops["raw_search_console"] = {"config": {"search_console_file": console.name if console else None}}
-        ops["serp_results"] = {
-            "config": {"queries_file": drop.queries_file.name if drop.queries_file else None}
-        }
         run_requests.append(
             RunRequest(
                 run_key=key,
                 partition_key=drop.site,
-                run_config={"ops": ops},
+                run_config={"ops": _files_read(drop)},
                 tags={"interlink/crawl_id": crawl_digest, "interlink/trigger": "inbox", RUN_KEY_TAG: key},
             )
         )

@@ -5,7 +5,8 @@ from dagster import AssetExecutionContext
 from pydantic import Field
 
 from interlink_pipeline.core.ingest.crawl_exports import read_search_console
-from interlink_pipeline.defs.ingest.crawl import GROUP, OptionalExportConfig, persist_optional_export
+from interlink_pipeline.defs.groups import INGEST
+from interlink_pipeline.defs.ingest.crawl import OptionalExportConfig, persist_optional_export
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.tables import site_asset
@@ -20,7 +21,7 @@ class RawSearchConsoleConfig(OptionalExportConfig):
     )
 
 
-@site_asset("raw.search_console", group=GROUP, deps=["raw.crawl_pages"])
+@site_asset("raw.search_console", group=INGEST, deps=["raw.crawl_pages"])
 def raw_search_console(
     context: AssetExecutionContext, config: RawSearchConsoleConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):

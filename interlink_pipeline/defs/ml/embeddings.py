@@ -11,6 +11,7 @@ from interlink_pipeline.core.ml.encoders import EncoderSettings, TextEncoder, id
 from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL, ModelIdentity
 from interlink_pipeline.core.ml.page_embeddings import DEFAULT_CHUNK, embed_site
 from interlink_pipeline.core.warehouse.contract import ContractError
+from interlink_pipeline.defs.groups import ML
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
@@ -44,7 +45,7 @@ class PageEmbeddingsConfig(Config):
     )
 
 
-@site_asset("ml.page_embeddings", group="ml", deps=["staging.pages"], kinds={"duckdb", "pytorch", "onnx"})
+@site_asset("ml.page_embeddings", group=ML, deps=["staging.pages"], kinds={"duckdb", "pytorch", "onnx"})
 def page_embeddings(
     context: AssetExecutionContext, config: PageEmbeddingsConfig, warehouse: Warehouse, embedder: Embedder
 ):

@@ -21,6 +21,7 @@ from interlink_pipeline.core.ml.similarity import (
     similar_pairs,
 )
 from interlink_pipeline.core.warehouse.contract import empty_frame
+from interlink_pipeline.defs.groups import ML
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
@@ -28,7 +29,6 @@ from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import site_asset
 from interlink_pipeline.defs.writes import check_results, persist, user_errors
 
-GROUP = "ml"
 SCORE_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
@@ -43,7 +43,7 @@ class ClustersConfig(settings_config(ClusterOptions)):
 @site_asset(
     "ml.similarity_pairs",
     "ml.page_neighbours",
-    group=GROUP,
+    group=ML,
     deps=["staging.pages", "ml.page_embeddings"],
     kinds={"duckdb", "pytorch", "faiss"},
     invariants={
@@ -164,7 +164,7 @@ def _strongest(pairs: pl.DataFrame, titles: pl.DataFrame, relation: str, rows: i
 @site_asset(
     "ml.clusters",
     "ml.page_clusters",
-    group=GROUP,
+    group=ML,
     deps=["staging.pages", "ml.page_embeddings"],
     kinds={"duckdb", "scikitlearn"},
     invariants={

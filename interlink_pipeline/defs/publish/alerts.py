@@ -13,6 +13,7 @@ from pydantic import Field
 
 from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.publish.alerts import record_failure
+from interlink_pipeline.defs.groups import PUBLISH
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import table_spec
 
@@ -59,7 +60,7 @@ class FailureAlerts(ConfigurableResource):
 
 
 # written by the sensor below, not by a step: shown in the UI (schema, lineage) but never materialised
-run_failures = table_spec("ops.run_failures", group="ops", kinds={"duckdb"}, deps=())
+run_failures = table_spec("ops.run_failures", group=PUBLISH, kinds={"duckdb"}, deps=())
 
 
 @run_failure_sensor(

@@ -36,6 +36,7 @@ from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.core.warehouse.schemas import TABLES
 from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot, staged_snapshot
+from interlink_pipeline.defs.groups import MARTS, PUBLISH, STAGING
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import WRITER_POOL, table_key
@@ -66,7 +67,7 @@ class EnvironmentDbt(DbtCliResource):
 
 
 class EnvironmentDbtPreparer(DbtProjectPreparer):
-    """Parses the project under `dagster dev` (so model edits show on reload) with this environment's dbt:
+    """Parses the project under `dg dev` (so model edits show on reload) with this environment's dbt:
     dagster-dbt's default preparer runs `dbt` from PATH, which fails when the venv is not activated."""
 
     def prepare_if_dev(self, project: DbtProject) -> None:
@@ -89,19 +90,26 @@ dbt_project.prepare_if_dev()
 if not dbt_project.manifest_path.exists():
     raise FileNotFoundError(
         f"{dbt_project.manifest_path} is missing: the dbt manifest is prepared at install time (and under "
-        "`dagster dev`). Run `make install` (or `dbt parse --project-dir dbt --profiles-dir dbt`)."
+        "`dg dev`). Run `make install` (or `dbt parse --project-dir dbt --profiles-dir dbt`)."
     )
 
 
 class PipelineTables(DagsterDbtTranslator):
     """dbt sources are the pipeline's tables, each its own asset (schema/name), so the lineage runs from
-    the crawl to the marts; models go in the `marts` group."""
+    the crawl to the marts; models go in the `staging` or `marts` group by their folder, described by
+    their description in the dbt schema (the SQL is on the asset's Definition tab, not in the catalogue)."""
 
     def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str, project: Any) -> AssetSpec:
         spec = super().get_asset_spec(manifest, unique_id, project)
         source = manifest["sources"].get(unique_id)
         if source is None:
-            return spec.replace_attributes(group_name="marts")
+            model = manifest["nodes"][unique_id]
+            group = STAGING if model["path"].startswith("staging/") else MARTS
+            described = model["description"] or f"dbt model {model['name']} (no description in its schema)."
+            sql = MetadataValue.md(f"```sql\n{model['raw_code'].strip()}\n```")
+            return spec.replace_attributes(description=described, **group.attributes()).merge_attributes(
+                metadata={"sql": sql}
+            )
         table = f"{source['schema']}.{source['name']}"
         if table not in TABLES:
             raise KeyError(f"dbt source {table} is not a warehouse table ({sorted(TABLES)})")
@@ -149,12 +157,12 @@ def marts(context: AssetExecutionContext, dbt: DbtCliResource, warehouse: Wareho
     shutil.rmtree(invocation.target_path, ignore_errors=True)
 
 
-def after_marts(group: str, kinds: set[str], description: str, tables: tuple[str, ...] = ()):
-    """A per-site asset made from the marts (and the pipeline's `tables`) once they are built (in the
-    writer pool of a file: it reads the file)."""
+def after_marts(kinds: set[str], description: str, tables: tuple[str, ...] = ()):
+    """A per-site asset of what a run publishes, made from the marts (and the pipeline's `tables`) once
+    they are built (in the writer pool of a file: it reads the file)."""
     return asset(
         partitions_def=site_partitions,
-        group_name=group,
+        **PUBLISH.attributes(),
         kinds=kinds,
         pool=WRITER_POOL,
         deps=[marts, *map(table_key, tables)],
@@ -163,7 +171,6 @@ def after_marts(group: str, kinds: set[str], description: str, tables: tuple[str
 
 
 @after_marts(
-    "marts",
     {"duckdb"},
     "A read-only copy of the warehouse (vectors and caches left out), published with the run's files "
     "when the run succeeds: analysts query it while runs write, and never block a run. A lake needs no "

@@ -16,14 +16,13 @@ from interlink_pipeline.core.publish.warehouse_reads import published_figures, r
 from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.database import files_folder
 from interlink_pipeline.core.warehouse.snapshot import publish_snapshot, staged_snapshot
+from interlink_pipeline.defs.groups import PUBLISH
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.publish.marts import after_marts, analyst_snapshot
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import WRITER_POOL, table_key
 from interlink_pipeline.defs.writes import readable, user_errors
-
-GROUP = "reports"
 
 
 def site_folder(warehouse: Warehouse, site: str) -> Path:
@@ -34,7 +33,6 @@ def site_folder(warehouse: Warehouse, site: str) -> Path:
 
 
 @after_marts(
-    GROUP,
     {"csv", "excel"},
     "The plan, the similar pages, the topics and the plan's changes since the last run as CSV and one XLSX "
     "workbook per site "
@@ -81,7 +79,6 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
 
 
 @after_marts(
-    GROUP,
     {"html"},
     "An interactive HTML report per site (opens from the file, no network): topic map, depth "
     "and orphans before/after, hubs → pages, links by reason with their probability, the backtest "
@@ -92,9 +89,10 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
 def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     started = time.monotonic()
     with user_errors():
-        folder = site_folder(warehouse, site_key(context))
+        site = site_key(context)
+        folder = site_folder(warehouse, site)
         staged = _rendered(context, warehouse, staged_folder(folder, context.run.run_id))
-    return _report_result(folder / staged.name, staged, started)
+    return _report_result(site, folder / staged.name, staged, started)
 
 
 def _rendered(context: AssetExecutionContext, warehouse: Warehouse, release: Path) -> Path:
@@ -104,13 +102,21 @@ def _rendered(context: AssetExecutionContext, warehouse: Warehouse, release: Pat
     return report.render(data, release / "report.html")
 
 
-def _report_result(path: Path, staged: Path, started: float) -> MaterializeResult:
+def report_link(site: str, report: Path) -> dict:
+    """How to open the site's report from the UI: a link where $INTERLINK_EXPORTS_URL says where the exports
+    folder is served, else its path to paste (browsers open no file:// link from the UI's http page)."""
+    served = environment().exports_url
+    if served:
+        return {"report_url": MetadataValue.url(f"{served.rstrip('/')}/{site}/{report.name}")}
+    return {"report": MetadataValue.path(str(report.absolute()))}
+
+
+def _report_result(site: str, path: Path, staged: Path, started: float) -> MaterializeResult:
     """The report's metadata: where it is published (`path`), written as `staged`."""
     return MaterializeResult(
         metadata=readable(
             {
-                # a path to copy: browsers open no file:// link from the UI's http page
-                "path": MetadataValue.path(str(path.absolute())),
+                **report_link(site, path),
                 "size_kb": round(staged.stat().st_size / 1024),
                 "charts": table_preview(
                     pl.DataFrame({"chart": ["topic map", "depth", "orphans", "hubs → pages", "top links"]}),
@@ -143,7 +149,7 @@ def _running(instance, run_id: str) -> bool:
 
 @asset(
     partitions_def=site_partitions,
-    group_name=GROUP,
+    **PUBLISH.attributes(),
     kinds={"csv", "excel", "html"},
     pool=WRITER_POOL,
     deps=[analyst_snapshot, spreadsheet_exports, html_report],
@@ -171,6 +177,7 @@ def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> Mat
     return MaterializeResult(
         metadata=readable(
             {
+                **report_link(site, folder / "report.html"),
                 "path": MetadataValue.path(str(folder.absolute())),
                 "release": MetadataValue.path(str(staged_folder(folder, run_id).absolute())),
                 "published": MetadataValue.json(published.files),
@@ -187,7 +194,7 @@ MEASURED = "-measured"  # the release name a run's report is republished under o
 
 @asset(
     partitions_def=site_partitions,
-    group_name=GROUP,
+    **PUBLISH.attributes(),
     kinds={"html"},
     pool=WRITER_POOL,
     deps=[published_files, table_key("graph.backtest_runs")],
@@ -209,4 +216,4 @@ def published_measurement(context: AssetExecutionContext, warehouse: Warehouse) 
         _figures, manifest = _manifest(warehouse, site)
         running = partial(_running, context.instance)
         publish(folder, run_id, manifest, snapshot, running, release_name=staged.parent.name)
-    return _report_result(folder / staged.name, staged, started)
+    return _report_result(site, folder / staged.name, staged, started)

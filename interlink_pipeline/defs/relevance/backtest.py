@@ -26,10 +26,11 @@ from interlink_pipeline.core.relevance.intervals import interval_text
 from interlink_pipeline.core.relevance.link_ranker import RankerOptions
 from interlink_pipeline.core.relevance.site_inputs import RELEVANCE_TABLES, relevance_inputs, with_vectors
 from interlink_pipeline.core.warehouse.contract import NO_FAILURES, ValidationReport
+from interlink_pipeline.defs.groups import GRAPH
 from interlink_pipeline.defs.ml.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
-from interlink_pipeline.defs.relevance.ranker import GROUP, CandidateSettings
+from interlink_pipeline.defs.relevance.ranker import CandidateSettings
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import site_asset
 from interlink_pipeline.defs.writes import materialized, record_run, user_errors
@@ -67,7 +68,7 @@ def _bar(value: float, top: float, width: int = 30) -> str:
 
 @site_asset(
     "graph.backtest_runs",
-    group=GROUP,
+    group=GRAPH,
     deps=["graph.link_plan", "published_files", *RELEVANCE_TABLES],  # after the plan is out: off its path
     kinds={"duckdb", "scikitlearn"},
 )

@@ -20,10 +20,11 @@ from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 from interlink_pipeline.core.relevance.site_inputs import RELEVANCE_TABLES, relevance_inputs
 from interlink_pipeline.core.warehouse.database import files_folder
 from interlink_pipeline.core.warehouse.store import SpilledRows
+from interlink_pipeline.defs.groups import RELEVANCE
 from interlink_pipeline.defs.ml.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
-from interlink_pipeline.defs.relevance.ranker import GROUP, CandidateSettings
+from interlink_pipeline.defs.relevance.ranker import CandidateSettings
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import site_asset
 from interlink_pipeline.defs.writes import persist, user_errors, with_site
@@ -50,7 +51,7 @@ class LinkCandidatesConfig(Config):
 @site_asset(
     "ml.link_candidates",
     "ml.candidate_pages",
-    group=GROUP,
+    group=RELEVANCE,
     deps=["ml.link_ranker_runs", *RELEVANCE_TABLES],
 )
 def link_candidates(

@@ -16,6 +16,7 @@ from interlink_pipeline.core.relevance.link_ranker import (
 )
 from interlink_pipeline.core.relevance.site_inputs import RELEVANCE_TABLES
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions
+from interlink_pipeline.defs.groups import RELEVANCE
 from interlink_pipeline.defs.ml.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
@@ -23,8 +24,6 @@ from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import site_asset
 from interlink_pipeline.defs.writes import record_run, user_errors
-
-GROUP = "relevance"
 
 
 class CandidateSettings(settings_config(CandidateOptions, ConfigurableResource)):
@@ -68,7 +67,7 @@ def _ranker_metadata(ranker: Ranker) -> dict:
 
 @site_asset(
     "ml.link_ranker_runs",
-    group=GROUP,
+    group=RELEVANCE,
     deps=RELEVANCE_TABLES,
     kinds={"duckdb", "scikitlearn"},
 )

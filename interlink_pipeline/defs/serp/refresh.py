@@ -2,7 +2,6 @@
 
 from dagster import (
     AssetSelection,
-    DefaultScheduleStatus,
     RunRequest,
     ScheduleEvaluationContext,
     SkipReason,
@@ -13,6 +12,7 @@ from dagster import (
 
 from interlink_pipeline.core.environment import environment
 from interlink_pipeline.defs.partitions import site_partitions
+from interlink_pipeline.defs.settings import scheduled_by
 from interlink_pipeline.defs.tables import table_key
 
 serp_refresh_job = define_asset_job(
@@ -28,9 +28,9 @@ serp_refresh_job = define_asset_job(
     job=serp_refresh_job,
     cron_schedule=environment().serp_refresh_cron or "0 6 * * 1",
     execution_timezone="UTC",
-    default_status=DefaultScheduleStatus.RUNNING,
-    description="Weekly (Monday 06:00 UTC; $INTERLINK_SERP_REFRESH_CRON) per site: SERP evidence and all "
-    "that depends on it.",
+    default_status=scheduled_by(environment().serp_refresh_cron),
+    description="Per site: SERP evidence and all that depends on it; Monday 06:00 UTC. Off unless turned on "
+    "here or $INTERLINK_SERP_REFRESH_CRON is set (then at that time).",
 )
 def serp_refresh_schedule(context: ScheduleEvaluationContext):
     sites = context.instance.get_dynamic_partitions(site_partitions.name)

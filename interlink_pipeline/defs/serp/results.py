@@ -14,14 +14,13 @@ from interlink_pipeline.core.serp.evidence import SerpRun, serp_evidence
 from interlink_pipeline.core.serp.local_index import KeptIndex
 from interlink_pipeline.core.serp.options import SERPER_ENDPOINT, SerpOptions
 from interlink_pipeline.core.serp.queries import top_queries
+from interlink_pipeline.defs.groups import RELEVANCE
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
 from interlink_pipeline.defs.tables import site_asset
 from interlink_pipeline.defs.writes import persist, user_errors
-
-GROUP = "serp"
 
 
 class SerpApi(ConfigurableResource):
@@ -52,7 +51,7 @@ class SerpResultsConfig(settings_config(SerpOptions)):
     )
 
 
-@site_asset("serp.results", group=GROUP, deps=["staging.pages"], kinds={"duckdb", "httpx"})
+@site_asset("serp.results", group=RELEVANCE, deps=["staging.pages"], kinds={"duckdb", "httpx"})
 def serp_results(
     context: AssetExecutionContext,
     config: SerpResultsConfig,

@@ -2,7 +2,6 @@
 longer reaches (core/warehouse/lake_maintenance.py). A DuckDB file needs none: its schedule skips."""
 
 from dagster import (
-    DefaultScheduleStatus,
     OpExecutionContext,
     Output,
     RunRequest,
@@ -19,7 +18,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.lake_maintenance import MaintenanceOptions, maintain
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.settings import options_from, settings_config
+from interlink_pipeline.defs.settings import options_from, scheduled_by, settings_config
 from interlink_pipeline.defs.writes import readable, user_errors
 
 
@@ -60,8 +59,9 @@ def lake_maintenance():
     job=lake_maintenance,
     cron_schedule=environment().lake_maintenance_cron or "0 3 * * *",
     execution_timezone="UTC",
-    default_status=DefaultScheduleStatus.RUNNING,
-    description="Daily (03:00 UTC; $INTERLINK_LAKE_MAINTENANCE_CRON) when the warehouse is a DuckLake.",
+    default_status=scheduled_by(environment().lake_maintenance_cron),
+    description="Daily at 03:00 UTC when the warehouse is a DuckLake. Off unless turned on here or "
+    "$INTERLINK_LAKE_MAINTENANCE_CRON is set (then at that time).",
 )
 def lake_maintenance_schedule(context: ScheduleEvaluationContext, warehouse: Warehouse):
     if not lake.is_lake(warehouse.path):
