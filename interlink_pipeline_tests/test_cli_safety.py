@@ -360,6 +360,9 @@ def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
     assert second.returncode == 2 and refused_in < 30
     assert f"a run of {LIGHT} is already in progress (interlink, process {first.pid})" in second.stderr
     assert len(runs) == 1 and runs[0].dagster_run.status == dg.DagsterRunStatus.SUCCESS  # never interleaved
+    # the refused run left no file: every run file is of the run that ran (its steps' output)
+    logs = Path(env["INTERLINK_WAREHOUSE"]).parent / "logs"
+    assert [p.name for p in logs.iterdir()] == [f"{LIGHT}-{runs[0].dagster_run.run_id}.out"]
     # the lock went with the first run: the next one goes ahead (a run of one step takes the same lock)
     assert run_cli(env, "backtest", "--site", LIGHT).returncode == 0
 
