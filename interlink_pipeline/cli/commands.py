@@ -275,7 +275,9 @@ def status(args: argparse.Namespace) -> int:
     folder = site_folder(warehouse, site)
     for line in _site_figures(site, folder):
         print(line)
-    print(f"{'freshness:':<11}{_freshness(site).said}")
+    freshness = _freshness(site)
+    again = "" if freshness.fresh else f" (interlink materialize --site {site})"
+    print(f"{'freshness:':<11}{freshness.said}{again}")
     print(f"{'warehouse:':<11}{describe(warehouse.path)}")
     files = {"report": folder / "report.html", "workbook": folder / "interlink_plan.xlsx"}
     if not is_lake(warehouse.path):  # analysts read a lake itself
@@ -330,12 +332,11 @@ def _every_site_status() -> int:
 
 def _site_figures(site: str, folder: Path) -> list[str]:
     """The published plan's figures (before/after, the last backtest) and which run and crawl they are
-    of, as lines; a newer plan in the warehouse that no run published, and a newer crawl registered and
-    not planned yet, are said. None before the first plan."""
+    of, as lines; a newer plan in the warehouse that no run published is said (a newer crawl registered:
+    the freshness line). None before the first plan."""
     import duckdb
 
     from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
-    from interlink_pipeline.core.ingest.inbox import default_inbox, registered_crawl_id
     from interlink_pipeline.core.publish.publication import read_manifest
     from interlink_pipeline.core.publish.warehouse_reads import published_figures
     from interlink_pipeline.core.warehouse.database import exists
@@ -373,12 +374,6 @@ def _site_figures(site: str, folder: Path) -> list[str]:
             f"note: the warehouse holds a newer plan (made {current['plan_computed_at']}, crawl "
             f"{current['crawl_id']}) that no run published: its run failed after planning, or is still "
             "running. The files and figures here are the published plan's."
-        )
-    registered = registered_crawl_id(default_inbox(), site)
-    if registered is not None and shown["crawl_id"] != registered:
-        lines.append(
-            f"note: these figures are of crawl {shown['crawl_id']}; the crawl registered now ({registered}) "
-            f"has no plan yet: interlink materialize --site {site}"
         )
     # the last backtest measured, whichever plan is published (`interlink backtest` publishes nothing)
     if (row := (current or shown)["backtest"]) is not None:
