@@ -31,7 +31,7 @@ def test_demo_materialises_the_sample(cli_env, tmp_path, sample_site):
     assert _freshness_check(cli_env) == "FAILED"
     assert _freshness_requests(cli_env, sample) == []  # asked once per new crawl
     said = call_cli(cli_env, "status", "--site", SAMPLE_HOST).stdout
-    assert "freshness: stale: the plan (published" in said and "a newer crawl" in said, said
+    assert "freshness: stale: the plan (made" in said and "a newer crawl" in said, said
     # in a terminal, as a user runs it: a bar with the step running, the steps done, the time and the
     # step's latest message, drawn while the steps run (Dagster's capture of a step's output takes the
     # terminal's descriptor), and no step lines (a log gets those: test_cli_safety's killed run)

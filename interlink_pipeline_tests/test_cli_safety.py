@@ -658,7 +658,7 @@ def test_a_backtest_hiding_no_link_is_refused_and_status_says_which_crawl_its_fi
     changed.write_bytes(crawl.read_bytes().rstrip(b"\r\n").rsplit(b"\n", 1)[0] + b"\n")
     assert call_cli(env, "register", str(changed), "--keep-links").returncode == 0
     status = call_cli(env, "status", "--site", SAMPLE_HOST)
-    assert "freshness: stale: the plan (published " in status.stdout
+    assert "freshness: stale: the plan (made " in status.stdout
     assert f") is of crawl {planned}, and a newer crawl (" in status.stdout
     assert f"is registered: run the site again (interlink materialize --site {SAMPLE_HOST})" in status.stdout
 

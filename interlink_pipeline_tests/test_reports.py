@@ -571,20 +571,33 @@ def test_a_published_plan_is_stale_once_a_newer_crawl_is_registered_or_past_its_
     from datetime import UTC, datetime, timedelta
 
     from interlink_pipeline.core.environment import Environment
+    from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.publish.freshness import plan_freshness, plan_max_age
 
     now = datetime(2026, 11, 29, 12, tzinfo=UTC)
-    published = {"published_at": "2026-11-01T12:00:00+00:00", "crawl_id": "a1"}
+    # the plan's own time counts (naive UTC, as the warehouse keeps it), not its last publication's
+    published = {
+        "published_at": "2026-11-28T12:00:00+00:00",
+        "plan_computed_at": "2026-11-01 12:00:00",
+        "crawl_id": "a1",
+    }
     fresh = plan_freshness(published, "a1", now, timedelta(days=30))
     assert (
-        fresh.fresh
-        and fresh.said == "fresh: the plan of the crawl registered now, published 2026-11-01 12:00 UTC"
+        fresh.fresh and fresh.said == "fresh: the plan of the crawl registered now, made 2026-11-01 12:00 UTC"
     )
     old = plan_freshness(published, "a1", now, timedelta(days=7))
-    assert not old.fresh and "28 days ago, more than the 7 allowed" in old.said
+    assert (
+        not old.fresh and old.said == "stale: the plan was made 2026-11-01 12:00 UTC, over the 7 days allowed"
+    )
     newer = plan_freshness(published, "b2", now, timedelta(days=30))
     assert not newer.fresh and "is of crawl a1, and a newer crawl (b2) is registered" in newer.said
+    unknown = plan_freshness(published, None, now, timedelta(days=30))  # no crawl found to compare with
+    assert (
+        unknown.fresh
+        and unknown.said.startswith("fresh by its age")
+        and "no crawl is registered" in unknown.said
+    )
     assert plan_freshness(None, "a1", now, timedelta(days=30)).said == "no plan is published yet"
     assert plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS="7")) == timedelta(days=7)
-    with pytest.raises(ValueError, match=r"\$INTERLINK_PLAN_MAX_AGE_DAYS must be a whole number of days"):
+    with pytest.raises(InputError, match=r"\$INTERLINK_PLAN_MAX_AGE_DAYS must be a whole number of days"):
         plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS="two"))

@@ -240,7 +240,7 @@ def test_a_run_killed_under_make_dev_is_failed_its_slot_freed_and_the_next_run_p
     earlier = _run_ids(instance)
     register_crawl(dev_server["inbox"], LIGHT, changed_light_crawl(crawls, tmp_path))
     next_run = wait_for(
-        lambda: next(iter(_finished(instance, earlier)), None),
+        lambda: next(iter(_finished(instance, earlier, tags={"interlink/trigger": "inbox"})), None),
         RUNS_TIMEOUT_S,
         "the next run to finish",
         log,

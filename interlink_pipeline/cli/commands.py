@@ -16,6 +16,7 @@ from interlink_pipeline.cli.runs import (
     registered,
     release_dead_runs,
     run_site,
+    site_runs,
     warehouse_resource,
 )
 
@@ -291,11 +292,9 @@ def _last_run(site: str) -> str | None:
     """The site's last run: its id, how it ended, when and how long it took."""
     from datetime import UTC, datetime
 
-    from dagster import RunsFilter
-
     instance = dagster_instance()
     release_dead_runs(instance, site)  # a killed run shows as failed, not as running for ever
-    records = instance.get_run_records(RunsFilter(tags={"dagster/partition": site}), limit=1)
+    records = site_runs(instance, site)
     if not records:
         return None
     record, run = records[0], records[0].dagster_run
@@ -315,18 +314,20 @@ def _every_site_status() -> int:
     if not sites:
         print("no sites registered; try: interlink register <crawl.csv>")
     for site in sites:
+        last = _last_run(site)
+        run = f"last run {last.split(' ', 1)[1]}" if last else "no run yet"  # its id: `status --site`
         published = read_manifest(site_folder(warehouse_resource(), site))
-        plan = "no plan published"
-        if published and published.get("site_metrics"):
-            before, after = published["site_metrics"][0], published["site_metrics"][-1]
-            plan = (
-                f"{after['planned_links']:,} links planned, {before['share_depth_le_3']:.0%} -> "
-                f"{after['share_depth_le_3']:.0%} within 3 clicks"
-            )
-            if published.get("backtest"):
-                plan += f", precision {published['backtest']['plan_precision']:.1%}"
-        run = (_last_run(site) or "no run yet").split(" ", 1)[-1]  # the run's id is in `status --site`
-        print(f"{site}: last run {run}; {plan}; {_freshness(site).said}")
+        if not published or not published.get("site_metrics"):
+            print(f"{site}: {run}; no plan published")
+            continue
+        rows = {row["scenario"]: row for row in published["site_metrics"]}
+        within = f"{rows['after']['share_depth_le_3']:.0%} within 3 clicks"
+        if "before" in rows:
+            within = f"{rows['before']['share_depth_le_3']:.0%} -> {within}"
+        plan = f"{rows['after']['planned_links']:,} links planned, {within}"
+        if published.get("backtest"):
+            plan += f", precision {published['backtest']['plan_precision']:.1%}"
+        print(f"{site}: {run}; {plan}; {_freshness(site).said}")
     return 0
 
 

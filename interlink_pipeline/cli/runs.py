@@ -263,7 +263,7 @@ def _progress(instance, run_id: str, steps: int, screen: TextIO) -> Iterator[Non
 def _site_lock(instance, site: str) -> Iterator[None]:
     """Runs of one site never interleave: a second CLI run of the site (the lock file, released by the
     kernel when its holder dies) or a CLI run while the UI or the daemon runs it is refused at once."""
-    from dagster import DagsterRunStatus, RunsFilter
+    from dagster import DagsterRunStatus
     from filelock import FileLock, Timeout
 
     from interlink_pipeline.core.errors import InputError
@@ -280,9 +280,7 @@ def _site_lock(instance, site: str) -> Iterator[None]:
         ) from None
     with held:
         in_progress = [DagsterRunStatus(status) for status in IN_PROGRESS]
-        for record in instance.get_run_records(
-            RunsFilter(tags={"dagster/partition": site}, statuses=in_progress), limit=1
-        ):
+        for record in site_runs(instance, site, statuses=in_progress)[:1]:
             run = record.dagster_run
             where = (
                 f"interlink, process {run.tags[PID_TAG]} on {run.tags.get(HOST_TAG, '?')}"
@@ -293,6 +291,18 @@ def _site_lock(instance, site: str) -> Iterator[None]:
                 f"{busy} (run {run.run_id}, {where}); wait for it to finish, or cancel it there."
             )
         yield
+
+
+def site_runs(instance, site: str, statuses=None, limit: int = 20) -> list:
+    """The site's runs, newest first, but the freshness check's own (a check, not a run of the site)."""
+    from dagster import RunsFilter
+
+    from interlink_pipeline.defs.publish.freshness import FRESHNESS_TAG
+
+    records = instance.get_run_records(
+        RunsFilter(tags={"dagster/partition": site}, statuses=statuses), limit=limit
+    )
+    return [r for r in records if not FRESHNESS_TAG.items() <= r.dagster_run.tags.items()]
 
 
 def _write_pid(fd: int) -> None:

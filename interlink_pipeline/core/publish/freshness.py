@@ -5,9 +5,10 @@ SERP evidence and the site have moved on)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from interlink_pipeline.core.environment import PLAN_MAX_AGE_ENV, Environment
+from interlink_pipeline.core.errors import InputError
 
 PLAN_MAX_AGE_DAYS = 30
 
@@ -16,27 +17,33 @@ PLAN_MAX_AGE_DAYS = 30
 class Freshness:
     fresh: bool
     said: str  # one sentence, for the check, `interlink status` and the run's log
-    age: timedelta | None  # since the plan was published (None: nothing published)
+    age: timedelta | None  # since the plan was made (None: nothing published)
 
 
 def plan_max_age(env: Environment) -> timedelta:
     """$INTERLINK_PLAN_MAX_AGE_DAYS (whole days, 1 or more), else PLAN_MAX_AGE_DAYS."""
     value = env.plan_max_age_days or str(PLAN_MAX_AGE_DAYS)
     if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"${PLAN_MAX_AGE_ENV} must be a whole number of days (1 or more), not {value!r}")
+        raise InputError(f"${PLAN_MAX_AGE_ENV} must be a whole number of days (1 or more), not {value!r}.")
     return timedelta(days=int(value))
+
+
+def plan_made(published: dict) -> datetime:
+    """When the published plan was made (UTC): its plan's time, not its publication's (a plan published
+    again is as old as it was)."""
+    made = datetime.fromisoformat(published.get("plan_computed_at") or published["published_at"])
+    return made if made.tzinfo else made.replace(tzinfo=UTC)
 
 
 def plan_freshness(
     published: dict | None, registered_crawl: str | None, now: datetime, max_age: timedelta
 ) -> Freshness:
-    """The published plan (published.json's content: `published_at`, `crawl_id`) against the crawl
-    registered now (its id) and the age allowed."""
+    """The published plan (published.json's content: its crawl and when its plan was made) against the
+    crawl registered now (its id; None: none found here) and the age allowed."""
     if published is None:
         return Freshness(False, "no plan is published yet", None)
-    at = datetime.fromisoformat(published["published_at"])
-    age = now - at
-    when = f"published {at:%Y-%m-%d %H:%M} UTC"
+    made = plan_made(published)
+    age, when = now - made, f"made {made:%Y-%m-%d %H:%M} UTC"
     if registered_crawl is not None and published.get("crawl_id") != registered_crawl:
         return Freshness(
             False,
@@ -45,9 +52,7 @@ def plan_freshness(
             age,
         )
     if age > max_age:
-        return Freshness(
-            False,
-            f"stale: the plan was {when}, {age.days} days ago, more than the {max_age.days} allowed",
-            age,
-        )
+        return Freshness(False, f"stale: the plan was {when}, over the {max_age.days} days allowed", age)
+    if registered_crawl is None:
+        return Freshness(True, f"fresh by its age: the plan was {when}; no crawl is registered here", age)
     return Freshness(True, f"fresh: the plan of the crawl registered now, {when}", age)

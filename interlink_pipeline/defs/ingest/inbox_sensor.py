@@ -37,7 +37,7 @@ def inbox_scan_seconds() -> int:
     return int(value)
 
 
-def _digest(path: Path, known: dict[str, list]) -> tuple[str, list]:
+def cached_digest(path: Path, known: dict[str, list]) -> tuple[str, list]:
     """A file's content digest, reusing the cursor's when size and mtime are unchanged."""
     stat = path.stat()
     seen = known.get(str(path))
@@ -94,7 +94,7 @@ def _decisions_request(
     added, changed or removed); `seen` gets the files' digests, `state` (the cursor's) the key."""
     digests = []
     for path in decision_files(root, site, settled_before=time.time() - SETTLE_SECONDS).files:
-        digest, seen[str(path)] = _digest(path, state["files"])
+        digest, seen[str(path)] = cached_digest(path, state["files"])
         digests.append((path.name, digest))
     before = state["requested"].get(f"{site} decisions")
     key = decisions_key(site, digests) or (before and not before.endswith(":none") and f"{before}:none")
@@ -156,14 +156,14 @@ def crawl_inbox_sensor(context: SensorEvaluationContext, inbox: CrawlInbox):
         if drop.site in known_sites:
             state = {"files": files, "requested": requested}
             decided += filter(None, [_decisions_request(context, inbox.root, drop.site, next_files, state)])
-        crawl_digest, next_files[str(drop.crawl_file)] = _digest(drop.crawl_file, files)
+        crawl_digest, next_files[str(drop.crawl_file)] = cached_digest(drop.crawl_file, files)
         links_digest = queries_digest = text_digest = None
         if drop.links_file is not None:
-            links_digest, next_files[str(drop.links_file)] = _digest(drop.links_file, files)
+            links_digest, next_files[str(drop.links_file)] = cached_digest(drop.links_file, files)
         if drop.queries_file is not None:
-            queries_digest, next_files[str(drop.queries_file)] = _digest(drop.queries_file, files)
+            queries_digest, next_files[str(drop.queries_file)] = cached_digest(drop.queries_file, files)
         if drop.text_file is not None:
-            text_digest, next_files[str(drop.text_file)] = _digest(drop.text_file, files)
+            text_digest, next_files[str(drop.text_file)] = cached_digest(drop.text_file, files)
         key = run_key(drop.site, crawl_digest, links_digest, queries_digest, text_digest)
         if requested.get(drop.site) == key:
             continue

@@ -13,9 +13,11 @@ from dagster import (
     AssetCheckResult,
     AssetKey,
     AssetSelection,
+    DagsterRunStatus,
     DefaultSensorStatus,
     MetadataValue,
     RunRequest,
+    RunsFilter,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
@@ -28,14 +30,17 @@ from dagster import (
 from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.ingest.inbox import latest_exports, registered_crawl_id
 from interlink_pipeline.core.ingest.inbox import site_folder as inbox_folder
-from interlink_pipeline.core.publish.freshness import Freshness, plan_freshness, plan_max_age
+from interlink_pipeline.core.publish.freshness import Freshness, plan_freshness, plan_made, plan_max_age
 from interlink_pipeline.core.publish.publication import read_manifest
+from interlink_pipeline.defs.ingest.inbox_sensor import cached_digest
 from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.publish.reports import site_folder
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 
 FRESHNESS_CHECK = "published_plan_is_fresh"
 FRESHNESS_SCAN_S = 60
+# the tag of a check's own run: not a run of the site's pipeline (interlink status, the CLI's run lock)
+FRESHNESS_TAG = {"interlink/trigger": "freshness"}
 
 
 def site_freshness(folder: Path, inbox_root: str | Path, site: str) -> Freshness:
@@ -69,48 +74,62 @@ plan_freshness_job = define_asset_job(
     "plan_freshness",
     selection=AssetSelection.checks(published_plan_is_fresh),
     executor_def=in_process_executor,
-    description="The published plan's freshness check alone, per site (plan_freshness_sensor starts it).",
+    description="The published plan's freshness check alone, for the site its run is tagged with "
+    "(dagster/partition): plan_freshness_sensor starts it; by hand, add that tag in the launchpad.",
 )
 
 
-def _maybe_stale(folder: Path, inbox_root: str, site: str, now: datetime) -> str | None:
-    """What may have made the site's plan stale since it was published (None: nothing): a crawl file newer
-    than the plan, or the plan's age; the check's run decides (a crawl file may be the same crawl again)."""
+def _stale_reason(folder: Path, inbox_root: str, site: str, now: datetime, files: dict) -> str | None:
+    """Why the site's published plan is stale (None: it is not, or nothing is published): a newer crawl
+    (by content: a file copied with its old time is seen too), or its age. `files` caches digests."""
     published = read_manifest(folder)
-    crawl = latest_exports(inbox_folder(inbox_root, site)).get("crawl")
-    if published is None or crawl is None:
+    if published is None:
         return None
-    at = datetime.fromisoformat(published["published_at"])
-    if crawl.stat().st_mtime > at.timestamp():
-        return f"{published['published_at']}|{crawl.name}|{crawl.stat().st_mtime_ns}"
-    return f"{published['published_at']}|aged" if now - at > plan_max_age(environment()) else None
+    crawl = latest_exports(inbox_folder(inbox_root, site)).get("crawl")
+    if crawl is not None:
+        digest, files[str(crawl)] = cached_digest(crawl, files)
+        if digest != published.get("crawl_id"):
+            return f"crawl {digest}"
+    made = plan_made(published)
+    return f"made {made:%Y-%m-%dT%H:%M}" if now - made > plan_max_age(environment()) else None
+
+
+def _busy(instance, site: str) -> bool:
+    """Whether a run of the site is queued or running (a site_pipeline run evaluates the check itself)."""
+    active = [
+        DagsterRunStatus.QUEUED,
+        DagsterRunStatus.NOT_STARTED,
+        DagsterRunStatus.STARTING,
+        DagsterRunStatus.STARTED,
+    ]
+    return bool(
+        instance.get_run_records(RunsFilter(tags={"dagster/partition": site}, statuses=active), limit=1)
+    )
 
 
 @sensor(
     job=plan_freshness_job,
     minimum_interval_seconds=FRESHNESS_SCAN_S,
     default_status=DefaultSensorStatus.RUNNING,
-    description=f"Every {FRESHNESS_SCAN_S} s: a site whose newest crawl is newer than its published plan, or "
-    "whose plan is older than $INTERLINK_PLAN_MAX_AGE_DAYS, gets its freshness check run once.",
+    description=f"Every {FRESHNESS_SCAN_S} s: a site whose registered crawl is newer than its plan, "
+    f"or whose plan is older than {plan_max_age(environment()).days} days ($INTERLINK_PLAN_MAX_AGE_DAYS), "
+    "gets its freshness check run once (not while a run of the site is queued or running).",
 )
 def plan_freshness_sensor(context: SensorEvaluationContext, warehouse: Warehouse, inbox: CrawlInbox):
     now = datetime.now(UTC)
-    looked = json.loads(context.cursor) if context.cursor else {}
-    reasons = {}
-    for site in context.instance.get_dynamic_partitions(site_partitions.name):
-        reason = _maybe_stale(site_folder(warehouse, site), inbox.root, site, now)
-        if reason is not None:
-            reasons[site] = reason
-    cursor = json.dumps(reasons, sort_keys=True)
-    # the site as the run's partition tag: a job of a check alone takes no partition key in Dagster 1.13
-    requests = [
-        RunRequest(
-            run_key=f"freshness:{site}:{reason}",
-            tags={"dagster/partition": site, "interlink/trigger": "freshness"},
-        )
-        for site, reason in sorted(reasons.items())
-        if looked.get(site) != reason
-    ]
+    cursor = json.loads(context.cursor) if context.cursor else {}
+    asked, files = cursor.get("asked", {}), cursor.get("files", {})
+    requests = []
+    for site in sorted(context.instance.get_dynamic_partitions(site_partitions.name)):
+        reason = _stale_reason(site_folder(warehouse, site), inbox.root, site, now, files)
+        if reason is None:
+            asked.pop(site, None)
+        elif asked.get(site) != reason and not _busy(context.instance, site):
+            asked[site] = reason
+            # the site as the run's partition tag: a job of a check alone takes no partition key (1.13)
+            tags = {"dagster/partition": site, **FRESHNESS_TAG}
+            requests.append(RunRequest(run_key=f"freshness:{site}:{reason}", tags=tags))
+    next_cursor = json.dumps({"asked": asked, "files": files}, sort_keys=True)
     if not requests:
-        return SensorResult(skip_reason=SkipReason("no plan became stale"), cursor=cursor)
-    return SensorResult(run_requests=requests, cursor=cursor)
+        return SensorResult(skip_reason=SkipReason("no plan became stale"), cursor=next_cursor)
+    return SensorResult(run_requests=requests, cursor=next_cursor)
