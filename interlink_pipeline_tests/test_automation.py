@@ -1,6 +1,8 @@
-"""The SERP refresh schedule and the run-failure recorder (with a real webhook on loopback)."""
+"""The SERP refresh schedule, the plan freshness sensor and the run-failure recorder (with a real webhook on
+loopback)."""
 
-from datetime import UTC, datetime
+import json
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 import duckdb
@@ -9,7 +11,7 @@ import pytest
 from interlink_pipeline.defs.publish.alerts import FailureAlerts, run_failure_recorder
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.serp.refresh import serp_refresh_schedule
-from interlink_pipeline_tests.helpers import LIGHT, NUTRI, run_site, write_export
+from interlink_pipeline_tests.helpers import LIGHT, NUTRI, SAMPLE_DIR, run_site, write_export
 from interlink_pipeline_tests.services import Webhook
 
 BROKEN_SITE = "www.broken.example"
@@ -39,6 +41,60 @@ def test_the_serp_refresh_schedule_asks_for_every_site_and_everything_after_serp
         "html_report",
     } <= names
     assert not names & {"raw/crawl_pages", "staging/pages", "ml/page_embeddings", "ml/similarity_pairs"}
+
+
+def test_the_freshness_sensor_asks_once_per_stale_plan_and_never_while_the_site_runs(tmp_path, instance):
+    from interlink_pipeline.core.ingest.inbox import register_crawl, registered_crawl_id
+    from interlink_pipeline.definitions import build_defs
+    from interlink_pipeline.defs.publish.freshness import plan_freshness_sensor
+    from interlink_pipeline.defs.publish.reports import site_folder
+    from interlink_pipeline.sample import SAMPLE_HOST
+
+    warehouse, inbox = tmp_path / "warehouse.duckdb", tmp_path / "inbox"
+    defs = build_defs(str(warehouse), str(inbox))
+    register_crawl(inbox, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv")
+    instance.add_dynamic_partitions("sites", [SAMPLE_HOST])
+    published = site_folder(Warehouse(path=str(warehouse)), SAMPLE_HOST) / "published.json"
+    published.parent.mkdir(parents=True)
+    cursor = None
+
+    def plan(crawl_id: str, days_old: int) -> None:
+        made = datetime.now(UTC) - timedelta(days=days_old)
+        published.write_text(
+            json.dumps(
+                {
+                    "published_at": datetime.now(UTC).isoformat(),
+                    "plan_computed_at": made.isoformat(),
+                    "crawl_id": crawl_id,
+                }
+            )
+        )
+
+    def asked() -> list[str]:
+        nonlocal cursor
+        context = dg.build_sensor_context(instance, cursor=cursor, definitions=defs, resources=defs.resources)
+        tick = plan_freshness_sensor(context)
+        cursor = tick.cursor
+        return [
+            f"{r.tags['dagster/partition']} {r.run_key.split(':', 2)[2].split()[0]}"
+            for r in tick.run_requests
+        ]
+
+    registered = registered_crawl_id(inbox, SAMPLE_HOST)
+    plan(registered, days_old=1)
+    assert asked() == []  # the plan of the crawl registered now, a day old
+    plan("an-older-crawl", days_old=1)
+    running = dg.DagsterRun(
+        job_name="site_pipeline", tags={"dagster/partition": SAMPLE_HOST}, status=dg.DagsterRunStatus.STARTED
+    )
+    instance.add_run(running)
+    assert asked() == []  # the site's running run evaluates the check itself
+    instance.delete_run(running.run_id)
+    assert asked() == [f"{SAMPLE_HOST} crawl"]  # the check's own run, tagged with the site
+    assert asked() == []  # once
+    plan(registered, days_old=31)
+    assert asked() == [f"{SAMPLE_HOST} made"]  # older than the 30 days allowed
+    assert asked() == []
 
 
 # every way a run starts besides the CLI (tested in test_cli_safety): the inbox sensor, the weekly

@@ -79,15 +79,18 @@ plan_freshness_job = define_asset_job(
 )
 
 
-def _stale_reason(folder: Path, inbox_root: str, site: str, now: datetime, files: dict) -> str | None:
+def _stale_reason(
+    folder: Path, inbox_root: str, site: str, now: datetime, known: dict, files: dict
+) -> str | None:
     """Why the site's published plan is stale (None: it is not, or nothing is published): a newer crawl
-    (by content: a file copied with its old time is seen too), or its age. `files` caches digests."""
+    (by content: a file copied with its old time is seen too), or its age. Digests are read from `known`
+    when a file is unchanged, and kept in `files`."""
     published = read_manifest(folder)
     if published is None:
         return None
     crawl = latest_exports(inbox_folder(inbox_root, site)).get("crawl")
     if crawl is not None:
-        digest, files[str(crawl)] = cached_digest(crawl, files)
+        digest, files[str(crawl)] = cached_digest(crawl, known)
         if digest != published.get("crawl_id"):
             return f"crawl {digest}"
     made = plan_made(published)
@@ -118,10 +121,10 @@ def _busy(instance, site: str) -> bool:
 def plan_freshness_sensor(context: SensorEvaluationContext, warehouse: Warehouse, inbox: CrawlInbox):
     now = datetime.now(UTC)
     cursor = json.loads(context.cursor) if context.cursor else {}
-    asked, files = cursor.get("asked", {}), cursor.get("files", {})
+    asked, known, files = cursor.get("asked", {}), cursor.get("files", {}), {}
     requests = []
     for site in sorted(context.instance.get_dynamic_partitions(site_partitions.name)):
-        reason = _stale_reason(site_folder(warehouse, site), inbox.root, site, now, files)
+        reason = _stale_reason(site_folder(warehouse, site), inbox.root, site, now, known, files)
         if reason is None:
             asked.pop(site, None)
         elif asked.get(site) != reason and not _busy(context.instance, site):
