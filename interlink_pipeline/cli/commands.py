@@ -16,7 +16,6 @@ from interlink_pipeline.cli.runs import (
     registered,
     release_dead_runs,
     run_site,
-    site_runs,
     warehouse_resource,
 )
 
@@ -291,6 +290,8 @@ def status(args: argparse.Namespace) -> int:
 def _last_run(site: str) -> str | None:
     """The site's last run: its id, how it ended, when and how long it took."""
     from datetime import UTC, datetime
+
+    from interlink_pipeline.defs.publish.freshness import site_runs
 
     instance = dagster_instance()
     release_dead_runs(instance, site)  # a killed run shows as failed, not as running for ever

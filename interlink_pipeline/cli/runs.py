@@ -267,6 +267,7 @@ def _site_lock(instance, site: str) -> Iterator[None]:
     from filelock import FileLock, Timeout
 
     from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.defs.publish.freshness import site_runs
 
     busy = f"a run of {site} is already in progress"
     path = Path(instance.root_directory) / "site_locks" / f"{site}.lock"
@@ -291,18 +292,6 @@ def _site_lock(instance, site: str) -> Iterator[None]:
                 f"{busy} (run {run.run_id}, {where}); wait for it to finish, or cancel it there."
             )
         yield
-
-
-def site_runs(instance, site: str, statuses=None, limit: int = 20) -> list:
-    """The site's runs, newest first, but the freshness check's own (a check, not a run of the site)."""
-    from dagster import RunsFilter
-
-    from interlink_pipeline.defs.publish.freshness import FRESHNESS_TAG
-
-    records = instance.get_run_records(
-        RunsFilter(tags={"dagster/partition": site}, statuses=statuses), limit=limit
-    )
-    return [r for r in records if not FRESHNESS_TAG.items() <= r.dagster_run.tags.items()]
 
 
 def _write_pid(fd: int) -> None:

@@ -28,7 +28,7 @@ def plan_max_age(env: Environment) -> timedelta:
     return timedelta(days=int(value))
 
 
-def plan_made(published: dict) -> datetime:
+def _plan_made(published: dict) -> datetime:
     """When the published plan was made (UTC): its plan's time, not its publication's (a plan published
     again is as old as it was)."""
     made = datetime.fromisoformat(published.get("plan_computed_at") or published["published_at"])
@@ -42,7 +42,7 @@ def plan_freshness(
     crawl registered now (its id; None: none found here) and the age allowed."""
     if published is None:
         return Freshness(False, "no plan is published yet", None)
-    made = plan_made(published)
+    made = _plan_made(published)
     age, when = now - made, f"made {made:%Y-%m-%d %H:%M} UTC"
     if registered_crawl is not None and published.get("crawl_id") != registered_crawl:
         return Freshness(

@@ -30,7 +30,7 @@ from dagster import (
 from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.ingest.inbox import latest_exports, registered_crawl_id
 from interlink_pipeline.core.ingest.inbox import site_folder as inbox_folder
-from interlink_pipeline.core.publish.freshness import Freshness, plan_freshness, plan_made, plan_max_age
+from interlink_pipeline.core.publish.freshness import Freshness, plan_freshness, plan_max_age
 from interlink_pipeline.core.publish.publication import read_manifest
 from interlink_pipeline.defs.ingest.inbox_sensor import cached_digest
 from interlink_pipeline.defs.partitions import site_partitions
@@ -79,35 +79,38 @@ plan_freshness_job = define_asset_job(
 )
 
 
-def _stale_reason(
-    folder: Path, inbox_root: str, site: str, now: datetime, known: dict, files: dict
-) -> str | None:
-    """Why the site's published plan is stale (None: it is not, or nothing is published): a newer crawl
-    (by content: a file copied with its old time is seen too), or its age. Digests are read from `known`
-    when a file is unchanged, and kept in `files`."""
+def _stale(folder: Path, inbox_root: str, site: str, now: datetime, known: dict, files: dict) -> str | None:
+    """Why the site's published plan is stale, in the check's words (None: it is fresh, or nothing is
+    published yet: the site's first run evaluates the check). The crawl is compared by content, a file
+    copied with its old time too; its digest is read from `known` when the file is unchanged, kept in
+    `files`."""
     published = read_manifest(folder)
     if published is None:
         return None
     crawl = latest_exports(inbox_folder(inbox_root, site)).get("crawl")
+    digest = None
     if crawl is not None:
         digest, files[str(crawl)] = cached_digest(crawl, known)
-        if digest != published.get("crawl_id"):
-            return f"crawl {digest}"
-    made = plan_made(published)
-    return f"made {made:%Y-%m-%dT%H:%M}" if now - made > plan_max_age(environment()) else None
+    freshness = plan_freshness(published, digest, now, plan_max_age(environment()))
+    return None if freshness.fresh else freshness.said
 
 
-def _busy(instance, site: str) -> bool:
-    """Whether a run of the site is queued or running (a site_pipeline run evaluates the check itself)."""
-    active = [
-        DagsterRunStatus.QUEUED,
-        DagsterRunStatus.NOT_STARTED,
-        DagsterRunStatus.STARTING,
-        DagsterRunStatus.STARTED,
-    ]
-    return bool(
-        instance.get_run_records(RunsFilter(tags={"dagster/partition": site}, statuses=active), limit=1)
+def site_runs(instance, site: str, statuses: list[DagsterRunStatus] | None = None, limit: int = 20) -> list:
+    """The site's runs (records, newest first) in `statuses`, but the freshness check's own: a check, not
+    a run of the site (`interlink status`' last run, the CLI's run lock, this sensor)."""
+    records = instance.get_run_records(
+        RunsFilter(tags={"dagster/partition": site}, statuses=statuses), limit=limit
     )
+    return [r for r in records if not FRESHNESS_TAG.items() <= r.dagster_run.tags.items()]
+
+
+# a run of the site not finished yet, queued included (it evaluates the check itself once it publishes)
+NOT_FINISHED = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
 
 
 @sensor(
@@ -124,10 +127,10 @@ def plan_freshness_sensor(context: SensorEvaluationContext, warehouse: Warehouse
     asked, known, files = cursor.get("asked", {}), cursor.get("files", {}), {}
     requests = []
     for site in sorted(context.instance.get_dynamic_partitions(site_partitions.name)):
-        reason = _stale_reason(site_folder(warehouse, site), inbox.root, site, now, known, files)
+        reason = _stale(site_folder(warehouse, site), inbox.root, site, now, known, files)
         if reason is None:
             asked.pop(site, None)
-        elif asked.get(site) != reason and not _busy(context.instance, site):
+        elif asked.get(site) != reason and not site_runs(context.instance, site, NOT_FINISHED, limit=1):
             asked[site] = reason
             # the site as the run's partition tag: a job of a check alone takes no partition key (1.13)
             tags = {"dagster/partition": site, **FRESHNESS_TAG}
