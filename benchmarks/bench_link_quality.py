@@ -44,6 +44,7 @@ SETS = {
     "lightchiropractic": ("www.lightchiropractic.sg", "internal_all.csv", None),
     "hugodocs": ("gohugo.io", "internal_html.csv", "page_text.csv"),
     "cppdocs": ("learn.microsoft.com", "internal_html.csv", "page_text.csv.gz"),
+    "cpwiki": ("www.chessprogramming.org", "internal_html.csv", "page_text.csv.gz"),
     "sample": ("www.alpinegear.example", "internal_all.csv", None),
     "location-tree": ("www.loneoakhomes.example", "internal_all.csv", None),
     "location-tree-fit": ("www.loneoakhomes.example", "internal_all.csv", None),
@@ -69,7 +70,7 @@ ORPHAN_FRACTION = 0.05  # link_backtest's default: the no-links rows are scored 
 VARIANTS = ("no-text", "no-links")
 CHOICES = [
     *SETS,
-    *(f"{name}:{v}" for name in ("hugodocs", "cppdocs") for v in VARIANTS),
+    *(f"{name}:{v}" for name in ("hugodocs", "cppdocs", "cpwiki") for v in VARIANTS),
     "location-tree:no-links",
     *(f"{name}:int8" for name in ("hugodocs", "cppdocs", "sample")),
 ]

@@ -40,7 +40,7 @@ from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, before_and_
 from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, utility_pages
 from interlink_pipeline.core.graph.plan_stability import plan_changes
 from interlink_pipeline.core.graph.plan_state import SiteGraph
-from interlink_pipeline.core.graph.planner import plan_links
+from interlink_pipeline.core.graph.planner import Planner, plan_links
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ingest.site_links import existing_links, links_from_crawl_counts
 from interlink_pipeline.core.ingest.site_sections import SiteSections
@@ -68,7 +68,12 @@ EMPTY_CANDIDATES = pl.DataFrame(
 )
 
 
-def _site(n, similar=(), existing=(), candidates=(), vectors=None, clusters=None, sections=None):
+def _site(n, similar=(), existing=(), candidates=(), vectors=None, clusters=None, sections=None, related=()):
+    """A site of n pages; `related` (a, b, score): pages whose texts are near, both ways among the candidates
+    (evidence that they are about the same thing) as well as among the similar pairs."""
+    similar = [*similar, *related]
+    candidates = [*candidates, *((b, a, s, "similar") for a, b, s in related),
+                  *((a, b, s, "similar") for a, b, s in related)]  # fmt: skip
     pairs = pl.DataFrame(
         [(a, b, s) for a, b, s in similar] + [(b, a, s) for a, b, s in similar],
         schema={"a": pl.Int64, "b": pl.Int64, "score": pl.Float32},
@@ -117,7 +122,7 @@ def _links(frame):
 def test_an_orphan_is_rescued_by_its_most_related_page_with_budget():
     # page 3 is an orphan; page 1 is most similar but has no budget left (2 existing content links)
     existing = [(0, 1, False), (0, 2, False), (1, 2, True), (1, 0, True), (2, 1, True)]
-    site = _site(4, similar=[(3, 1, 0.9), (3, 2, 0.8)], existing=existing)
+    site = _site(4, related=[(3, 1, 0.9), (3, 2, 0.8)], existing=existing)
     planned, planner = plan_links(site, PlanOptions(out_link_budget=2, hub_links=0, max_inlinks=1))
     assert _links(planned)[(2, 3)] == "orphan-rescue"
     assert (1, 3) not in _links(planned)
@@ -130,7 +135,7 @@ def test_an_accepted_link_is_placed_whatever_its_score_and_a_rejected_one_never(
     and the rejected topical pair 1 -> 2 (the best candidate) is not."""
     existing = [(0, 1, True), (0, 2, True)]
     candidates = [(1, 2, 0.9, "similar"), (2, 0, 0.8, "similar")]
-    site = _site(4, similar=[(3, 1, 0.9), (3, 2, 0.8)], existing=existing, candidates=candidates)
+    site = _site(4, related=[(3, 1, 0.9), (3, 2, 0.8)], existing=existing, candidates=candidates)
     accepted = pl.DataFrame(
         [(2, 1, "topical", 0.4, "similar", "contextual", [])],
         schema=["source", "target", "reason", "score", "evidence", "placement", "alternatives"],
@@ -160,7 +165,7 @@ def test_accepted_links_are_kept_past_a_pages_budget_and_use_up_its_room():
     added on page 1, and the budget check counts them as allowed."""
     existing = [(0, 1, True), (1, 2, True)]
     candidates = [(1, 3, 0.9, "similar"), (1, 4, 0.9, "similar"), (2, 5, 0.8, "similar")]
-    site = _site(7, similar=[(5, 2, 0.9), (6, 2, 0.8)], existing=existing, candidates=candidates)
+    site = _site(7, related=[(5, 2, 0.9), (6, 2, 0.8)], existing=existing, candidates=candidates)
     accepted = _planned(
         [(1, 3, "topical", 0.2, "accepted", "contextual", []),
          (1, 4, "topical", 0.2, "accepted", "listing", []),
@@ -180,9 +185,14 @@ def test_accepted_links_are_kept_past_a_pages_budget_and_use_up_its_room():
     }
     budget = checks["link_plan_within_budget"]
     assert budget.passed and budget.figures["pages_past_budget_by_accepted_links"] == 1
-    # links of the last plan (not accepted) still wait for room (a listing link too, its page no index)
+    # links of the last plan (not accepted) still wait for room (a listing link too, its page no index),
+    # and are kept only while they have evidence their pages are about the same thing: 1 -> 5 and 1 -> 6
+    # no longer do (no signal proposes them), and 1 -> 4 comes back as a topical link in page 1's text
     kept = dataclasses.replace(site, accepted=None, kept=accepted)
-    assert {pair for pair in _links(plan_links(kept, options)[0]) if pair[0] == 1} == {(1, 3), (1, 5)}
+    planned, planner = plan_links(kept, options)
+    assert {pair for pair in _links(planned) if pair[0] == 1} == {(1, 3), (1, 4)}
+    unrelated = "no longer related: no evidence both pages are about the same thing"
+    assert planner.refused[(1, 5)] == planner.refused[(1, 6)] == unrelated
 
 
 def test_every_accepted_link_is_kept_or_said_why_not():
@@ -274,7 +284,7 @@ def test_without_a_links_export_the_crawl_counts_make_the_before_and_only_true_o
     ]  # fmt: skip
     assert counted.tolist() == [3, 2, 1, 1, 0, 4]
     everything_related = [(a, b, 0.5) for a in range(6) for b in range(a + 1, 6)]
-    site = _site(6, similar=everything_related)
+    site = _site(6, related=everything_related)
     site = dataclasses.replace(site, existing=edges, nodes=nodes, counted_inlinks=counted)
     planned, planner = plan_links(site, PlanOptions(max_depth=3, hub_links=0))
     structural = planned.filter(pl.col("reason") != "topical")
@@ -311,30 +321,49 @@ def test_an_orphan_joins_the_list_of_the_index_likely_to_list_it_whatever_its_bu
         rescues.setdefault(row["target"], []).append(row)
     assert (rescues[5][0]["source"], rescues[5][0]["placement"]) == (1, "listing")
     assert rescues[5][0]["alternatives"] == [2]
-    # its next likely source gives it a second link; page 6 has none likely
+    # its next likely source gives it a second link
     assert (rescues[5][1]["source"], rescues[5][1]["placement"]) == (2, "contextual")
-    assert len(rescues[6]) == 1
-    # an unlikely index never takes a link beyond its budget: page 6 goes on page 2, in its content
-    assert (rescues[6][0]["source"], rescues[6][0]["placement"]) == (2, "contextual")
+    # page 6 has no likely source: it is not linked from wherever there is room, but left for an editor,
+    # with its candidate sources and why each was passed over
+    assert 6 not in rescues
+    task = planner.left_for_editor[6]
+    assert task.problem == "orphan" and [p for p, _, _ in task.passed_over] == [1, 2]
+    urls = [f"/p{i}/" for i in range(7)]
+    assert task.sentence(urls) == (
+        "orphan: no related page could link it; passed over: /p1/ (5%: under the plan's floor of 10%); "
+        "/p2/ (4%: under the plan's floor of 10%)"
+    )
     anchors = [f"anchor {i}" for i in range(planned.height)]
-    checks = {c.name: c for c in check_plan(planned, _anchored(anchors), site.existing, planner, 0, options)}
-    assert checks["link_plan_within_budget"].passed
+    checks = {c.name: c for c in check_plan(planned, _anchored(anchors), site.existing, planner, 1, options)}
+    assert checks["link_plan_within_budget"].passed and checks["link_plan_links_related"].passed
+    assert checks["link_plan_no_orphans"].figures["orphans_left_for_editor"] == 1
 
 
 def test_an_orphan_section_index_is_linked_before_its_orphan_pages_which_join_its_list():
     # /guides/ (3) lists guides 4..8 and nobody links it; guides 9 and 10 are orphans too. Every candidate
-    # is unlikely, the hub the least so: it has no budget left, but it is their own section's index
+    # is unlikely: a boots category is no place for the guides' index (1e-5), but the index is their own
+    # section's, and the home page is its own
     paths = ["/", "/c/boots/", "/c/tents/", "/guides/", *(f"/guides/g{i}/" for i in range(4, 11))]
-    existing = [(0, 1, False), (0, 2, False), *((3, g, True) for g in range(4, 9))]
+    existing = [(0, 1, True), (0, 2, True), *((3, g, True) for g in range(4, 9))]
     candidates = [(1, 3, 1e-5, "similar"), (3, 9, 3e-6, "listing"), (1, 9, 2e-6, "similar"),
                   (3, 10, 3e-6, "listing"), (1, 10, 2e-6, "similar")]  # fmt: skip
     site = _site(11, existing=existing, candidates=candidates)
     site.tree = UrlTree(paths)
-    planned, _ = plan_links(site, PlanOptions(out_link_budget=3, hub_links=0, max_inlinks=1, max_depth=4))
-    rescues = planned.filter(pl.col("reason") == "orphan-rescue")
-    placed = {t: (s, p) for s, t, p in rescues.select("source", "target", "placement").iter_rows()}
-    assert placed[3] == (1, "contextual")
-    assert placed[9] == placed[10] == (3, "listing")
+
+    def rescues(options: PlanOptions) -> tuple[dict, Planner]:
+        planned, planner = plan_links(site, options)
+        placed = planned.select("source", "target", "placement")
+        return {t: (s, p) for s, t, p in placed.iter_rows()}, planner
+
+    # the home page has room for one more link: the index goes there, then its guides in its list
+    placed, _ = rescues(PlanOptions(out_link_budget=3, hub_links=3, max_inlinks=1, max_depth=4))
+    assert placed[3] == (0, "home") and placed[9] == placed[10] == (3, "listing")
+    # it has none: the index is left for an editor, never hung on the boots category
+    placed, planner = rescues(PlanOptions(out_link_budget=3, hub_links=2, max_inlinks=1, max_depth=4))
+    assert 3 not in placed and planner.left_for_editor[3].problem == "orphan"
+    assert [(p, why) for p, _, why in planner.left_for_editor[3].passed_over] == [
+        (1, "under the plan's floor of 10%")
+    ]
 
 
 def test_existing_links_are_never_suggested_and_budgets_hold():
@@ -394,7 +423,10 @@ def test_a_list_of_too_deep_pages_is_linked_from_the_index_above_it_not_each_pag
         *((3, t, True) for t in range(4, 12)),
     ]
     similar = [(12, t, 0.95) for t in range(3, 12)]
-    site = _site(13, similar=similar, existing=existing)
+    index = np.array([1])  # page 1 is an index (the first page of a listing)
+    empty = np.empty(0, dtype=np.int64)
+    sections = SiteSections(parent=empty, child=empty, main_sections=empty, listings=index)
+    site = _site(13, similar=similar, existing=existing, sections=sections)
     planned, planner = plan_links(site, PlanOptions(hub_links=0, out_link_budget=2, max_depth=3))
     assert _links(planned.filter(pl.col("reason") != "topical")) == {(1, 3): "depth-shortcut"}
     assert planner.stats.too_deep_after == 0
@@ -406,7 +438,8 @@ def test_near_duplicate_orphans_are_not_rescued_side_by_side_the_pair_is_named()
     vectors = np.array(
         [[1, 0, 0], [0.8, 0.6, 0], [0.8, 0, 0.6], [0, 1, 0], [0, 0.99, 0.141], [0, 0, 1]], dtype=np.float32
     )
-    site = _site(6, existing=[(0, 1, True), (0, 2, True)], vectors=vectors)
+    related = [(3, 1, 0.8), (5, 2, 0.8)]
+    site = _site(6, existing=[(0, 1, True), (0, 2, True)], vectors=vectors, related=related)
     planned, planner = plan_links(site, PlanOptions(hub_links=0))
     rescued = set(planned.filter(pl.col("reason") == "orphan-rescue")["target"])
     assert 3 in rescued and 5 in rescued and 4 not in rescued
@@ -512,7 +545,7 @@ def test_a_section_index_links_its_menu_members_and_main_sections_are_hubs_first
 def test_depth_shortcuts_bring_a_chain_within_the_limit():
     chain = [(i, i + 1, True) for i in range(7)]  # home -> 1 -> ... -> 7
     similar = [(i, j, 0.9 - 0.05 * abs(i - j)) for i in range(8) for j in range(i + 1, 8)]
-    site = _site(8, similar=similar, existing=chain)
+    site = _site(8, related=similar, existing=chain)
     planned, planner = plan_links(
         site, PlanOptions(max_depth=3, hub_links=0, max_inlinks=1, out_link_budget=3)
     )
@@ -525,7 +558,7 @@ def test_unreachable_groups_are_bridged_through_their_most_central_page():
     existing = [(0, 1, True), (1, 2, True), (3, 4, True), (4, 5, True), (5, 3, True), (4, 3, True)]
     vectors = np.eye(6, dtype=np.float32) + 0.1
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    site = _site(6, existing=existing, similar=[(4, 2, 0.7), (3, 5, 0.6)], vectors=vectors)
+    site = _site(6, existing=existing, related=[(4, 2, 0.7), (3, 5, 0.6)], vectors=vectors)
     planned, planner = plan_links(site, PlanOptions(hub_links=0, max_inlinks=1))
     bridge = planned.filter(pl.col("reason") == "component-bridge")
     assert planner.stats.unreachable_after == 0
@@ -543,7 +576,7 @@ def test_impossible_constraints_are_reported_not_hidden():
 
 def test_plan_invariants_catch_a_broken_plan():
     existing = [(0, 1, True), (0, 2, True), (1, 3, True)]
-    site = _site(5, existing=existing, similar=[(4, 3, 0.9), (4, 2, 0.8)])
+    site = _site(5, existing=existing, related=[(4, 3, 0.9), (4, 2, 0.8)])
     options = PlanOptions(out_link_budget=3, hub_links=0, max_inlinks=1)
     planned, planner = plan_links(site, options)
     anchors = [f"anchor {i}" for i in range(planned.height)]
@@ -551,7 +584,8 @@ def test_plan_invariants_catch_a_broken_plan():
     assert list(checks) == list(PLAN_INVARIANTS) and all(c.passed for c in checks.values())
     # an anchor the site's own links already give another page counts against the cap
     taken = {"anchor 0": {1}}
-    assert not check_plan(planned, _anchored(anchors), site.existing, planner, 0, options, taken)[2].passed
+    found = check_plan(planned, _anchored(anchors), site.existing, planner, 0, options, taken)
+    assert not next(c for c in found if c.name == "link_plan_anchors").passed
     # the same link twice under two anchors; one anchor text on two pages; page 0 over its budget (2 + 2 > 3)
     rows = [(2, 4, "anchor 0"), (2, 4, "another anchor"), (3, 1, "anchor 0"), (0, 3, None), (0, 4, None)]
     broken = pl.DataFrame(
@@ -566,6 +600,18 @@ def test_plan_invariants_catch_a_broken_plan():
     assert checks["link_plan_anchors"].figures["examples"] == ["anchor 0"]
     assert not checks["link_plan_within_budget"].passed and checks["link_plan_within_budget"].blocking
     assert not checks["link_plan_no_orphans"].passed and not checks["link_plan_no_orphans"].blocking
+    # links no signal relates (3 -> 1, 0 -> 3, 0 -> 4: 2 -> 4 has its texts' evidence), and an orphan
+    # rescue from a page with room that nothing says is about the same thing, fail the plan
+    related = checks["link_plan_links_related"]
+    assert not related.passed and related.blocking and related.figures["links_without_evidence"] == 3
+    rescue = pl.DataFrame(
+        [(1, 4, "orphan-rescue", 0.0, "semantic", "contextual", [])], schema=planned.schema, orient="row"
+    )
+    found = check_plan(rescue, _anchored(["anchor"]), site.existing, planner, 0, options)
+    related = next(c for c in found if c.name == "link_plan_links_related")
+    assert not related.passed and related.figures["examples"] == [
+        f"{1:016x} -> {4:016x} (orphan-rescue, None, no candidate)"
+    ]
     # a generic phrase placed in the text, a phrase with no sentence, a URL path anywhere
     rules = AnchorRules(function_words("en"))
     anchored = _anchored(["this example", "Alpine Boots", "/guides/boots/", "Trail Runners"])

@@ -10,7 +10,9 @@ import polars as pl
 
 from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules, readable
 from interlink_pipeline.core.graph.decided_links import NOT_KEPT, PLANNER_MISSED
-from interlink_pipeline.core.graph.plan_options import PlanOptions, out_link_budgets
+from interlink_pipeline.core.graph.left_for_editor import task_counts
+from interlink_pipeline.core.graph.link_evidence import related, with_evidence_columns
+from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
 from interlink_pipeline.core.graph.plan_state import PlanStats
 from interlink_pipeline.core.graph.planner import Planner
 from interlink_pipeline.core.invariants import Invariant
@@ -19,17 +21,23 @@ from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT
 PLAN_INVARIANTS = {
     "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",
     "link_plan_within_budget": "No page exceeds its out-link budget (existing in-content links counted; "
-    "section_links for a section index) but by links its editors accepted; the home page stays within "
-    "hub_links, the same way.",
+    "section_links for a section index; on a site whose median page already holds more than "
+    "out_link_budget, added_link_budget new links per page) but by links its editors accepted; the home page "
+    "stays within hub_links, the same way.",
+    "link_plan_links_related": "Every planned link has evidence that its pages are about the same thing: "
+    "a candidate whose texts, mentions, SERP or URL tree relate them at min_probability or more (half of "
+    "it for a topical link into the least linked pages), a listing in the target's own section index or "
+    "in the index above it, a hub or a menu member, or an editor's acceptance; no structural link is "
+    "placed because a source had room.",
     "link_plan_anchors": "One anchor per (source, target) pair, and no anchor placed in the text points at "
     "more than anchor_max_targets pages (a name in the related links may be two pages' shared title).",
     "link_plan_anchors_readable": "No anchor is a URL path; no anchor placed in the text is a generic phrase "
     "(the list, the site's own spread anchors, its most common words), sits inside code or a table row, or "
     "crosses a sentence's end.",
     "link_plan_no_orphans": "Every page has an in-link after the plan, but a utility page (utility_pages) "
-    "and an orphan that says what a rescued orphan says (named in graph.page_metrics.near_duplicate_of: "
-    "merge, redirect or canonicalise it); when the settings make that impossible, a warning names the pages "
-    "and why.",
+    "and the pages left for an editor (graph.page_metrics.left_for_editor): an orphan that says what a "
+    "rescued orphan says (merge, redirect or canonicalise it) and one no related page could link; a "
+    "warning counts and names them.",
     "link_plan_depth_target": "Every page is within max_depth clicks of the home page after the plan "
     "(a warning when the settings make that impossible).",
     "link_plan_keeps_accepted": "Every link editors accepted is in the plan, live on the site, or has a page "
@@ -55,6 +63,7 @@ def check_plan(
     return [
         _targets_are_pages(planned, len(planner.site.page_ids)),
         _within_budget(planned, existing, planner, options),
+        links_related(planned, planner, options),
         _anchors(planned, anchors.anchors, options, taken, anchors.offsets),
         _anchors_readable(anchors, rules or AnchorRules(frozenset())),
         _no_orphans(orphans_after, planner, why),
@@ -78,7 +87,8 @@ def _within_budget(
     contextual = planned["placement"].is_in(IN_CONTENT).to_numpy()
     content_out = np.bincount(existing.filter(pl.col("content"))["source"].to_numpy(), minlength=n)[:n]
     planned_out = np.bincount(sources[contextual], minlength=n)
-    budget = out_link_budgets(n, planner.site.sections, options)
+    room = link_room(content_out, planner.site.sections, options)
+    budget = room.allowed
     allowed = np.maximum(budget, content_out + np.bincount(sources[contextual & accepted], minlength=n))
     over = np.flatnonzero((planned_out > 0) & (planned_out + content_out > allowed))
     past_budget = (planned_out > 0) & (planned_out + content_out > budget)  # by links editors accepted
@@ -90,8 +100,39 @@ def _within_budget(
         "pages_past_budget_by_accepted_links": int(past_budget.sum()),
         "home_links_planned": home_planned,
         "out_link_budget": options.out_link_budget,
+        "budget_rule": room.rule,
+        "budget_rule_why": room.why,
     }
     return Invariant("link_plan_within_budget", not len(over) and home_ok, figures)
+
+
+def links_related(planned: pl.DataFrame, planner: Planner, options: PlanOptions) -> Invariant:
+    """link_plan_links_related on the planned links (source, target, reason, evidence, placement)."""
+    tree = planner.site.tree
+    judged = with_evidence_columns(
+        planned.select("source", "target", "reason", "evidence", "placement"),
+        planner.site.candidates,
+        tree.parent if tree is not None else None,
+    )
+    accepted = pl.Series(
+        [pair in planner.accepted_pairs for pair in zip(judged["source"], judged["target"], strict=True)],
+        dtype=pl.Boolean,
+    )
+    unrelated = judged.filter(~(related(options.min_probability) | accepted))
+    ids = planner.site.page_ids
+    figures = {
+        "links_checked": judged.height,
+        "links_without_evidence": unrelated.height,
+        "examples": [
+            f"{ids[s]} -> {ids[t]} ({reason}, {p if p is None else round(p, 3)}, {origins or 'no candidate'})"
+            for s, t, reason, p, origins in unrelated.select(
+                "source", "target", "reason", "probability", "origins"
+            )
+            .head(10)
+            .iter_rows()
+        ],
+    }
+    return Invariant("link_plan_links_related", unrelated.is_empty(), figures)
 
 
 def _anchors(
@@ -157,7 +198,7 @@ def accepted_kept(outcomes: pl.DataFrame) -> Invariant:
 def _why_unmet(stats: PlanStats) -> str:
     """Why a structure target was missed: the planner's notes, else what leaves orphans ('' when none)."""
     return "; ".join(stats.notes) or (
-        "no similar page with spare out-link budget: raise out_link_budget"
+        "none of their related pages has room for a link: left for an editor"
         if stats.unresolved_orphans
         else ""
     )
@@ -167,8 +208,14 @@ def _no_orphans(orphans_after: int, planner: Planner, why: str) -> Invariant:
     twins = np.flatnonzero(planner.duplicate_of >= 0)
     utility = int((planner.utility & (planner.inbound[: planner.page_count] == 0)).sum())
     ids = planner.site.page_ids
+    left = task_counts(planner.left_for_editor)
+    before = planner.orphans_before[planner.orphans_before != planner.site.home]
+    fixed = int((planner.inbound[before] > 0).sum())
     figures = {
+        "orphans_before": len(before),
+        "orphans_fixed": fixed,
         "orphans_after": orphans_after,
+        "orphans_left_for_editor": left["orphan"],
         "near_duplicates_left_unlinked": len(twins),
         "utility_pages_left_unlinked": utility,
         "near_duplicates": [f"{ids[t]} says what {ids[planner.duplicate_of[t]]} says" for t in twins[:10]],

@@ -161,12 +161,21 @@ def page_metrics_rows(
             ),
             "plan_fingerprint": fingerprints,
             "near_duplicate_of": pages["url"].gather(np.maximum(planner.duplicate_of, 0)),
+            "left_for_editor": pl.Series(_editor_sentences(planner, pages["url"].to_list()), dtype=pl.String),
         }
     ).with_columns(
         pl.when(pl.Series(cluster_of >= 0)).then(pl.col("cluster_id")).otherwise(None).alias("cluster_id"),
         pl.when(pl.Series(planner.duplicate_of >= 0)).then(pl.col("near_duplicate_of")).otherwise(None),
         *_before_columns(before),
     )
+
+
+def _editor_sentences(planner: Planner, urls: list[str]) -> list[str | None]:
+    """Each page's task for an editor (left_for_editor.EditorTask.sentence), None for the others."""
+    sentences: list[str | None] = [None] * planner.page_count
+    for page, task in planner.left_for_editor.items():
+        sentences[page] = task.sentence(urls)
+    return sentences
 
 
 def _before_columns(before: Measured | None) -> list[pl.Series | pl.Expr]:

@@ -29,7 +29,27 @@ UTILITY_PAGES = (
 class PlanOptions:
     """The `link_plan` step's settings (its Dagster config is derived from the `setting` fields)."""
 
-    out_link_budget: int = setting(10, "In-content links per page, existing ones included.", ge=1)
+    out_link_budget: int = setting(
+        10,
+        "In-content links per page, existing ones included (on a site whose typical page already carries "
+        "more, added_link_budget applies instead).",
+        ge=1,
+    )
+    added_link_budget: int = setting(
+        5,
+        "In-content links the plan may add per page on a site whose median page already carries more "
+        "in-content links than out_link_budget (an encyclopedia): there the budget limits what the plan "
+        "adds, not what the page holds.",
+        ge=0,
+    )
+    structural_sources: int = setting(
+        10,
+        "How many of a page's most related pages (the ranker's candidates with evidence that both pages "
+        "are about the same thing, at min_probability or more) may give it a structural link (an orphan "
+        "rescue, a depth shortcut, a bridge), besides its own section index; a page none of them can "
+        "link is left for an editor, not linked from wherever there is room.",
+        ge=1,
+    )
     hub_links: int = setting(20, "Links on the home page to hubs, existing ones included.", ge=0)
     section_links: int = setting(
         20,
@@ -121,9 +141,37 @@ def utility_pages(paths: pl.Series, pattern: str) -> np.ndarray:
     return paths.fill_null("").str.contains(f"(?i){pattern}").to_numpy()
 
 
-def out_link_budgets(n: int, sections: SiteSections, options: PlanOptions) -> np.ndarray:
-    """Each page's in-content out-links allowed, existing ones included: `out_link_budget`, and
-    `section_links` for a section index (a menu parent or the first page of a paginated listing)."""
+@dataclass(frozen=True)
+class LinkRoom:
+    """Each page's in-content out-links allowed, existing ones included, and the rule that set them."""
+
+    allowed: np.ndarray
+    rule: str  # "total" (out_link_budget counts the page's links) or "added" (added_link_budget: new ones)
+    why: str
+
+    def left(self, content_out: np.ndarray) -> np.ndarray:
+        """What each page may still take."""
+        return np.maximum(0, self.allowed - content_out)
+
+
+def link_room(content_out: np.ndarray, sections: SiteSections, options: PlanOptions) -> LinkRoom:
+    """Each page's allowed in-content out-links (`content_out`: its existing ones): `out_link_budget`, and
+    `section_links` for a section index (a menu parent or the first page of a paginated listing), existing
+    links included — unless the site's median page already holds more than `out_link_budget`: then every
+    page may add `added_link_budget` to what it holds, so that a link-rich site (an encyclopedia) does not
+    leave its few link-poor pages as the only sources."""
+    n = len(content_out)
+    median = float(np.median(content_out)) if n else 0.0
+    if median > options.out_link_budget:
+        why = (
+            f"the median page already has {median:g} in-content links, more than out_link_budget "
+            f"({options.out_link_budget}): each page may add added_link_budget ({options.added_link_budget})"
+        )
+        return LinkRoom(content_out + options.added_link_budget, "added", why)
     budget = np.full(n, options.out_link_budget, dtype=np.int64)
     budget[sections.indexes] = max(options.out_link_budget, options.section_links)
-    return budget
+    why = (
+        f"the median page has {median:g} in-content links: each page holds up to out_link_budget "
+        f"({options.out_link_budget}), existing links included"
+    )
+    return LinkRoom(budget, "total", why)

@@ -12,8 +12,9 @@ import polars as pl
 from scipy import sparse
 
 from interlink_pipeline.core.graph.centrality import KeptCentrality
+from interlink_pipeline.core.graph.link_evidence import LISTING_EVIDENCE, RELATED_EVIDENCE
 from interlink_pipeline.core.graph.metrics import adjacency
-from interlink_pipeline.core.graph.plan_options import PlanOptions, out_link_budgets
+from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 
@@ -107,10 +108,9 @@ class PlanState:
         )
         self.content_out = content_out  # each page's existing in-content links
         # pass-through nodes are never linked from
+        self.room = link_room(content_out[: self.page_count], site.sections, options)
         self.out_budget = np.zeros(self.node_count, dtype=np.int64)
-        self.out_budget[: self.page_count] = np.maximum(
-            0, out_link_budgets(self.page_count, site.sections, options) - content_out[: self.page_count]
-        )
+        self.out_budget[: self.page_count] = self.room.left(content_out[: self.page_count])
         # about, contact, cart: no editor links from them, nor to them in content
         self.utility = site.utility if site.utility is not None else np.zeros(self.page_count, dtype=bool)
         self.out_budget[: self.page_count][self.utility] = 0
@@ -125,49 +125,55 @@ class PlanState:
         self.planned_sources: list[int] = []
         self.planned_targets: list[int] = []
         # index pages list their members: menu parents, first pages of paginated listings, and pages whose
-        # content already links more pages than a page's budget (a category's product list). A structural
-        # link may join an index's list beyond its budget when the index is a likely place for it.
+        # content already links more pages than a page's budget (a category's product list; on a site
+        # whose pages all hold more, than nine in ten of its pages do). A structural link may join an
+        # index's list beyond its budget when the index is a likely place for it or the target's own
+        # section index.
         self.is_index = np.zeros(self.node_count, dtype=bool)
         self.is_index[site.sections.indexes] = True
-        self.is_index[: self.page_count] |= content_out[: self.page_count] > options.out_link_budget
+        listing_above = (
+            options.out_link_budget
+            if self.room.rule == "total"
+            else max(options.out_link_budget, float(np.quantile(content_out[: self.page_count], 0.9)))
+        )
+        self.is_index[: self.page_count] |= content_out[: self.page_count] > listing_above
         self.is_index[: self.page_count][self.utility] = False
         self.orphans_before = np.flatnonzero(self.inbound[: self.page_count] == 0)
         self.new_in = np.zeros(self.node_count, dtype=np.int64)  # links the plan adds into each page
         # an orphan left unlinked because it says what another orphan, rescued, says (-1: none)
         self.duplicate_of = np.full(self.page_count, -1, dtype=np.int64)
         self.neighbours = self._neighbour_lists()
+        # pages the plan leaves for an editor, and why (left_for_editor.EditorTask; set by plan_links)
+        self.left_for_editor: dict = {}
         self.stats = PlanStats()
         self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run
         self.refused: dict[tuple[int, int], str] = {}  # links of the last plan not kept, and why
         self.accepted_pairs: set[tuple[int, int]] = set()  # links editors accepted, placed whatever the room
 
-    def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """For each page, the pages most likely to link to it: its candidate sources by the ranker's
-        probability first, then its similar pages by cosine (scored below every candidate); and which of
-        them are likely places for the link (candidates at min_probability or above)."""
-        candidates = self.site.candidates.select(
-            pl.col("target").alias("page"), pl.col("source").alias("other"), "score", pl.lit(0).alias("tier")
-        )
-        similar = self.site.similar.select(
-            pl.col("a").alias("page"), pl.col("b").alias("other"), "score", pl.lit(1).alias("tier")
-        )
+    def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray, tuple[str, ...]]]:
+        """For each page, the pages that may give it a structural link: its `structural_sources` most
+        probable candidate sources with evidence that both pages are about the same thing
+        (RELATED_EVIDENCE; LISTING_EVIDENCE for a place in an index's list) at min_probability or more,
+        best first (pages, scores, origins)."""
         related = (
-            pl.concat([candidates, similar.join(candidates, on=["page", "other"], how="anti")])
-            .sort(["page", "tier", "score", "other"], descending=[False, False, True, False])
-            .with_columns(
-                ((pl.col("tier") == 0) & (pl.col("score") >= self.options.min_probability)).alias("likely")
+            self.site.candidates.filter(
+                (pl.col("score") >= self.options.min_probability)
+                & pl.col("provenance").str.contains(f"{RELATED_EVIDENCE}|{LISTING_EVIDENCE}")
             )
-            .select("page", "other", "score", "likely")
+            .select(pl.col("target").alias("page"), pl.col("source").alias("other"), "score", "provenance")
+            .sort(["page", "score", "other"], descending=[False, True, False])
+            .group_by("page", maintain_order=True)
+            .head(self.options.structural_sources)
+            .group_by("page", maintain_order=True)
+            .agg("other", "score", "provenance")
         )
-        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), np.empty(0, dtype=bool))
-        lists = [empty] * self.page_count
-        for page, others, scores, likely in (
-            related.group_by("page", maintain_order=True).agg("other", "score", "likely").iter_rows()
-        ):
+        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), ())
+        lists: list[tuple[np.ndarray, np.ndarray, tuple[str, ...]]] = [empty] * self.page_count
+        for page, others, scores, provenance in related.iter_rows():
             lists[page] = (
                 np.asarray(others, dtype=np.int64),
                 np.asarray(scores, dtype=np.float32),
-                np.asarray(likely, dtype=bool),
+                tuple(provenance),
             )
         return lists
 

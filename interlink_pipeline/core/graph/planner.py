@@ -43,6 +43,15 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.graph.centrality import centrality, relatedness_edges
+from interlink_pipeline.core.graph.left_for_editor import editor_tasks
+from interlink_pipeline.core.graph.link_evidence import (
+    INDEX_ABOVE,
+    RELATED_EVIDENCE,
+    SECTION_INDEX,
+    WEAKEST_BAR,
+    related,
+    with_evidence_columns,
+)
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, click_depth
 from interlink_pipeline.core.graph.plan_options import PlanOptions, check_options
 from interlink_pipeline.core.graph.plan_state import PlanState, SiteGraph, planned_frame
@@ -54,13 +63,8 @@ from interlink_pipeline.core.graph.structure import (
     shorten_depth,
 )
 
-# each reason as a person reads it (the report's plan table)
-# what says two pages are about related things: their texts are near, the source names the target, a search
-# for one finds the other, or the URL tree puts them together — the site's linking habits alone (graph,
-# listing) do not make a topical link
-TOPICAL_EVIDENCE = r"similar|mention|serp|hierarchy"
-WEAKEST_BAR = 0.5  # the least linked quarter of pages take topical links from this share of min_probability
 SECTION_PAGES = 5  # the fewest pages below a page in the URL tree that make it a section for the home page
+# each reason as a person reads it (the report's plan table)
 REASON_WORDS = {
     "hub": "hub: linked from the home page",
     "section": "section: the menu lists it here",
@@ -107,11 +111,24 @@ class Planner(PlanState):
 
     def _keep_previous(self) -> None:
         """The links editors accepted (whatever room their page has left), then the last plan's still-valid
-        links, first: the new plan only adds what the change needs."""
+        links that still have evidence their pages are about the same thing (link_evidence.related), first:
+        the new plan only adds what the change needs."""
         for kept, accepted in ((self.site.accepted, True), (self.site.kept, False)):
             if kept is None:
                 continue
-            for source, target, reason, score, evidence, placement, alternatives in kept.iter_rows():
+            columns = kept.columns
+            kept = with_evidence_columns(
+                kept, self.site.candidates, self.site.tree.parent if self.site.tree is not None else None
+            ).with_columns(
+                (pl.lit(accepted) | related(self.options.min_probability)).alias("is_related"),
+                pl.coalesce(
+                    pl.when(pl.col("evidence").is_in([SECTION_INDEX, INDEX_ABOVE])).then("evidence"),
+                    "origins",
+                    "evidence",
+                ).alias("evidence"),
+            )
+            for *row, is_related in kept.select(*columns, "is_related").iter_rows():
+                source, target, reason, score, evidence, placement, alternatives = row
                 pair = (source, target)
                 if pair in self.exists:
                     self.refused[pair] = "now on the site"
@@ -119,6 +136,8 @@ class Planner(PlanState):
                     self.refused[pair] = "rejected by an editor"
                 elif pair in self.planned:
                     continue
+                elif not is_related:
+                    self.refused[pair] = "no longer related: no evidence both pages are about the same thing"
                 elif not self.add(
                     source, target, reason, score, evidence, home=placement == "home",
                     alternatives=tuple(alternatives), listing=placement == "listing", accepted=accepted,
@@ -165,7 +184,7 @@ class Planner(PlanState):
         """The most probable candidates, best first, within the sources' budgets: first up to each target's
         in-link quota, then beyond it for the targets outside the best-linked quarter. No target takes more
         than max_target_share of the links so planned (at least 2): a target past it keeps its most probable
-        links, and the budgets freed go to the targets under it. A pair needs TOPICAL_EVIDENCE besides the
+        links, and the budgets freed go to the targets under it. A pair needs RELATED_EVIDENCE besides the
         site's linking habits. Nothing under min_probability is added
         (WEAKEST_BAR of it into the least linked quarter of pages, when the site's links are known, and
         into the pages in striking distance, which also take a full quota)."""
@@ -183,7 +202,7 @@ class Planner(PlanState):
         candidates = self.site.candidates
         ordered = candidates.filter(
             (pl.col("score") >= pl.Series(bar[candidates["target"].to_numpy()], dtype=pl.Float64))
-            & pl.col("provenance").str.contains(TOPICAL_EVIDENCE)
+            & pl.col("provenance").str.contains(RELATED_EVIDENCE)
             & ~pl.Series(self.utility[candidates["target"].to_numpy()], dtype=pl.Boolean)
         ).sort(["score", "source", "target"], descending=[True, False, False])
         rows = ordered.select("source", "target", "score", "provenance").rows()
@@ -218,5 +237,6 @@ def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.
     left = ~planner.left_alone
     planner.stats.unreachable_after = int(((depth == UNREACHABLE) & left).sum())
     planner.stats.too_deep_after = int(((depth > options.max_depth) & left).sum())
+    planner.left_for_editor = editor_tasks(planner)
     frame = planned_frame(planner.links)
     return frame, planner

@@ -1,75 +1,81 @@
 """The plan's structure steps: every page within max_depth clicks of the home page, orphans rescued, groups
-cut off from the home page bridged; each link from the target's most related page with room left (its
-candidate sources by the ranker's probability first, then its similar pages, then the nearest pages by an
-exact vector search), naming the next best sources as alternatives."""
+cut off from the home page bridged. Sense before structure: each link comes from the target's own section
+index (its list), from the index above its own index, or from one of its `structural_sources` most related
+pages over the whole site (candidates with evidence that both are about the same thing, at min_probability
+or more); budget room decides whether such a page can take one more link, never which page becomes the
+source. A page none of them can link is left for an editor (left_for_editor.py), not linked anyway."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import islice
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 from scipy import sparse
 from scipy.sparse import csgraph
 
+from interlink_pipeline.core.graph.link_evidence import INDEX_ABOVE, SECTION_INDEX, in_list_only
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, click_depth, out_degree
 from interlink_pipeline.core.graph.plan_state import PlanState
 from interlink_pipeline.core.ml.exact_search import exact_top
 
-
-def _nearest_sources(
-    planner: PlanState, targets: list[int], eligible: np.ndarray
-) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The nearest eligible pages with budget for each target, by one blocked vector search."""
-    pool = np.flatnonzero(eligible[: planner.page_count] & (planner.out_budget[: planner.page_count] > 0))
-    vectors = planner.site.vectors
-    if vectors is None or not targets or not len(pool):
-        return {}
-    idx, scores = exact_top(vectors[targets], vectors[pool], min(50, len(pool)))
-    unlikely = np.zeros(idx.shape[1], dtype=bool)  # found by their words alone: never beyond a budget
-    return {t: (pool[idx[row]], scores[row], unlikely) for row, t in enumerate(targets)}
-
-
 ALTERNATIVES = 3  # the next best sources a structural link names
 
 
-def _link_first_open(
-    planner: PlanState,
-    target: int,
-    related: tuple[np.ndarray, np.ndarray, np.ndarray],
-    eligible: np.ndarray,
-    reason: str,
-) -> bool:
-    """Link target from the first of its `related` pages (best first: pages, scores, likely) that is
-    eligible, has room and no link yet, naming the next ALTERNATIVES such pages as its alternatives. An
-    index page has room in its list, whatever its in-content budget, when it is a likely place for the link
-    or the target's own section index (its URL parent: a guide beyond the guides hub's list joins it)."""
-    others, scores, likely = related
-    tree = planner.site.tree
-    section_index = int(tree.parent[target]) if tree is not None else -1
+class Sources(NamedTuple):
+    """The pages that may give a target a structural link, best first: their scores and the evidence that
+    relates each to the target (a candidate's origins, SECTION_INDEX or INDEX_ABOVE)."""
 
-    def room(i: int, other: int) -> str | None:
-        if planner.out_budget[other] > 0:
+    pages: np.ndarray
+    scores: np.ndarray
+    evidence: tuple[str, ...]
+
+
+def related_sources(planner: PlanState, target: int) -> Sources:
+    """The target's most related pages (planner.neighbours: candidates with evidence, at min_probability or
+    more), then its own section index — its URL parent, when that is an index page other than the home
+    page — when not among them."""
+    pages, scores, provenance = planner.neighbours[target]
+    tree = planner.site.tree
+    parent = int(tree.parent[target]) if tree is not None else -1
+    if parent < 0 or parent == planner.site.home or not planner.is_index[parent] or parent in pages:
+        return Sources(pages, scores, provenance)
+    return Sources(np.append(pages, parent), np.append(scores, np.float32(0.0)), (*provenance, SECTION_INDEX))
+
+
+def _link_first_open(
+    planner: PlanState, target: int, sources: Sources, eligible: np.ndarray, reason: str
+) -> bool:
+    """Link target from the first of its `sources` that is eligible, has room and no link yet, naming the
+    next ALTERNATIVES such pages as its alternatives. A candidate whose text relates it to the target takes
+    the link in its content while it has budget, else in its list when it is an index page; a section
+    index, the index above or an index proposing the target as like what it lists takes it in its list
+    only (link_evidence.in_list_only)."""
+
+    def room(other: int, evidence: str) -> str | None:
+        if not in_list_only(evidence) and planner.out_budget[other] > 0:
             return "contextual"
-        listed = likely[i] or (other == section_index and other != planner.site.home)
-        return "listing" if listed and planner.is_index[other] else None
+        return "listing" if planner.is_index[other] else None
 
     open_sources = list(
         islice(
             (
-                (other, score, place)
-                for i, (other, score) in enumerate(zip(others.tolist(), scores.tolist(), strict=True))
-                if eligible[other] and planner.is_new(other, target) and (place := room(i, other))
+                (other, score, evidence, place)
+                for other, score, evidence in zip(
+                    sources.pages.tolist(), sources.scores.tolist(), sources.evidence, strict=True
+                )
+                if eligible[other] and planner.is_new(other, target) and (place := room(other, evidence))
             ),
             1 + ALTERNATIVES,
         )
     )
     if not open_sources:
         return False
-    (source, score, place), rest = open_sources[0], open_sources[1:]
+    (source, score, evidence, place), rest = open_sources[0], open_sources[1:]
     return planner.add(
-        source, target, reason, score, "semantic", alternatives=tuple(o for o, _, _ in rest),
+        source, target, reason, score, evidence, alternatives=tuple(o for o, *_ in rest),
         listing=place == "listing",
     )  # fmt: skip
 
@@ -77,23 +83,17 @@ def _link_first_open(
 def link_from_related(
     planner: PlanState, targets: np.ndarray, eligible: np.ndarray, reason: str | Mapping[int, str]
 ) -> list[int]:
-    """Give each target, in order, one link from its most related eligible page with budget left: its
-    similar pages and candidates first, then (for the targets still unlinked) the nearest eligible pages
-    by vector search. `reason` is one for all, or one per target. Returns the targets that found none."""
+    """Give each target, in order, one link from its first related source (related_sources) that is
+    eligible and has room. `reason` is one for all, or one per target. Returns the targets that found
+    none."""
 
     def why(target: int) -> str:
         return reason if isinstance(reason, str) else reason[target]
 
-    unlinked = [
+    return [
         int(t)
         for t in targets
-        if not _link_first_open(planner, int(t), planner.neighbours[int(t)], eligible, why(int(t)))
-    ]
-    nearest = _nearest_sources(planner, unlinked, eligible)
-    return [
-        t
-        for t in unlinked
-        if t not in nearest or not _link_first_open(planner, t, nearest[t], eligible, why(t))
+        if not _link_first_open(planner, int(t), related_sources(planner, int(t)), eligible, why(int(t)))
     ]
 
 
@@ -184,27 +184,33 @@ def near_duplicate_orphans(planner: PlanState) -> None:
 
 
 def rescue_orphans(planner: PlanState) -> None:
-    """Every page nobody links to gets a link from its most related page anywhere, the most central first;
-    then every page the plan rescued and that has that one link gets a second from the next likely source
-    with room (a candidate at min_probability or more): one link is one edit away from an orphan again."""
+    """Every page nobody links to gets a link from a related source anywhere (related_sources): first the
+    orphaned section indexes (pages the URL tree puts others below), from the home page when they are top
+    level and it has room for them, so that their orphaned pages can join their lists; then the rest, the
+    most central first. Then every page the plan rescued that has that one link gets a second from its next
+    related source with room: one link is one edit away from an orphan again."""
     order = np.argsort(-planner.centrality, kind="stable")
     anywhere = np.ones(planner.page_count, dtype=bool)
+    home, tree = planner.site.home, planner.site.tree
     needs = (planner.inbound[: planner.page_count] == 0) & ~planner.left_alone
-    orphans = order[needs[order] & (order != planner.site.home)]
-    missed = link_from_related(planner, orphans, anywhere, "orphan-rescue")
+    orphans = order[needs[order] & (order != home)]
+    heads = _section_heads(planner, orphans, every_page=True)
+    missed = []
+    for head in heads.tolist():
+        top_level = tree is not None and int(tree.parent[head]) == home
+        if not (top_level and planner.add(home, head, "orphan-rescue", 0.0, SECTION_INDEX, home=True)):
+            missed += link_from_related(planner, np.array([head]), anywhere, "orphan-rescue")
+    missed += link_from_related(planner, orphans[~np.isin(orphans, heads)], anywhere, "orphan-rescue")
     planner.stats.unresolved_orphans = [str(planner.site.page_ids[p]) for p in missed]
     rescued = order[np.isin(order, planner.orphans_before)]
-    once = rescued[(planner.inbound[rescued] == 1) & (rescued != planner.site.home)]
+    once = rescued[(planner.inbound[rescued] == 1) & (rescued != home)]
     for target in once.tolist():
-        others, scores, likely = planner.neighbours[target]
-        _link_first_open(
-            planner, target, (others[likely], scores[likely], likely[likely]), anywhere, "orphan-rescue"
-        )
+        _link_first_open(planner, target, related_sources(planner, target), anywhere, "orphan-rescue")
 
 
 def bridge_components(planner: PlanState) -> None:
     """Each group of pages still cut off from the home page gets a link into its most central page from a
-    related reachable page, until none is left or none can be linked."""
+    related reachable page, until none is left or none can be linked (left for an editor)."""
     n = planner.page_count
     for _ in range(50):
         graph = planner.current_graph()
@@ -224,8 +230,8 @@ def bridge_components(planner: PlanState) -> None:
         )
         if len(link_from_related(planner, entries, depth != UNREACHABLE, "component-bridge")) == len(entries):
             planner.stats.notes.append(
-                f"{len(unreachable)} pages stay unreachable: no related reachable page has out-link "
-                "budget left (raise out_link_budget)"
+                f"{len(unreachable)} pages stay unreachable: none of their related pages is reachable with "
+                "room for a link (left for an editor, in graph.page_metrics.left_for_editor)"
             )
             return
 
@@ -234,31 +240,32 @@ def shorten_depth(planner: PlanState) -> None:
     """Bring every page within max_depth clicks: first the lists of many too-deep pages (_lift_lists),
     then each too-deep or unreachable page left (those with the most out-links first, then the most
     central; a section's index before its own pages) gets a link from the index above its own index, else
-    its most related page, among those within max_depth - 1 clicks that have budget left, and then passes
-    links on in turn: round by round, until none is too deep. A link to a page nobody linked is an orphan
-    rescue; into a group cut off from the home page, a component bridge."""
+    its first related source (related_sources) within max_depth - 1 clicks with room, and then passes links
+    on in turn: round by round, until none is too deep, or none of those left has a related source within
+    reach (they are left for an editor). A link to a page nobody linked is an orphan rescue; into a group
+    cut off from the home page, a component bridge."""
     limit, n = planner.options.max_depth, planner.page_count
     _lift_lists(planner)
-    unrelated = np.zeros(n, dtype=bool)  # givers none of the remaining too-deep pages relate to
+    failed = np.zeros(n, dtype=bool)  # too-deep pages no source could take since the last new link
+    progress = False  # whether a link was added since `failed` was last cleared
     while True:
         graph = planner.current_graph()
         depth = click_depth(graph, planner.site.home)
         too_deep = np.flatnonzero(((depth[:n] > limit) | (depth[:n] == UNREACHABLE)) & ~planner.left_alone)
-        if not len(too_deep):
-            return
-        room = (planner.out_budget[:n] > 0) | planner.is_index[:n]
-        givers = (depth[:n] >= 0) & (depth[:n] < limit) & room & ~unrelated
-        if not givers.any():
-            planner.stats.notes.append(
-                f"{len(too_deep)} pages stay deeper than {limit} clicks: no page within {limit - 1} "
-                "clicks has out-link budget left (raise out_link_budget or hub_links)"
-            )
-            return
+        waiting = too_deep[~failed[too_deep]]
+        if not len(waiting):
+            if not (progress and len(too_deep)):
+                break
+            failed[:], progress = False, False  # pages came within reach since: try the others again
+            continue
+        givers = (
+            (depth[:n] >= 0) & (depth[:n] < limit) & ((planner.out_budget[:n] > 0) | planner.is_index[:n])
+        )
         eligible = np.zeros(planner.node_count, dtype=bool)
         eligible[:n] = givers
-        # at most as many targets as the givers have budget for: the rest wait for the next round
+        # at most as many targets as the givers have room for: the rest wait for the next round
         capacity = int(planner.out_budget[:n][givers].sum()) + int((givers & planner.is_index[:n]).sum())
-        ordered = _next_targets(planner, graph, depth, too_deep)[: 2 * capacity]
+        ordered = _next_targets(planner, graph, depth, waiting)[: max(1, 2 * capacity)]
         reasons = np.where(
             planner.inbound[ordered] == 0,
             "orphan-rescue",
@@ -272,18 +279,28 @@ def shorten_depth(planner: PlanState) -> None:
         if len(heads):
             _link_from_above_or_related(planner, heads, into, depth[:n], eligible, why)
             if len(planner.links) > linked:
+                progress = True
                 continue
         _link_from_above_or_related(planner, ordered, into, depth[:n], eligible, why)
+        progress |= len(planner.links) > linked
         if len(planner.links) == linked:
-            unrelated[givers] = True
+            failed[ordered] = True
+    left = int((((depth[:n] > limit) | (depth[:n] == UNREACHABLE)) & ~planner.left_alone).sum())
+    if left:
+        planner.stats.notes.append(
+            f"{left} pages stay deeper than {limit} clicks or out of reach: none of their related pages "
+            f"is within {limit - 1} clicks with room for a link (left for an editor, in "
+            "graph.page_metrics.left_for_editor)"
+        )
 
 
-def _section_heads(planner: PlanState, targets: np.ndarray) -> np.ndarray:
-    """The targets that are another target's URL parent (a guides hub as far out of reach as its guides)."""
+def _section_heads(planner: PlanState, targets: np.ndarray, every_page: bool = False) -> np.ndarray:
+    """The targets that are another target's URL parent (a guides hub as far out of reach as its guides),
+    or, `every_page`, any page's."""
     tree = planner.site.tree
     if tree is None:
         return targets[:0]
-    return targets[np.isin(targets, tree.parent[targets])]
+    return targets[np.isin(targets, tree.parent if every_page else tree.parent[targets])]
 
 
 LIFTED_PAGES = 5  # the fewest too-deep pages a page must list for one link to it to bring them all up
@@ -327,7 +344,7 @@ def _link_from_above_or_related(
     reason: str | Mapping[int, str],
 ) -> None:
     """Give each target one link from the `eligible` index above its own index (_indexes_above), else, for
-    those none is open on, from its most related eligible page (link_from_related: one search for all)."""
+    those none is open on, from its first eligible related source (link_from_related)."""
     rest = []
     for target in targets.tolist():
         why = reason if isinstance(reason, str) else reason[target]
@@ -339,20 +356,20 @@ def _link_from_above_or_related(
 
 def _indexes_above(
     planner: PlanState, into: sparse.csr_matrix, depth: np.ndarray, page: int, givers: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The `givers` that link a page that links `page` one level up (its index's index: `into` holds each
-    page's in-links), most similar to it first (pages, cosines, whether an index page: a likely place for
-    it in its list)."""
+) -> Sources | None:
+    """The `givers` that are index pages and link a page that links `page` one level up (its index's
+    index: `into` holds each page's in-links), most similar to it first: the site's own hierarchy places
+    the page in their list."""
     linking = _row(into, page)
     parents = linking[depth[linking] == depth[page] - 1]
     above = np.unique(np.concatenate([_row(into, p) for p in parents.tolist()] or [np.array([], int)]))
-    above = above[givers[above]]
+    above = above[givers[above] & planner.is_index[above]]
     if not len(above):
         return None
     vectors = planner.site.vectors
     scores = vectors[above] @ vectors[page] if vectors is not None else planner.centrality[above]
     order = np.argsort(-scores, kind="stable")
-    return above[order], scores[order].astype(np.float64), planner.is_index[above[order]]
+    return Sources(above[order], scores[order].astype(np.float64), (INDEX_ABOVE,) * len(above))
 
 
 def _row(matrix: sparse.csr_matrix, row: int) -> np.ndarray:

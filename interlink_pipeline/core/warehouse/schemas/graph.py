@@ -183,6 +183,13 @@ class PageMetrics(PageTable, unique=("site", "page_id")):
         "texts' cosine 0.95 or more): possible cannibalisation — merge, redirect or canonicalise one of them "
         "(null for every other page).",
     )
+    left_for_editor: str = pa.Field(
+        nullable=True,
+        description="Why the plan left this page for an editor instead of linking it anyway: an orphan, a "
+        "page too deep or cut off from the home page that none of its related pages could link (its best "
+        "candidate sources, their probabilities and why each was passed over), or a near-duplicate orphan "
+        "(the page it repeats: merge, redirect or canonicalise); null for every other page.",
+    )
 
 
 class LinkPlanChange(PairTable, unique=("site", "source_page_id", "target_page_id")):

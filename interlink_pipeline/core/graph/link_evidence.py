@@ -1,0 +1,81 @@
+"""What makes a planned link one an editor would write: evidence that its two pages are about the same
+thing. One rule for the planner (the last plan's links it keeps) and for the plan's own check."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import polars as pl
+
+from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
+
+# what says two pages are about related things: their texts are near, the source names the target, a search
+# for one finds the other, or the URL tree puts them together — the site's linking habits alone (graph,
+# listing, menu) do not
+RELATED_EVIDENCE = r"similar|mention|serp|hierarchy"
+# an index page that lists pages like the target: evidence for a place in its list, not in its text
+LISTING_EVIDENCE = "listing"
+WEAKEST_BAR = 0.5  # the least linked quarter of pages take topical links from this share of min_probability
+SECTION_INDEX = "section index"  # the evidence of a link from the target's URL parent, an index page
+INDEX_ABOVE = "index above"  # ... from the index page above the target's own index, in its list
+SITE_STRUCTURE = ("hub", "section")  # the home page's sections and the menu's members: the site says so
+
+
+def related(min_probability: float) -> pl.Expr:
+    """Whether a planned link has evidence that its pages are about the same thing, over the columns
+    reason, evidence, placement, origins and probability (the pair's candidate now: null when none) and
+    source_is_parent (the source is the target's URL parent): a hub or a menu member; a listing in the
+    target's own section index (or, for a top-level section, on the home page) or in the index above its
+    index; or a candidate with RELATED_EVIDENCE at min_probability or more (a topical link at
+    WEAKEST_BAR of it: the least linked pages take likely links from a lower bar), or one an index proposes
+    as like what it lists (LISTING_EVIDENCE) at min_probability or more, in its list."""
+    bar = (
+        pl.when(pl.col("reason").is_in(STRUCTURAL_REASONS))
+        .then(pl.lit(min_probability))
+        .otherwise(pl.lit(WEAKEST_BAR * min_probability))
+    )
+    return (
+        pl.col("reason").is_in(SITE_STRUCTURE)
+        | (
+            (pl.col("evidence") == SECTION_INDEX)
+            & pl.col("source_is_parent")
+            & pl.col("placement").is_in(["listing", "home"])
+        )
+        | ((pl.col("evidence") == INDEX_ABOVE) & (pl.col("placement") == "listing"))
+        | (
+            pl.col("origins").fill_null("").str.contains(RELATED_EVIDENCE)
+            & (pl.col("probability").fill_null(0.0) >= bar)
+        )
+        | (
+            pl.col("origins").fill_null("").str.contains(LISTING_EVIDENCE)
+            & (pl.col("placement") == "listing")
+            & (pl.col("probability").fill_null(0.0) >= bar)
+        )
+    ).fill_null(False)
+
+
+def in_list_only(evidence: str) -> bool:
+    """Whether a structural source with this evidence may take the link only in its list (a section index,
+    the index above, an index proposing it as like what it lists), not in its text."""
+    return evidence in (SECTION_INDEX, INDEX_ABOVE) or not re.search(RELATED_EVIDENCE, evidence)
+
+
+def with_evidence_columns(
+    links: pl.DataFrame, candidates: pl.DataFrame, parent: np.ndarray | None
+) -> pl.DataFrame:
+    """`links` (source, target page indices, reason, evidence, placement) with the pair's candidate now
+    (`candidates`: source, target, score, provenance) as probability and origins, and source_is_parent
+    (`parent`: each page's URL parent, None when unknown)."""
+    joined = links.drop("probability", "origins", strict=False).join(
+        candidates.select(
+            "source", "target", pl.col("score").alias("probability"), pl.col("provenance").alias("origins")
+        ),
+        on=["source", "target"],
+        how="left",
+        maintain_order="left",
+    )
+    parents = parent[joined["target"].to_numpy()] if parent is not None else np.full(joined.height, -1)
+    return joined.with_columns(
+        pl.Series("source_is_parent", parents == joined["source"].to_numpy(), dtype=pl.Boolean)
+    )
