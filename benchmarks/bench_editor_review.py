@@ -41,13 +41,15 @@ import polars as pl
 
 from benchmarks.harness import DATA, print_table
 from interlink_pipeline.core.graph.anchors import placed_mention, url_like
-from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, utility_pages
+from interlink_pipeline.core.graph.link_evidence import related
+from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, utility_pages
 from interlink_pipeline.core.graph.planner import SECTION_PAGES
 from interlink_pipeline.core.publish.page_drilldown import PLACEMENT_WORDS
 from interlink_pipeline.core.relevance.phrases import GENERIC_ANCHORS
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.core.warehouse.store import read_site
+from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 
 # the sets a bench_link_quality run leaves, by the name of their folder, and their site
 SITES = {
@@ -76,8 +78,30 @@ def _plan_frames(warehouse: str, site: str) -> tuple[pl.DataFrame, pl.DataFrame,
         warehouse, "staging.pages", site, ["page_id", "url", "path", "title", "h1", "body_text",
                                           "meta_description", "is_home"],
     )  # fmt: skip
-    metrics = read_site(warehouse, "graph.page_metrics", site, ["page_id", "inlinks_before"])
+    metrics = read_site(warehouse, "graph.page_metrics", site)
+    candidates = read_site(
+        warehouse, "ml.link_candidates", site, ["source_page_id", "target_page_id", "probability", "origins"]
+    )
+    plan = plan.drop("probability").join(
+        candidates, on=["source_page_id", "target_page_id"], how="left", maintain_order="left"
+    )
     return plan, pages, metrics
+
+
+def without_evidence(plan: pl.DataFrame, pages: pl.DataFrame) -> int:
+    """The plan's structural links without evidence their pages are about the same thing, by the plan's
+    own rule (link_evidence.related) over the pair's candidate now: a rescue, shortcut or bridge neither in
+    the target's own section index nor the index above it, nor from a related candidate at min_probability
+    or more. The plan's `evidence` names the index; old plans named none ("semantic")."""
+    parents = UrlTree(pages["path"].to_list()).parent
+    parent_of = dict(zip(pages["page_id"], [pages["page_id"][p] if p >= 0 else None for p in parents],
+                         strict=True))  # fmt: skip
+    structural = plan.filter(pl.col("reason").is_in(list(STRUCTURAL_REASONS))).with_columns(
+        (pl.col("target_page_id").replace_strict(parent_of, default=None) == pl.col("source_page_id"))
+        .fill_null(False)
+        .alias("source_is_parent")
+    )
+    return structural.filter(~related(PlanOptions().min_probability)).height
 
 
 def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame) -> dict:
@@ -124,7 +148,17 @@ def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame)
         "hub links into non-sections": f"{sum(below.get(h, 0) < floor for h in hubs)} of {len(hubs)}",
         "rescues from utility pages": f"{from_utility} of {rescues.height}",
         "already in navigation": int(plan["in_navigation"].sum()) if "in_navigation" in plan.columns else "–",
+        "structural links without evidence": _share(without_evidence(plan, pages), links),
+        "pages left for an editor (orphan / too deep or cut off / near-duplicate)": _left_for_editor(metrics),
     }
+
+
+def _left_for_editor(metrics: pl.DataFrame) -> str:
+    if "left_for_editor" not in metrics.columns:
+        return "not said"
+    problem = metrics["left_for_editor"].drop_nulls().str.split(":").list.first()
+    orphans, twins = int((problem == "orphan").sum()), int((problem == "near-duplicate").sum())
+    return f"{orphans} / {problem.len() - orphans - twins} / {twins}"
 
 
 def _share(count: int, total: int) -> str:

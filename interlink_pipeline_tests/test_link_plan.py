@@ -1146,7 +1146,8 @@ def test_each_run_leaves_figures_the_ui_plots_over_time(tmp_path, instance, samp
         )
         assert rerun.success
     records = instance.fetch_materializations(dg.AssetKey(["graph", "link_plan"]), limit=10).records
-    plotted = {"planned_links", "orphan_pages_after", "share_depth_le_3_after", "links_live", "duration_s"}
+    plotted = {"planned_links", "orphan_pages_after", "share_depth_le_3_after", "links_live", "duration_s",
+               "pages_left_for_editor"}  # fmt: skip
     assert len(records) == 3
     for record in records:
         metadata = record.asset_materialization.metadata

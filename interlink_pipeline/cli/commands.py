@@ -377,6 +377,12 @@ def _site_figures(site: str, folder: Path) -> list[str]:
             f"{current['crawl_id']}) that no run published: its run failed after planning, or is still "
             "running. The files and figures here are the published plan's."
         )
+    if left := shown.get("left_for_editor"):
+        problems = ", ".join(f"{n:,} {problem}" for problem, n in left.items())
+        lines.append(
+            f"{'editor:':<11}{sum(left.values()):,} pages left for an editor ({problems}): the workbook's "
+            "for_an_editor sheet says why"
+        )
     # the last backtest measured, whichever plan is published (`interlink backtest` publishes nothing)
     if (row := (current or shown)["backtest"]) is not None:
         lines.append(_backtest_line(row, shown["crawl_id"]))

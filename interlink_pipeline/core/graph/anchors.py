@@ -113,10 +113,53 @@ def placed_mention(text: str | None, offset: int | None, words: int, lead: int =
     begin, stop = sentence_bounds(text, offset, end, lead)
     if (ending := _SENTENCE_END.match(text, stop)) and ending.group("heading"):
         return None  # a line a section heading follows: a synopsis or a quoted message, not a sentence
+    if inside_longer_name(text, offset, end, begin):
+        return None  # "York" of "New York City Subway": the name means something else
     sentence = text[begin:stop].strip()
     if not _TERMINATED.search(sentence):
         return None  # a list item, a caption, a "see also" line, or a run of them: no sentence ends it
     return Mention(text[offset:end], offset, sentence) if readable(sentence) else None
+
+
+# the short words a name runs on through ("Bank of England", "Real Madrid de …")
+_NAME_CONNECTORS = frozenset(
+    ("of", "de", "del", "della", "di", "du", "des", "da", "von", "van", "der", "den", "la", "le", "y")
+)
+_WORD_BEFORE = re.compile(r"([\w'’.]+)[ -]$")
+_WORD_AFTER = re.compile(r"[ -]([\w'’]+)")
+
+
+def inside_longer_name(text: str, start: int, end: int, sentence_start: int) -> bool:
+    """Whether text[start:end] is part of a longer name in its sentence: a capitalised word runs on right
+    before it (not the sentence's first word, capitalised by position) or right after it, by a space or a
+    hyphen, or through a connector ("Bank of England"): "York" in "New York City Subway", "Baseball" in
+    "Major League Baseball", "Wales" in "South Wales Railway"."""
+
+    def capitalised(word: str) -> bool:
+        return word[:1].isupper()
+
+    def words_before(at: int) -> tuple[str, int] | None:
+        found = _WORD_BEFORE.search(text, max(sentence_start, at - 80), at)
+        return (found.group(1), found.start(1)) if found else None
+
+    def sentence_initial(at: int) -> bool:
+        return not text[sentence_start:at].strip(" \n\t\"'“‘([«¿¡")
+
+    before = words_before(start)
+    if before is not None:
+        word, at = before
+        if capitalised(word) and not sentence_initial(at):
+            return True
+        if word.lower() in _NAME_CONNECTORS and (farther := words_before(at)) and capitalised(farther[0]):
+            return True
+    after = _WORD_AFTER.match(text, end)
+    if after is not None:
+        word = after.group(1)
+        if capitalised(word):
+            return True
+        if word in _NAME_CONNECTORS and (farther := _WORD_AFTER.match(text, after.end())):
+            return capitalised(farther.group(1))
+    return False
 
 
 PLACES_TRIED = 5  # a phrase's occurrences tried, first to last, for one an editor can link in place

@@ -1,7 +1,8 @@
 """The pages the plan leaves for an editor instead of linking them anyway: an orphan, a page deeper than
 max_depth or one cut off from the home page that none of its related pages could link, each with its best
 candidate sources and why each was passed over; and the near-duplicate orphans, named with the page they
-repeat (merge, redirect or canonicalise). One sentence per page, in graph.page_metrics.left_for_editor."""
+repeat (merge, redirect or canonicalise). One sentence per page, in graph.page_metrics.left_for_editor,
+its problem before the first colon."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ class EditorTask:
 
     def sentence(self, urls: list[str]) -> str:
         if self.problem == "near-duplicate":
-            return f"near-duplicate of {urls[self.twin]}: merge, redirect or canonicalise one of them"
+            return f"near-duplicate: says what {urls[self.twin]} says; merge, redirect or canonicalise one"
         if not self.passed_over:
             return f"{self.problem}: no page of this site is about the same thing (no candidate source)"
         named = "; ".join(f"{urls[page]} ({score:.0%}: {why})" for page, score, why in self.passed_over)

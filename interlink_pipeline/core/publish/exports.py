@@ -34,6 +34,10 @@ READ_ME = {
     "similar_pages": "Each page's most similar pages (by the embeddings of their text).",
     "topics": "The topics the pages were grouped into, with their size and depth.",
     "changes_since_last_run": "Links added and removed since the last plan, and why.",
+    "for_an_editor": "Pages the plan left for you rather than link them anyway: an orphan or a page too "
+    "deep whose related pages could not link it (its best candidate sources and why each was passed over: "
+    "write a link by hand, or give the page a place in a section), and near-duplicate orphans (merge, "
+    "redirect or canonicalise one of the two).",
     "anchor_text": "The words to link: a phrase the source's text already uses (in `sentence`), else the "
     "target's name for the page's related links.",
     "confidence": "high / medium / low by the site's own ranker, with how often such links were the site's "

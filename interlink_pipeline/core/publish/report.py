@@ -71,6 +71,7 @@ class ReportData:
     live: pl.DataFrame | None = None  # graph.live_links rows
     adoption: pl.DataFrame | None = None  # marts.adoption_by_week rows
     run_id: str = "–"  # the run that writes the report
+    left_for_editor: int | None = None  # pages the plan left for an editor (None: not known)
 
 
 def topic_map(data: ReportData) -> str:
@@ -398,8 +399,9 @@ def header(data: ReportData) -> str:
 
 def headline(data: ReportData) -> list[tuple[str, str]]:
     """The cards at the top: what the plan does, before → after, whatever the site's shape — links added,
-    pages they reach, median and deepest clicks from home, pages within 3 clicks, orphans, and the internal
-    PageRank share of the least linked quarter of pages."""
+    pages they reach, median and deepest clicks from home, pages within 3 clicks, orphans, the pages it left
+    for an editor (the workbook's for_an_editor sheet), and the internal PageRank share of the least linked
+    quarter of pages."""
     metrics = {row["scenario"]: row for row in data.site_metrics.iter_rows(named=True)}
     after = metrics.get("after", {})
     before = metrics.get("before", after)
@@ -419,6 +421,7 @@ def headline(data: ReportData) -> list[tuple[str, str]]:
         ("deepest page, clicks", moved("max_depth")),
         ("pages within 3 clicks", moved("share_depth_le_3", lambda value: f"{value:.0%}")),
         ("orphans", moved("orphan_pages")),
+        ("pages left for an editor", "–" if data.left_for_editor is None else f"{data.left_for_editor:,}"),
         (
             "PageRank share of the least linked quarter",
             "–" if not equity else

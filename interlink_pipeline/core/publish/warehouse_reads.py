@@ -83,6 +83,11 @@ CHANGES_SQL = """
 SELECT change, why, source_url, target_url, reason, computed_at
 FROM graph.link_plan_changes WHERE site = ? AND change <> 'kept' ORDER BY change, source_url, target_url
 """
+# the pages the plan left for an editor: the problem is the sentence's start (left_for_editor.py)
+EDITOR_SQL = """
+SELECT url, split_part(left_for_editor, ':', 1) AS problem, left_for_editor AS why
+FROM graph.page_metrics WHERE site = ? AND left_for_editor IS NOT NULL ORDER BY problem, url
+"""
 # each spreadsheet (a CSV, and a sheet of the workbook) and its rows
 SPREADSHEETS = {
     "link_plan": PLAN_SQL,
@@ -90,6 +95,7 @@ SPREADSHEETS = {
     "similar_pages": PAIRS_SQL,
     "topics": CLUSTERS_SQL,
     "changes_since_last_run": CHANGES_SQL,
+    "for_an_editor": EDITOR_SQL,
 }
 
 
@@ -132,6 +138,7 @@ def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s
         decisions=rows("SELECT * FROM marts.decisions WHERE site = ?"),
         live=store.read_site(warehouse, "graph.live_links", site, lock_timeout_s=lock_timeout_s),
         adoption=rows("SELECT * FROM marts.adoption_by_week WHERE site = ? ORDER BY week"),
+        left_for_editor=rows(f"SELECT count(*) AS pages FROM ({EDITOR_SQL})")["pages"][0],
     )
 
 
@@ -180,6 +187,12 @@ def published_figures(
     metrics = read(sql=METRICS_SQL)
     backtest = read(sql=LAST_BACKTEST_SQL)
     decisions = decision_figures(warehouse, site, lock_timeout_s=lock_timeout_s, read_only=read_only)
+    try:
+        left = read(
+            sql=f"SELECT problem, count(*) AS pages FROM ({EDITOR_SQL}) GROUP BY problem ORDER BY problem"
+        )
+    except duckdb.BinderException:  # a warehouse of an earlier version: its next plan adds the column
+        left = None
     as_json = [
         {key: value.isoformat() if hasattr(value, "isoformat") else value for key, value in row.items()}
         for row in metrics.iter_rows(named=True)
@@ -190,6 +203,7 @@ def published_figures(
         "site_metrics": as_json,
         "backtest": backtest.row(0, named=True) if backtest.height else None,
         "decisions": decisions,
+        "left_for_editor": dict(left.iter_rows()) if left is not None else None,
     }
 
 

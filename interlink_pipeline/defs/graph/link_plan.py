@@ -8,6 +8,7 @@ import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
 from interlink_pipeline.core.graph.decided_links import ACCEPTED_LIVE, NOT_KEPT, adoption_by_reason
+from interlink_pipeline.core.graph.left_for_editor import task_counts
 from interlink_pipeline.core.graph.link_plan import PlanHistory, SitePlan, keep_centrality, plan_for_site
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, comparison, equity_moved
@@ -101,11 +102,29 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int, links_
         "depth_before": MetadataValue.md(_bars(result.before.depth_histogram)) if known else "unknown",
         "depth_after": MetadataValue.md(_bars(result.after.depth_histogram)),
         "hubs": table_preview(hubs, 30),
+        **_left_for_editor(result),
+        "budget_rule": f"{result.planner.room.rule}: {result.planner.room.why}",
         **_equity(result),
         **_trends(result),
         "centrality": stats.centrality,
         "seconds_by_step": MetadataValue.json(stats.seconds),
         "preview": table_preview(_preview(plan, names), 20),
+    }
+
+
+def _left_for_editor(result: SitePlan) -> dict:
+    """The pages the plan left for an editor rather than link anyway: their count by problem (a number for
+    the Plots tab too) and the first of them, with why."""
+    left = result.page_rows.filter(pl.col("left_for_editor").is_not_null())
+    counts = task_counts(result.planner.left_for_editor)
+    return {
+        "pages_left_for_editor": MetadataValue.int(left.height),
+        "left_for_editor_by_problem": table_preview(
+            pl.DataFrame({"problem": list(counts), "pages": list(counts.values())}), 10
+        ),
+        "left_for_editor": table_preview(left.select("url", "left_for_editor"), 20)
+        if left.height
+        else "none",
     }
 
 
