@@ -71,6 +71,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
     assert sorted(p.name for p in folder.iterdir()) == [
         ".export_digests.json",
         "changes_since_last_run.csv",
+        "for_an_editor.csv",
         "interlink_plan.xlsx",
         "link_plan.csv",
         "published.json",
@@ -93,8 +94,18 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
 
     workbook = openpyxl.load_workbook(folder / "interlink_plan.xlsx")
     assert workbook.sheetnames == [
-        "read_me", "link_plan", "to_do", "similar_pages", "topics", "changes_since_last_run"
+        "read_me", "link_plan", "to_do", "similar_pages", "topics", "changes_since_last_run",
+        "for_an_editor",
     ]  # fmt: skip
+    # the pages left for an editor, each with why, as graph.page_metrics says
+    with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
+        left = con.execute(
+            "SELECT url, left_for_editor FROM graph.page_metrics "
+            "WHERE left_for_editor IS NOT NULL ORDER BY url"
+        ).fetchall()
+    editor = pl.read_csv(folder / "for_an_editor.csv").sort("url")
+    assert editor.select("url", "why").rows() == left
+    assert set(editor["problem"]) <= {"orphan", "too deep", "unreachable", "near-duplicate"}
     said = {row[0]: row[1] for row in workbook["read_me"].iter_rows(min_row=2, values_only=True)}
     assert "interlink decisions import" in said["link_plan"] and "high / medium / low" in said["confidence"]
     sheet = workbook["link_plan"]

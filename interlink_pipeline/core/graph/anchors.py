@@ -15,7 +15,7 @@ from typing import NamedTuple
 import polars as pl
 
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.relevance.phrases import DEMONSTRATIVES, GENERIC_ANCHORS
+from interlink_pipeline.core.relevance.phrases import DEMONSTRATIVES, GENERIC_ANCHORS, INDEFINITES
 from interlink_pipeline.core.text import detect_language, function_words
 
 _CUT = re.compile(r"\s+[|:–—-]\s+|[:,;(]\s*")
@@ -181,9 +181,25 @@ def first_placed(text: str | None, offset: int | None, words: int, lead: int = 0
     return None
 
 
+_LONG_WORD = re.compile(r"[^\W\d_][\w'’-]{3,}")  # a word of four letters or more: past most function words
+
+
+def title_cased(sentence: str) -> bool:
+    """Whether every word of four letters or more after the first is capitalised (two such words at least):
+    a title — a publication's, a forum post's, a heading's — not running text to link in ("An Analysis of
+    the Alpha-Beta Pruning Algorithm.")."""
+    words = _LONG_WORD.findall(sentence)[1:]
+    return len(words) >= 2 and all(word[0].isupper() for word in words)
+
+
 def readable(sentence: str) -> bool:
-    """A sentence an editor can put a link in: MIN_SENTENCE_WORDS words or more, no table row's debris."""
-    return len(sentence.split()) >= MIN_SENTENCE_WORDS and not _TABLE_DEBRIS.search(sentence)
+    """A sentence an editor can put a link in: MIN_SENTENCE_WORDS words or more, no table row's debris,
+    not a title."""
+    return (
+        len(sentence.split()) >= MIN_SENTENCE_WORDS
+        and not _TABLE_DEBRIS.search(sentence)
+        and not title_cased(sentence)
+    )
 
 
 @dataclass(frozen=True)
@@ -207,6 +223,7 @@ class AnchorRules:
         if (
             lowered in GENERIC_ANCHORS
             or (bool(tokens) and tokens[0] in DEMONSTRATIVES)
+            or text.split()[0] in INDEFINITES
             or not any(len(t) > 2 and not t.isdigit() for t in tokens)
             or all(t in self.glue for t in tokens)
             or lowered in self.spread
@@ -307,7 +324,7 @@ def choose_anchors(
     return result
 
 
-def _mentions(pages: pl.DataFrame, planned: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
+def placed_mentions(pages: pl.DataFrame, planned: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
     """The planned links (source, target, score, placement) with the phrase the source's text already uses
     for the target where its candidate found one that can be linked in place (mention_text,
     mention_offset, sentence)."""
@@ -361,5 +378,5 @@ def plan_anchors(
         parent_name = first_clause(h1s[parent] or titles[parent]) if parent >= 0 else None
         names[t] = target_names(titles[t], h1s[t], parent_name, paths[t], shared, rules)
     return choose_anchors(
-        _mentions(pages, planned, candidates), names, rules, options.anchor_max_targets, taken
+        placed_mentions(pages, planned, candidates), names, rules, options.anchor_max_targets, taken
     )

@@ -37,6 +37,8 @@ from interlink_pipeline.core.graph.plan_stability import (
 )
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import Planner, plan_links
+from interlink_pipeline.core.graph.same_name import name_groups
+from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
 from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.ingest.site_links import (
     content_page_pairs,
@@ -92,6 +94,11 @@ class PlanInputs:
     def tree(self) -> UrlTree:
         """The pages' URL tree: each page's parent and its section's size."""
         return UrlTree(self.pages["path"].to_list())
+
+    @cached_property
+    def name_groups(self) -> np.ndarray:
+        """Per page, an id of its name when another page bears it too (same_name.name_groups), else -1."""
+        return name_groups(self.pages)
 
     @property
     def parents(self) -> list[int]:
@@ -167,11 +174,13 @@ def plan_site(
     """The plan from scored candidates (source, target, probability, origins) and the existing links,
     placing the links editors accepted and then the last plan's `kept` links first, never those they
     rejected (`decided`), and reusing `kept_centrality` while it holds; the planned links carry the
-    candidate's probability (null when no signal proposed the pair)."""
+    candidate's probability (null when no signal proposed the pair). A candidate into a page of a shared
+    name outside the source's own branch, or into a broad page where the source's text does not name it,
+    is not planned (sensible_candidates)."""
     decided = decided or DecidedLinks.none()
-    scored = candidates.select(
-        "source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance")
-    )
+    scored = sensible_candidates(
+        inputs.pages, inputs.tree, inputs.name_groups, inputs.cluster_of, candidates, existing, options
+    ).select("source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance"))
     graph = SiteGraph(
         inputs.pages["page_id"].to_numpy(),
         int(np.flatnonzero(inputs.pages["is_home"].to_numpy())[0]),

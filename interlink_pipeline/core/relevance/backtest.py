@@ -293,12 +293,12 @@ def _rebuilt(
 
 
 def scored_by(ranker: Ranker) -> Callable[[pl.DataFrame], pl.DataFrame]:
-    """Candidate rows -> what the plan and the figures read of them (source, target, origins,
-    probability): the backtest keeps a chunk's scores, not its features, so a large site's candidates
-    are never held with every feature at once."""
+    """Candidate rows -> what the plan and the figures read of them (source, target, origins, the phrase
+    the source's text uses for the target, probability): the backtest keeps a chunk's scores, not its
+    features, so a large site's candidates are never held with every feature at once."""
 
     def scored(rows: pl.DataFrame) -> pl.DataFrame:
-        return rows.select("source", "target", "origins").with_columns(
+        return rows.select("source", "target", "origins", "mention_offset", "mention_words").with_columns(
             pl.Series("probability", ranker.probability(rows))
         )
 

@@ -29,6 +29,9 @@ DEMONSTRATIVES = frozenset(
     {"this", "these", "that", "those", "este", "esta", "estos", "estas", "ese", "esa", "esos", "esas", "ce",
      "cet", "cette", "ces", "dieser", "diese", "dieses", "diesen", "questo", "questa", "questi", "queste"}
 )  # fmt: skip
+# an indefinite article in lower case starts a description of a kind ("a chess program"), not a page's name
+# ("A Tale of Two Cities" is one)
+INDEFINITES = frozenset({"a", "an", "un", "una", "une", "uno", "ein", "eine", "einen", "einem", "einer"})
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
