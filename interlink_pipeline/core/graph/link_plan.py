@@ -14,7 +14,6 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.files import load_state, save_state
-from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules, plan_anchors, site_anchor_rules
 from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.decided_links import (
     LIVE_COLUMNS,
@@ -24,11 +23,11 @@ from interlink_pipeline.core.graph.decided_links import (
     decided_links,
     links_seen_live,
 )
-from interlink_pipeline.core.graph.decisions import link_ids
 from interlink_pipeline.core.graph.metrics import GraphSummary, click_depth
 from interlink_pipeline.core.graph.plan_invariants import check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows
 from interlink_pipeline.core.graph.plan_options import PlanOptions, utility_pages
+from interlink_pipeline.core.graph.plan_rows import navigation_pairs, placed_links, plan_rows
 from interlink_pipeline.core.graph.plan_stability import (
     links_to_keep,
     page_fingerprints,
@@ -60,7 +59,6 @@ from interlink_pipeline.core.relevance.site_signals import SiteSignals
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.urls import url_parts
 from interlink_pipeline.core.warehouse.site_tables import SiteTables, standing_decisions
-from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 
 # what the plan reads of each table
 PAGE_COLUMNS = ("page_id", "url", "url_key", "path", "title", "h1", "meta_description", "body_text",
@@ -178,9 +176,12 @@ def plan_site(
     name outside the source's own branch, or into a broad page where the source's text does not name it,
     is not planned (sensible_candidates)."""
     decided = decided or DecidedLinks.none()
-    scored = sensible_candidates(
+    sensible = sensible_candidates(
         inputs.pages, inputs.tree, inputs.name_groups, inputs.cluster_of, candidates, existing, options
-    ).select("source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance"))
+    )
+    scored = sensible.select(
+        "source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance")
+    )
     graph = SiteGraph(
         inputs.pages["page_id"].to_numpy(),
         int(np.flatnonzero(inputs.pages["is_home"].to_numpy())[0]),
@@ -206,7 +207,10 @@ def plan_site(
         on=["source", "target"],
         how="left",
         maintain_order="left",
-    )
+    ).join(
+        sensible.select("source", "target", "needs_sentence"), on=["source", "target"], how="left",
+        maintain_order="left",
+    ).with_columns(pl.col("needs_sentence").fill_null(False))  # fmt: skip
     return planned, planner
 
 
@@ -240,6 +244,9 @@ def planner_without(
             ~pl.col("target").is_in(pl.Series(orphaned, dtype=pl.Int64).implode())
         )
         planned, planner = plan_site(inputs, candidates, existing, options)
+        planned, _, _ = placed_links(
+            inputs.pages, planned, planner, candidates, options, inputs.taken, inputs.parents
+        )
         return planned, within_reach(planner)
 
     return plan
@@ -330,7 +337,12 @@ def build_site_plan(
         history.kept_centrality,
         decided,
     )
-    plan, anchored, rules = anchored_plan(site, inputs, planned, candidates, options)
+    planned, anchored, rules = placed_links(
+        inputs.pages, planned, planner, candidates, options, inputs.taken, inputs.parents
+    )
+    plan = plan_rows(
+        site, inputs.pages, planned, anchored, options.min_probability, navigation_pairs(inputs.existing)
+    )
     refused = refused_links(pages["page_id"], planner.refused)
     live = live_links(site, inputs, history, computed_at)
     accepted = accepted_outcomes(history.decisions, plan, live, pages["page_id"])
@@ -362,21 +374,6 @@ def build_site_plan(
     )
 
 
-def anchored_plan(
-    site: str, inputs: PlanInputs, planned: pl.DataFrame, candidates: pl.DataFrame, options: PlanOptions
-) -> tuple[pl.DataFrame, Anchored, AnchorRules]:
-    """graph.link_plan's rows: the planned links with their anchors and placements, and the site's anchor
-    rules they were chosen by."""
-    rules = site_anchor_rules(inputs.pages, inputs.taken)
-    anchored = plan_anchors(inputs.pages, planned, candidates, options, inputs.taken, inputs.parents, rules)
-    navigation = navigation_pairs(inputs.existing)
-    return (
-        plan_rows(site, inputs.pages, planned, anchored, options.min_probability, navigation),
-        anchored,
-        rules,
-    )
-
-
 def live_links(site: str, inputs: PlanInputs, history: PlanHistory, now: datetime) -> pl.DataFrame:
     """graph.live_links: the links seen live so far, and those of the last plan or accepted by an editor
     that this crawl's All Inlinks shows in a page's content (a crawl without it shows none)."""
@@ -405,74 +402,6 @@ def with_alternatives(previous: pl.DataFrame, urls: pl.Series) -> pl.DataFrame:
         .list.drop_nulls()
         .fill_null([])
         .alias("alternatives")
-    )
-
-
-def navigation_pairs(existing: pl.DataFrame) -> pl.DataFrame:
-    """The (source, target) pairs the site links in navigation but not in content."""
-    pairs = existing.select("source", "target", "content")
-    content = pairs.filter(pl.col("content")).select("source", "target")
-    return (
-        pairs.filter(~pl.col("content"))
-        .select("source", "target")
-        .unique()
-        .join(content, on=["source", "target"], how="anti")
-    )
-
-
-def plan_rows(
-    site: str,
-    pages: pl.DataFrame,
-    planned: pl.DataFrame,
-    anchored: Anchored,
-    min_probability: float,
-    navigation: pl.DataFrame,
-) -> pl.DataFrame:
-    """graph.link_plan: the planned links (page indices) by page id and URL, with their anchors, sentences
-    and placements; a structural link whose source scores under `min_probability` is weak; a link the
-    source already has in its navigation (a menu, a sidebar) is flagged."""
-    ids, urls = pages["page_id"], pages["url"]
-    structural = pl.col("reason").is_in(STRUCTURAL_REASONS)
-    in_navigation = (
-        planned.select("source", "target")
-        .join(
-            navigation.with_columns(pl.lit(True).alias("in_navigation")),
-            on=["source", "target"],
-            how="left",
-            maintain_order="left",
-        )["in_navigation"]
-        .fill_null(False)
-    )
-    return planned.with_columns(
-        pl.Series("anchor_text", anchored.anchors, dtype=pl.String),
-        pl.Series("anchor_offset", anchored.offsets, dtype=pl.Int32),
-        pl.Series("sentence", anchored.sentences, dtype=pl.String),
-        pl.Series("placement", anchored.placements, dtype=pl.String),
-        in_navigation.alias("in_navigation"),
-        pl.col("alternatives")
-        .list.eval(
-            pl.element().replace_strict(pl.int_range(urls.len(), eager=True), urls, return_dtype=pl.String)
-        )
-        .alias("alternative_source_urls"),
-        (structural & (pl.col("probability").fill_null(0.0) < min_probability)).alias("weak"),
-    ).select(
-        pl.lit(site).alias("site"),
-        pl.Series("source_page_id", ids.gather(planned["source"]), dtype=pl.String),
-        pl.Series("target_page_id", ids.gather(planned["target"]), dtype=pl.String),
-        link_ids(site, ids.gather(planned["source"]), ids.gather(planned["target"])),
-        pl.Series("source_url", urls.gather(planned["source"]), dtype=pl.String),
-        pl.Series("target_url", urls.gather(planned["target"]), dtype=pl.String),
-        "anchor_text",
-        "anchor_offset",
-        "sentence",
-        "score",
-        "probability",
-        "reason",
-        "evidence",
-        "placement",
-        "in_navigation",
-        "weak",
-        "alternative_source_urls",
     )
 
 

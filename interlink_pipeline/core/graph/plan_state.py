@@ -245,15 +245,25 @@ class PlanState:
             link = self.links[i]
             taken[link.target] += 1
             if taken[link.target] > cap and (link.source, link.target) not in self.accepted_pairs:
-                dropped.add(i)
-        for i in dropped:
-            source, target = self.links[i].source, self.links[i].target
-            self.planned.discard((source, target))
-            self.out_budget[source] += 1
-            self.inbound[target] -= 1
-            self.contextual_in[target] -= 1
-            self.new_in[target] -= 1
-        self.links = [link for i, link in enumerate(self.links) if i not in dropped]
+                dropped.add((link.source, link.target))
+        self.remove(dropped)
+
+    def remove(self, pairs: set[tuple[int, int]]) -> None:
+        """Take these planned links out, giving their places' room back."""
+        if not pairs:
+            return
+        for link in self.links:
+            if (link.source, link.target) not in pairs:
+                continue
+            self.planned.discard((link.source, link.target))
+            if link.placement == "home":
+                self.hub_budget += 1
+            elif link.placement == "contextual":
+                self.out_budget[link.source] += 1
+            self.inbound[link.target] -= 1
+            self.contextual_in[link.target] -= 1
+            self.new_in[link.target] -= 1
+        self.links = [link for link in self.links if (link.source, link.target) not in pairs]
         self.planned_sources = [link.source for link in self.links]
         self.planned_targets = [link.target for link in self.links]
 

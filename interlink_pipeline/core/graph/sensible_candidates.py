@@ -1,6 +1,8 @@
 """The candidates a plan may use: sense before any score. None into a page of a shared name outside the
-source's own branch (same_name.py); into a broad page (broad_targets.py) only those whose source's text names
-it in a sentence that can take the link."""
+source's own branch (same_name.py). Two kinds only where the source's text names the target in a sentence
+that can take the link: those into a broad page (broad_targets.py), and those whose one evidence is that
+the text names the target — a name in a bibliography line or inside a longer name is no evidence at all,
+and would become a related-links entry nothing supports."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import polars as pl
 
 from interlink_pipeline.core.graph.anchors import placed_mentions
 from interlink_pipeline.core.graph.broad_targets import broad_pages
+from interlink_pipeline.core.graph.link_evidence import TEXT_EVIDENCE
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.same_name import outside_branch
 from interlink_pipeline.core.relevance.url_tree import UrlTree
@@ -24,8 +27,9 @@ def sensible_candidates(
     options: PlanOptions,
 ) -> pl.DataFrame:
     """`candidates` (source, target page indices, probability, mention_offset, mention_words) less those a
-    plan may not use (see the module's docstring); `existing`: the site's links (source, target, content),
-    which with the likely candidates say which pages are broad."""
+    plan may not use (see the module's docstring), with `needs_sentence`: whether the link may only go in
+    the source's text (its anchor placed in a sentence, never a related-links entry); `existing`: the
+    site's links (source, target, content), which with the likely candidates say which pages are broad."""
     far = outside_branch(tree, name_groups, candidates["source"].to_numpy(), candidates["target"].to_numpy())
     linkers = pl.concat(
         [
@@ -35,17 +39,19 @@ def sensible_candidates(
     )
     broad = broad_pages(cluster_of, linkers)[candidates["target"].to_numpy()]
     near = candidates.filter(pl.Series(~far, dtype=pl.Boolean))
-    into_broad = pl.Series(broad[~far], dtype=pl.Boolean)
+    named_only = near["origins"].str.contains("mention") & ~near["origins"].str.contains(TEXT_EVIDENCE)
+    in_text_only = pl.Series(broad[~far], dtype=pl.Boolean) | named_only.fill_null(False)
     named = placed_mentions(
         pages,
-        near.filter(into_broad).select(
+        near.filter(in_text_only).select(
             "source", "target", pl.col("probability").alias("score"), pl.lit("contextual").alias("placement")
         ),
         candidates,
     ).filter(pl.col("mention_text").is_not_null())
+    placed = near.filter(in_text_only).join(named.select("source", "target"), on=["source", "target"])
     return pl.concat(
         [
-            near.filter(~into_broad),
-            near.filter(into_broad).join(named.select("source", "target"), on=["source", "target"]),
+            near.filter(~in_text_only).with_columns(pl.lit(False).alias("needs_sentence")),
+            placed.with_columns(pl.lit(True).alias("needs_sentence")),
         ]
     )
