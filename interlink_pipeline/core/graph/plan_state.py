@@ -12,7 +12,7 @@ import polars as pl
 from scipy import sparse
 
 from interlink_pipeline.core.graph.centrality import KeptCentrality
-from interlink_pipeline.core.graph.link_evidence import LISTING_EVIDENCE, RELATED_EVIDENCE
+from interlink_pipeline.core.graph.link_evidence import structurally_related, with_shares
 from interlink_pipeline.core.graph.metrics import adjacency
 from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
 from interlink_pipeline.core.ingest.site_sections import SiteSections
@@ -152,14 +152,12 @@ class PlanState:
 
     def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray, tuple[str, ...]]]:
         """For each page, the pages that may give it a structural link: its `structural_sources` most
-        probable candidate sources with evidence that both pages are about the same thing
-        (RELATED_EVIDENCE; LISTING_EVIDENCE for a place in an index's list) at min_probability or more,
-        best first (pages, scores, origins)."""
+        probable candidate sources with evidence that both pages are about the same thing, at
+        min_probability or more or holding that share of its candidates' probabilities
+        (link_evidence.structurally_related), best first (pages, scores, origins)."""
         related = (
-            self.site.candidates.filter(
-                (pl.col("score") >= self.options.min_probability)
-                & pl.col("provenance").str.contains(f"{RELATED_EVIDENCE}|{LISTING_EVIDENCE}")
-            )
+            with_shares(self.site.candidates)
+            .filter(structurally_related(self.options.min_probability))
             .select(pl.col("target").alias("page"), pl.col("source").alias("other"), "score", "provenance")
             .sort(["page", "score", "other"], descending=[False, True, False])
             .group_by("page", maintain_order=True)
