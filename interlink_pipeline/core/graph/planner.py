@@ -15,14 +15,13 @@ Steps, each adding links only where the source page has spare out-link budget an
    **Sections** (`section`): each section index links the pages its menu lists under it, up to
    `section_links` (the site's own menu declares the section; editors link an index to its members).
 3. **Structure** (`orphan-rescue`, `component-bridge`, `depth-shortcut`): round by round, each too-deep or
-   unreachable page (most out-links first, one per cut-off group) gets a link from its most probable source
-   among the pages within `max_depth - 1` clicks with budget left, until every page is within `max_depth`
-   clicks or none of those pages has budget left. Orphans and cut-off groups left then get a link from
-   their most related page anywhere (see structure.py). An index page (a menu parent, a paginated
-   listing) that is a likely source (`min_probability` or more) takes the link in its list (`listing`)
-   whatever its in-content budget: listing a missing member is what an index is for. A structural link
-   whose source scores under `min_probability` is marked weak, with the next best sources as
-   alternatives.
+   unreachable page (most out-links first, one per cut-off group) gets a link from its first related source
+   (its section index, the index above its index, or one of its `structural_sources` most related pages
+   with evidence: see structure.py) among the pages within `max_depth - 1` clicks with room, until every
+   page is within `max_depth` clicks or none left has such a source. Orphans and cut-off groups left then
+   get a link from a related source anywhere. An index page (a menu parent, a paginated listing) takes the
+   link in its list (`listing`) whatever its in-content budget. A page none of its related pages can link
+   is left for an editor (left_for_editor.py), never linked from wherever there is room.
 4. **Topical links** (`topical`): candidates best first, while the target is under its in-content quota
    (from `min_inlinks` for the least central pages to `max_inlinks` for the most), then beyond it outside
    the best-linked quarter; no target takes more than `max_target_share` of the plan.
@@ -30,8 +29,9 @@ Steps, each adding links only where the source page has spare out-link budget an
 Utility pages (about, contact, cart: `utility_pages`) are never a link's source nor a topical link's target,
 and the structure steps leave them alone, as they leave an orphan that says what a rescued orphan says.
 
-Structure comes before topical links so that the shallow pages' budgets build a wide, shallow tree. Related
-pages come from the similarity pairs and candidates first, then from an exact search over the vectors.
+Structure comes before topical links so that the shallow pages' budgets build a wide, shallow tree. The
+candidates a plan may use are sensible_candidates': none into a same-named page in another branch, into a
+broad page only where the source's text names it in place.
 """
 
 from __future__ import annotations

@@ -1,0 +1,122 @@
+"""Sense before structure and score: budgets that fit the site, the same name in the right branch, broad
+targets and names linked only in a sentence about them, anchors that mean their target."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from interlink_pipeline.core.graph.anchors import AnchorRules, inside_longer_name, placed_mention, title_cased
+from interlink_pipeline.core.graph.broad_targets import broad_pages
+from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
+from interlink_pipeline.core.graph.plan_rows import placed_links
+from interlink_pipeline.core.graph.planner import plan_links
+from interlink_pipeline.core.graph.same_name import name_groups, outside_branch
+from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
+from interlink_pipeline.core.ingest.site_sections import SiteSections
+from interlink_pipeline.core.relevance.url_tree import UrlTree
+from interlink_pipeline_tests.test_link_plan import _site
+
+LOCATIONS = ["/", "/tx/", "/tx/austin/", "/tx/austin/oaks/", "/tx/austin/oaks/aspen/",
+             "/tx/austin/oaks/home-1/", "/tx/dallas/", "/tx/dallas/pines/aspen/", "/co/denver/aspen/",
+             "/co/denver/home-2/"]  # fmt: skip
+NAMES = ["Home", "Texas", "Austin", "The Oaks", "Aspen", "12 Elm St", "Dallas", "Aspen", "Aspen", "4 Main St"]
+
+
+def test_a_link_rich_site_limits_what_the_plan_adds_not_what_a_page_holds():
+    options = PlanOptions(out_link_budget=10, added_link_budget=3)
+    ordinary = link_room(np.array([2, 4, 12, 0]), SiteSections.empty(), options)
+    assert ordinary.rule == "total" and ordinary.left(np.array([2, 4, 12, 0])).tolist() == [8, 6, 0, 10]
+    rich = link_room(np.array([25, 14, 30, 3]), SiteSections.empty(), options)
+    assert rich.rule == "added" and rich.left(np.array([25, 14, 30, 3])).tolist() == [3, 3, 3, 3]
+    assert "median page already has 19.5 in-content links" in rich.why
+    # the planner and its budget check read the same rule: an encyclopedia's articles each take new links
+    existing = [(s, t, True) for s in range(1, 6) for t in range(1, 6) if s != t] + [(0, 1, True)]
+    candidates = [(s, 6, 0.9, "similar") for s in range(1, 6)]
+    options = PlanOptions(out_link_budget=3, added_link_budget=1, hub_links=0)
+    planned, planner = plan_links(_site(7, existing=existing, candidates=candidates), options)
+    assert planner.room.rule == "added" and planned.height >= 2  # each source adds at most one
+    assert planned.group_by("source").len()["len"].max() == 1
+
+
+def test_the_same_name_links_to_the_page_in_the_sources_own_branch_or_none():
+    tree = UrlTree(LOCATIONS)
+    group = name_groups(pl.DataFrame({"title": NAMES, "h1": [None] * len(NAMES)}))
+    assert (group >= 0).sum() == 3 and len(set(group[[4, 7, 8]])) == 1
+    # a home in Austin's Oaks: its own community's Aspen, not Dallas' nor Denver's; a Denver home, Denver's
+    source = np.array([5, 5, 5, 9, 9, 9])
+    target = np.array([4, 7, 8, 4, 7, 8])
+    assert outside_branch(tree, group, source, target).tolist() == [False, True, True, True, True, False]
+    # Dallas' page: the Aspen below it, not Austin's; Texas' page shares as much with two: none; an Aspen
+    # never links another
+    pairs = outside_branch(tree, group, np.array([6, 6, 1, 4]), np.array([4, 7, 7, 7]))
+    assert pairs.tolist() == [True, False, True, True]
+
+
+def test_a_broad_page_is_one_most_of_the_sites_topics_link():
+    topics = np.array([0, 1, 2, 3, 0, 1])
+    linkers = pl.DataFrame({"source": [0, 1, 2, 3, 4, 0], "target": [5, 5, 5, 4, 2, 2]})
+    assert broad_pages(topics, linkers).tolist() == [False, False, False, False, False, True]
+    # under three topics, "most of them" says nothing
+    assert not broad_pages(np.array([0, 1, 0, 1, 0, 1]), linkers).any()
+
+
+def test_an_anchor_is_never_part_of_a_longer_name_nor_set_in_a_title():
+    def placed(text: str, anchor: str) -> str | None:
+        found = placed_mention(text, text.index(anchor), len(anchor.split()))
+        return found.text if found else None
+
+    assert placed("He rode the New York City Subway every day.", "York") is None
+    assert placed("He played in Major League Baseball for years.", "Baseball") is None
+    assert placed("The Bank of England sets the rates each month.", "England") is None
+    assert placed("Morocco claims Western Sahara as its own land.", "Sahara") is None
+    assert placed("The Sahara is a large desert in Africa.", "Sahara") == "Sahara"  # "The" starts it
+    assert placed("Chess engines such as Stockfish and Komodo are strong.", "Stockfish") == "Stockfish"
+    assert placed("An Analysis of the Alpha-Beta Pruning Algorithm.", "Alpha-Beta Pruning") is None
+    assert title_cased("Probabilistic Opponent-Model Search in Bao.")
+    assert not title_cased("Chess Player 2150, played the 1st Computer Olympiad 1989.")
+    text = "She wrote the New York City guide."
+    assert inside_longer_name(text, text.index("York"), text.index("York") + 4, 0)
+    # a description of a kind names no page; a title that starts with "A" does
+    rules = AnchorRules(frozenset({"a", "the"}))
+    assert rules.refusal("a chess program") == "generic" and rules.refusal("A Tale of Two Cities") is None
+
+
+def _pages(texts: list[str], titles: list[str]) -> pl.DataFrame:
+    n = len(texts)
+    return pl.DataFrame(
+        {"title": titles, "h1": [None] * n, "meta_description": [None] * n, "body_text": texts,
+         "path": [f"/p{i}/" for i in range(n)]}
+    )  # fmt: skip
+
+
+def test_a_name_alone_is_evidence_only_where_a_sentence_can_take_the_link():
+    # page 1 names Memory (3) in a sentence; page 2 only in a publication's title; page 4 is like 3 by text
+    texts = ["Home page of the site.", "The engine keeps its tables in memory of the machine to save time.",
+             "Memory Hierarchies in Computer Chess Programs.", "Memory is where a program keeps its data.",
+             "Caches and memory are the topics of this page here."]  # fmt: skip
+    pages = _pages(texts, ["Home", "Engine", "Paper", "Memory", "Caches"])
+    at = texts[1].index("memory")
+    candidates = pl.DataFrame(
+        {"source": [1, 2, 4], "target": [3, 3, 3], "probability": [0.6, 0.7, 0.4],
+         "origins": ["mention", "mention", "similar"], "mention_offset": [at, 0, None],
+         "mention_words": [1.0, 1.0, None]}
+    )  # fmt: skip
+    existing = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
+    usable = sensible_candidates(
+        pages, UrlTree(pages["path"].to_list()), np.full(5, -1), np.full(5, -1), candidates, existing,
+        PlanOptions(),
+    )  # fmt: skip
+    assert sorted(usable.select("source", "needs_sentence").rows()) == [(1, True), (4, False)]
+    # a link that needs a sentence and ends up without one leaves the plan, its room given back
+    site = _site(5, candidates=[(1, 3, 0.6, "mention"), (4, 3, 0.4, "similar")], existing=[(0, 1, True)])
+    planned, planner = plan_links(site, PlanOptions(hub_links=0, max_inlinks=5))
+    planned = planned.with_columns(
+        pl.Series("needs_sentence", [s == 1 for s in planned["source"]]), pl.lit(0.5).alias("probability")
+    )
+    unplaceable = candidates.with_columns(pl.lit(None, dtype=pl.Int64).alias("mention_offset"))
+    budget = int(planner.out_budget[1])
+    kept, anchored, _ = placed_links(pages, planned, planner, unplaceable, PlanOptions(), {}, [-1] * 5)
+    assert (1, 3) not in set(kept.select("source", "target").iter_rows())
+    assert (4, 3) in set(kept.select("source", "target").iter_rows()) and anchored.placements == ["related"]
+    assert planner.out_budget[1] == budget + 1 and (1, 3) not in planner.planned
