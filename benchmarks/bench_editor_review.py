@@ -41,7 +41,7 @@ import polars as pl
 
 from benchmarks.harness import DATA, print_table
 from interlink_pipeline.core.graph.anchors import placed_mention, url_like
-from interlink_pipeline.core.graph.link_evidence import related
+from interlink_pipeline.core.graph.link_evidence import related, with_shares
 from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, utility_pages
 from interlink_pipeline.core.graph.planner import SECTION_PAGES
 from interlink_pipeline.core.publish.page_drilldown import PLACEMENT_WORDS
@@ -82,6 +82,8 @@ def _plan_frames(warehouse: str, site: str) -> tuple[pl.DataFrame, pl.DataFrame,
     candidates = read_site(
         warehouse, "ml.link_candidates", site, ["source_page_id", "target_page_id", "probability", "origins"]
     )
+    shares = with_shares(candidates.rename({"target_page_id": "target", "probability": "score"}))
+    candidates = shares.rename({"target": "target_page_id", "score": "probability"})
     plan = plan.drop("probability").join(
         candidates, on=["source_page_id", "target_page_id"], how="left", maintain_order="left"
     )

@@ -115,6 +115,10 @@ class PlanState:
         self.utility = site.utility if site.utility is not None else np.zeros(self.page_count, dtype=bool)
         self.out_budget[: self.page_count][self.utility] = 0
         self.hub_budget = max(0, options.hub_links - int(content_out[site.home]))
+        # the home page is its URL children's section index while they fit its hub links (with flat URLs,
+        # every page's parent, it heads no section)
+        children = int((site.tree.parent == site.home).sum()) if site.tree is not None else 0
+        self.home_lists_children = 0 < children <= options.hub_links
         self.inbound = np.bincount(existing["target"].to_numpy(), minlength=self.node_count).astype(np.int64)
         # quotas count in-content links only: a sitewide menu link does not make a page well linked
         self.contextual_in = np.bincount(

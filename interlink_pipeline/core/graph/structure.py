@@ -34,13 +34,16 @@ class Sources(NamedTuple):
 
 
 def related_sources(planner: PlanState, target: int) -> Sources:
-    """The target's most related pages (planner.neighbours: candidates with evidence, at min_probability or
-    more), then its own section index — its URL parent, when that is an index page other than the home
-    page — when not among them."""
+    """The target's most related pages (planner.neighbours: candidates with evidence that stand out), then
+    its own section index when not among them: its URL parent, when that is an index page — or the home
+    page, when its URL children fit its hub links (with flat URLs, every page's parent, it heads no
+    section)."""
     pages, scores, provenance = planner.neighbours[target]
     tree = planner.site.tree
     parent = int(tree.parent[target]) if tree is not None else -1
-    if parent < 0 or parent == planner.site.home or not planner.is_index[parent] or parent in pages:
+    home = planner.site.home
+    heads = planner.is_index[parent] if parent != home else planner.home_lists_children
+    if parent < 0 or not heads or parent in pages:
         return Sources(pages, scores, provenance)
     return Sources(np.append(pages, parent), np.append(scores, np.float32(0.0)), (*provenance, SECTION_INDEX))
 
@@ -55,6 +58,8 @@ def _link_first_open(
     only (link_evidence.in_list_only)."""
 
     def room(other: int, evidence: str) -> str | None:
+        if other == planner.site.home and evidence == SECTION_INDEX:
+            return "home" if planner.hub_budget > 0 else None
         if not in_list_only(evidence) and planner.out_budget[other] > 0:
             return "contextual"
         return "listing" if planner.is_index[other] else None
@@ -76,7 +81,7 @@ def _link_first_open(
     (source, score, evidence, place), rest = open_sources[0], open_sources[1:]
     return planner.add(
         source, target, reason, score, evidence, alternatives=tuple(o for o, *_ in rest),
-        listing=place == "listing",
+        listing=place == "listing", home=place == "home",
     )  # fmt: skip
 
 
