@@ -193,7 +193,8 @@ def rescue_orphans(planner: PlanState) -> None:
     orphaned section indexes (pages the URL tree puts others below), from the home page when they are top
     level and it has room for them, so that their orphaned pages can join their lists; then the rest, the
     most central first. Then every page the plan rescued that has that one link gets a second from its next
-    related source with room: one link is one edit away from an orphan again."""
+    related source with room that is likely on its own (min_probability or more, or its section index):
+    one link is one edit away from an orphan again."""
     order = np.argsort(-planner.centrality, kind="stable")
     anywhere = np.ones(planner.page_count, dtype=bool)
     home, tree = planner.site.home, planner.site.tree
@@ -210,7 +211,15 @@ def rescue_orphans(planner: PlanState) -> None:
     rescued = order[np.isin(order, planner.orphans_before)]
     once = rescued[(planner.inbound[rescued] == 1) & (rescued != home)]
     for target in once.tolist():
-        _link_first_open(planner, target, related_sources(planner, target), anywhere, "orphan-rescue")
+        # a second link is not forced: its source must be likely on its own, not only stand out
+        sources = related_sources(planner, target)
+        likely = (sources.scores >= planner.options.min_probability) | np.array(
+            [evidence == SECTION_INDEX for evidence in sources.evidence], dtype=bool
+        )
+        chosen = Sources(
+            sources.pages[likely], sources.scores[likely], tuple(np.array(sources.evidence)[likely])
+        )
+        _link_first_open(planner, target, chosen, anywhere, "orphan-rescue")
 
 
 def bridge_components(planner: PlanState) -> None:
