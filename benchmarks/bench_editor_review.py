@@ -95,9 +95,9 @@ def without_evidence(plan: pl.DataFrame, pages: pl.DataFrame) -> int:
     own rule (link_evidence.related) over the pair's candidate now: a rescue, shortcut or bridge neither in
     the target's own section index nor the index above it, nor from a related candidate at min_probability
     or more. The plan's `evidence` names the index; old plans named none ("semantic")."""
-    parents = UrlTree(pages["path"].to_list()).parent
-    parent_of = dict(zip(pages["page_id"], [pages["page_id"][p] if p >= 0 else None for p in parents],
-                         strict=True))  # fmt: skip
+    ids = pages["page_id"].to_list()
+    parents = UrlTree(pages["path"].to_list()).parent.tolist()
+    parent_of = dict(zip(ids, [ids[p] if p >= 0 else None for p in parents], strict=True))
     structural = plan.filter(pl.col("reason").is_in(list(STRUCTURAL_REASONS))).with_columns(
         (pl.col("target_page_id").replace_strict(parent_of, default=None) == pl.col("source_page_id"))
         .fill_null(False)
