@@ -874,6 +874,7 @@ def test_plan_on_the_sample(sample_site):
         "graph_live_links_schema",
         "link_plan_targets_are_pages",
         "link_plan_within_budget",
+        "link_plan_links_related",
         "link_plan_anchors",
         "link_plan_anchors_readable",
         "link_plan_no_orphans",
@@ -1105,7 +1106,7 @@ def test_constraints_that_cannot_be_met_give_warnings_with_the_reason(tmp_path, 
     checks = _checks(result)
     depth = checks["link_plan_depth_target"]
     assert not depth.passed and depth.severity == dg.AssetCheckSeverity.WARN
-    assert "within 1 clicks has out-link budget left" in depth.metadata["why"].value
+    assert "is within 1 clicks with room for a link (left for an editor" in depth.metadata["why"].value
     assert checks["link_plan_within_budget"].passed
 
 
