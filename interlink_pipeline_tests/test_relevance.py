@@ -305,7 +305,8 @@ def test_candidates_built_a_chunk_of_sources_at_a_time_are_those_built_at_once(l
     ranker = default_ranker("the development crawls' weights", links_known=True)
     at_once = ranker.probability(whole)
     scores_only = builder.features(proposals, chunk=7, each=scored_by(ranker))
-    expected = whole.select("source", "target", "origins").with_columns(pl.Series("probability", at_once))
+    kept = ("source", "target", "origins", "mention_offset", "mention_words")  # what the plan reads
+    expected = whole.select(kept).with_columns(pl.Series("probability", at_once))
     assert_frame_equal(scores_only, expected)
     monkeypatch.setattr(link_ranker, "SCORING_ROWS", 333)
     assert whole.height > 3 * 333

@@ -20,7 +20,8 @@ UTILITY_PAGES = (
     r"imprint|legal|aviso-legal|mentions-legales|privacy|privacy-policy|politica-de-privacidad|cookies?|"
     r"cookie-policy|terms|terms-of-service|terms-and-conditions|disclaimer|account|my-account|mi-cuenta|"
     r"login|log-in|sign-in|signin|register|signup|sign-up|cart|basket|carrito|panier|warenkorb|checkout|"
-    r"sitemap|quienes-somos|careers|jobs|newsletter|subscribe|thank-you|gracias|sample-page|hello-world|"
+    r"shipping|shipping-policy|delivery|delivery-information|returns|returns-policy|return-policy|refunds?|"
+    r"refund-policy|envios|devoluciones|sitemap|quienes-somos|careers|jobs|newsletter|subscribe|thank-you|gracias|sample-page|hello-world|"
     r"(client|contact|intake|registration|booking|enquiry|inquiry|request)-form)(-\d+)?(\.\w+)?/?$"
 )
 
@@ -31,15 +32,15 @@ class PlanOptions:
 
     out_link_budget: int = setting(
         10,
-        "In-content links per page, existing ones included (on a site whose typical page already carries "
-        "more, added_link_budget applies instead).",
+        "In-content links per page, existing ones included (on a site whose median page would have room "
+        "for fewer than added_link_budget new ones, added_link_budget applies too).",
         ge=1,
     )
     added_link_budget: int = setting(
         5,
-        "In-content links the plan may add per page on a site whose median page already carries more "
-        "in-content links than out_link_budget (an encyclopedia): there the budget limits what the plan "
-        "adds, not what the page holds.",
+        "In-content links the plan may add to a page, up to the site's median page's count plus this "
+        "many, where that is more than out_link_budget (a link-rich site, an encyclopedia): there the "
+        "budget limits what the plan adds, not what a page holds.",
         ge=0,
     )
     structural_sources: int = setting(
@@ -51,6 +52,13 @@ class PlanOptions:
         ge=1,
     )
     hub_links: int = setting(20, "Links on the home page to hubs, existing ones included.", ge=0)
+    listing_links: int = setting(
+        10,
+        "A page whose content already links more pages than this (and, on a link-rich site, than nine in "
+        "ten of its pages do) is a listing: a structural link into its section may join its list beyond "
+        "its budget. Apart from out_link_budget, so that raising a budget never unmakes a listing.",
+        ge=1,
+    )
     section_links: int = setting(
         20,
         "In-content links of a section index (a page the site's menu lists others under), existing ones "
@@ -85,9 +93,9 @@ class PlanOptions:
     utility_pages: str = setting(
         UTILITY_PAGES,
         "Pages that never take a planned link, as source or target (a regular expression searched in each "
-        "page's URL path, case ignored): about, contact, legal, account, cart, forms, search, tag and "
-        "archive pages and a blog engine's sample pages by default; an orphan among them is left to the "
-        "site's menus, counted by the orphan check.",
+        "page's URL path, case ignored): about, contact, legal, shipping and returns, account, cart, forms, "
+        "search, tag and archive pages and a blog engine's sample pages by default; an orphan among them is "
+        "left to the site's menus, counted by the orphan check.",
     )
     max_target_share: float = setting(
         0.03,
@@ -155,23 +163,29 @@ class LinkRoom:
 
 
 def link_room(content_out: np.ndarray, sections: SiteSections, options: PlanOptions) -> LinkRoom:
-    """Each page's allowed in-content out-links (`content_out`: its existing ones): `out_link_budget`, and
-    `section_links` for a section index (a menu parent or the first page of a paginated listing), existing
-    links included — unless the site's median page already holds more than `out_link_budget`: then every
-    page may add `added_link_budget` to what it holds, so that a link-rich site (an encyclopedia) does not
-    leave its few link-poor pages as the only sources."""
+    """Each page's allowed in-content out-links (`content_out`: its existing ones): `out_link_budget`
+    (`section_links` for a section index: a menu parent or the first page of a paginated listing), existing
+    links included, or what it holds plus `added_link_budget`, capped at the site's median page plus
+    `added_link_budget`, whichever is more. On a site whose typical page holds few links that is the
+    budget; on a link-rich one (an encyclopedia) each typical page may add `added_link_budget`, so that its
+    few link-poor pages are not the only sources; pages far denser than the median add nothing. One
+    formula, so raising a budget never takes room away."""
     n = len(content_out)
     median = float(np.median(content_out)) if n else 0.0
-    if median > options.out_link_budget:
-        why = (
-            f"the median page already has {median:g} in-content links, more than out_link_budget "
-            f"({options.out_link_budget}): each page may add added_link_budget ({options.added_link_budget})"
-        )
-        return LinkRoom(content_out + options.added_link_budget, "added", why)
     budget = np.full(n, options.out_link_budget, dtype=np.int64)
     budget[sections.indexes] = max(options.out_link_budget, options.section_links)
+    allowed = np.maximum(budget, np.minimum(content_out, int(median)) + options.added_link_budget)
+    if median + options.added_link_budget > options.out_link_budget:
+        why = (
+            f"the median page already has {median:g} in-content links: out_link_budget "
+            f"({options.out_link_budget}) would leave it fewer than added_link_budget "
+            f"({options.added_link_budget}) new ones, so each page may add that many, up to "
+            f"{int(median) + options.added_link_budget} in all"
+        )
+        return LinkRoom(allowed, "added", why)
     why = (
         f"the median page has {median:g} in-content links: each page holds up to out_link_budget "
         f"({options.out_link_budget}), existing links included"
     )
-    return LinkRoom(budget, "total", why)
+    return LinkRoom(allowed, "total", why)  # the budget: no page's median-capped count plus
+    # added_link_budget exceeds it
