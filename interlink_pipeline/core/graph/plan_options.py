@@ -54,9 +54,10 @@ class PlanOptions:
     hub_links: int = setting(20, "Links on the home page to hubs, existing ones included.", ge=0)
     listing_links: int = setting(
         10,
-        "A page whose content already links more pages than this (and, on a link-rich site, than nine in "
-        "ten of its pages do) is a listing: a structural link into its section may join its list beyond "
-        "its budget. Apart from out_link_budget, so that raising a budget never unmakes a listing.",
+        "A page whose content already links more pages than this or than out_link_budget, whichever is "
+        "fewer (and, on a link-rich site, than nine in ten of its pages do), is a listing: a structural "
+        "link into its section may join its list beyond its budget. Raising out_link_budget past it never "
+        "unmakes a listing.",
         ge=1,
     )
     section_links: int = setting(
@@ -165,22 +166,22 @@ class LinkRoom:
 def link_room(content_out: np.ndarray, sections: SiteSections, options: PlanOptions) -> LinkRoom:
     """Each page's allowed in-content out-links (`content_out`: its existing ones): `out_link_budget`
     (`section_links` for a section index: a menu parent or the first page of a paginated listing), existing
-    links included, or what it holds plus `added_link_budget`, capped at the site's median page plus
-    `added_link_budget`, whichever is more. On a site whose typical page holds few links that is the
-    budget; on a link-rich one (an encyclopedia) each typical page may add `added_link_budget`, so that its
-    few link-poor pages are not the only sources; pages far denser than the median add nothing. One
-    formula, so raising a budget never takes room away."""
+    links included, or what it holds plus `added_link_budget` (at most `out_link_budget`), capped at the
+    site's median page plus as many, whichever is more. On a site whose typical page holds few links that
+    is the budget; on a link-rich one (an encyclopedia) each typical page may add `added_link_budget`, so
+    that its few link-poor pages are not the only sources; pages far denser than the median add nothing.
+    One formula, so raising a budget never takes room away."""
     n = len(content_out)
     median = float(np.median(content_out)) if n else 0.0
     budget = np.full(n, options.out_link_budget, dtype=np.int64)
     budget[sections.indexes] = max(options.out_link_budget, options.section_links)
-    allowed = np.maximum(budget, np.minimum(content_out, int(median)) + options.added_link_budget)
-    if median + options.added_link_budget > options.out_link_budget:
+    added = min(options.added_link_budget, options.out_link_budget)  # never more than a page's budget
+    allowed = np.maximum(budget, np.minimum(content_out, int(median)) + added)
+    if median + added > options.out_link_budget:
         why = (
             f"the median page already has {median:g} in-content links: out_link_budget "
-            f"({options.out_link_budget}) would leave it fewer than added_link_budget "
-            f"({options.added_link_budget}) new ones, so each page may add that many, up to "
-            f"{int(median) + options.added_link_budget} in all"
+            f"({options.out_link_budget}) would leave it fewer than {added} new ones, so each page may add "
+            f"that many, up to {int(median) + added} in all"
         )
         return LinkRoom(allowed, "added", why)
     why = (

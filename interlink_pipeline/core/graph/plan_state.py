@@ -129,15 +129,17 @@ class PlanState:
         self.planned_sources: list[int] = []
         self.planned_targets: list[int] = []
         # index pages list their members: menu parents, first pages of paginated listings, and pages whose
-        # content already links more pages than listing_links (a category's product list; on a link-rich
-        # site, than nine in ten of its pages do). A structural link may join an index's list beyond its
-        # budget when the index is a likely place for it or the target's own section index.
+        # content already links more pages than listing_links or out_link_budget, whichever is fewer (a
+        # category's product list; on a link-rich site, than nine in ten of its pages do too). A structural
+        # link may join an index's list beyond its budget when the index is a likely place for it or the
+        # target's own section index.
         self.is_index = np.zeros(self.node_count, dtype=bool)
         self.is_index[site.sections.indexes] = True
+        listing = min(options.listing_links, options.out_link_budget)
         listing_above = (
-            options.listing_links
+            listing
             if self.room.rule == "total"
-            else max(options.listing_links, float(np.quantile(content_out[: self.page_count], 0.9)))
+            else max(listing, float(np.quantile(content_out[: self.page_count], 0.9)))
         )
         self.is_index[: self.page_count] |= content_out[: self.page_count] > listing_above
         self.is_index[: self.page_count][self.utility] = False

@@ -53,16 +53,18 @@ def _link_first_open(
 ) -> bool:
     """Link target from the first of its `sources` that is eligible, has room and no link yet, naming the
     next ALTERNATIVES such pages as its alternatives. A candidate whose text relates it to the target takes
-    the link in its content while it has budget, else in its list when it is an index page; a section
-    index, the index above or an index proposing the target as like what it lists takes it in its list
-    only (link_evidence.in_list_only)."""
+    the link in its content while it has budget, else in its list when it is an index page (the home page:
+    only its own sections); a section index, the index above or an index proposing the target as like
+    what it lists takes it in its list only (link_evidence.in_list_only)."""
 
     def room(other: int, evidence: str) -> str | None:
-        if other == planner.site.home and evidence == SECTION_INDEX:
-            return "home" if planner.hub_budget > 0 else None
+        home = other == planner.site.home
+        if home and evidence == SECTION_INDEX and planner.hub_budget > 0:
+            return "home"
         if not in_list_only(evidence) and planner.out_budget[other] > 0:
             return "contextual"
-        return "listing" if planner.is_index[other] else None
+        # the home page lists only its own sections beyond its hub links, never whatever is too deep
+        return "listing" if planner.is_index[other] and (not home or evidence == SECTION_INDEX) else None
 
     open_sources = list(
         islice(
@@ -243,11 +245,7 @@ def bridge_components(planner: PlanState) -> None:
             ]
         )
         if len(link_from_related(planner, entries, depth != UNREACHABLE, "component-bridge")) == len(entries):
-            planner.stats.notes.append(
-                f"{len(unreachable)} pages stay unreachable: none of their related pages is reachable with "
-                "room for a link (left for an editor, in graph.page_metrics.left_for_editor)"
-            )
-            return
+            return  # shorten_depth tries them again, and says what stays
 
 
 def shorten_depth(planner: PlanState) -> None:
@@ -299,11 +297,16 @@ def shorten_depth(planner: PlanState) -> None:
         progress |= len(planner.links) > linked
         if len(planner.links) == linked:
             failed[ordered] = True
-    left = int((((depth[:n] > limit) | (depth[:n] == UNREACHABLE)) & ~planner.left_alone).sum())
-    if left:
+    deep = int(((depth[:n] > limit) & ~planner.left_alone).sum())
+    cut_off = int(((depth[:n] == UNREACHABLE) & ~planner.left_alone).sum())
+    stay = " and ".join(
+        [f"{deep} pages stay deeper than {limit} clicks"] * bool(deep)
+        + [f"{cut_off} pages stay unreachable"] * bool(cut_off)
+    )
+    near = f"within {limit - 1} clicks" if limit > 1 else "the home page"
+    if stay:
         planner.stats.notes.append(
-            f"{left} pages stay deeper than {limit} clicks or out of reach: none of their related pages "
-            f"is within {limit - 1} clicks with room for a link (left for an editor, in "
+            f"{stay}: none of their related pages is {near} with room for a link (left for an editor, in "
             "graph.page_metrics.left_for_editor)"
         )
 
