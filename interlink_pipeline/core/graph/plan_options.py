@@ -38,9 +38,9 @@ class PlanOptions:
     )
     added_link_budget: int = setting(
         5,
-        "In-content links the plan may add to a page, up to the site's median page's count plus this "
-        "many, where that is more than out_link_budget (a link-rich site, an encyclopedia): there the "
-        "budget limits what the plan adds, not what a page holds.",
+        "In-content links the plan may add to a page on a site whose median page out_link_budget would "
+        "leave fewer new ones (a link-rich site, an encyclopedia): there the budget limits what the plan "
+        "adds, not what a page holds.",
         ge=0,
     )
     structural_sources: int = setting(
@@ -166,27 +166,25 @@ class LinkRoom:
 def link_room(content_out: np.ndarray, sections: SiteSections, options: PlanOptions) -> LinkRoom:
     """Each page's allowed in-content out-links (`content_out`: its existing ones): `out_link_budget`
     (`section_links` for a section index: a menu parent or the first page of a paginated listing), existing
-    links included, or what it holds plus `added_link_budget` (at most `out_link_budget`), capped at the
-    site's median page plus as many, whichever is more. On a site whose typical page holds few links that
-    is the budget; on a link-rich one (an encyclopedia) each typical page may add `added_link_budget`, so
-    that its few link-poor pages are not the only sources; pages far denser than the median add nothing.
-    One formula, so raising a budget never takes room away."""
+    links included — and on a site whose median page that would leave fewer than `added_link_budget` new
+    ones (a link-rich site: an encyclopedia's articles carry 20–30), what each page holds plus
+    `added_link_budget` where that is more, so that its few link-poor pages are not the only sources. The
+    rule changes where the median page's room is the same under both, so a page no denser than the median
+    never loses room when a budget is raised."""
     n = len(content_out)
     median = float(np.median(content_out)) if n else 0.0
     budget = np.full(n, options.out_link_budget, dtype=np.int64)
     budget[sections.indexes] = max(options.out_link_budget, options.section_links)
     added = min(options.added_link_budget, options.out_link_budget)  # never more than a page's budget
-    allowed = np.maximum(budget, np.minimum(content_out, int(median)) + added)
     if median + added > options.out_link_budget:
         why = (
             f"the median page already has {median:g} in-content links: out_link_budget "
             f"({options.out_link_budget}) would leave it fewer than {added} new ones, so each page may add "
-            f"that many, up to {int(median) + added} in all"
+            "that many"
         )
-        return LinkRoom(allowed, "added", why)
+        return LinkRoom(np.maximum(budget, content_out + added), "added", why)
     why = (
         f"the median page has {median:g} in-content links: each page holds up to out_link_budget "
         f"({options.out_link_budget}), existing links included"
     )
-    return LinkRoom(allowed, "total", why)  # the budget: no page's median-capped count plus
-    # added_link_budget exceeds it
+    return LinkRoom(budget, "total", why)
