@@ -21,7 +21,8 @@ UTILITY_PAGES = (
     r"cookie-policy|terms|terms-of-service|terms-and-conditions|disclaimer|account|my-account|mi-cuenta|"
     r"login|log-in|sign-in|signin|register|signup|sign-up|cart|basket|carrito|panier|warenkorb|checkout|"
     r"shipping|shipping-policy|delivery|delivery-information|returns|returns-policy|return-policy|refunds?|"
-    r"refund-policy|envios|devoluciones|sitemap|quienes-somos|careers|jobs|newsletter|subscribe|thank-you|gracias|sample-page|hello-world|"
+    r"refund-policy|envios|devoluciones|sitemap|quienes-somos|careers|jobs|newsletter|subscribe|thank-you|"
+    r"gracias|sample-page|hello-world|"
     r"(client|contact|intake|registration|booking|enquiry|inquiry|request)-form)(-\d+)?(\.\w+)?/?$"
 )
 
@@ -32,15 +33,15 @@ class PlanOptions:
 
     out_link_budget: int = setting(
         10,
-        "In-content links per page, existing ones included (on a site whose median page would have room "
-        "for fewer than added_link_budget new ones, added_link_budget applies too).",
+        "In-content links per page, existing ones included (on a site whose typical page already carries "
+        "more, added_link_budget applies instead).",
         ge=1,
     )
     added_link_budget: int = setting(
         5,
-        "In-content links the plan may add to a page on a site whose median page out_link_budget would "
-        "leave fewer new ones (a link-rich site, an encyclopedia): there the budget limits what the plan "
-        "adds, not what a page holds.",
+        "In-content links the plan may add per page on a site whose median page already carries more "
+        "in-content links than out_link_budget (an encyclopedia): there the budget limits what the plan "
+        "adds, not what the page holds.",
         ge=0,
     )
     structural_sources: int = setting(
@@ -164,25 +165,21 @@ class LinkRoom:
 
 
 def link_room(content_out: np.ndarray, sections: SiteSections, options: PlanOptions) -> LinkRoom:
-    """Each page's allowed in-content out-links (`content_out`: its existing ones): `out_link_budget`
-    (`section_links` for a section index: a menu parent or the first page of a paginated listing), existing
-    links included — and on a site whose median page that would leave fewer than `added_link_budget` new
-    ones (a link-rich site: an encyclopedia's articles carry 20–30), what each page holds plus
-    `added_link_budget` where that is more, so that its few link-poor pages are not the only sources. The
-    rule changes where the median page's room is the same under both, so a page no denser than the median
-    never loses room when a budget is raised."""
+    """Each page's allowed in-content out-links (`content_out`: its existing ones): `out_link_budget`, and
+    `section_links` for a section index (a menu parent or the first page of a paginated listing), existing
+    links included — unless the site's median page already holds more than `out_link_budget`: then every
+    page may add `added_link_budget` to what it holds, so that a link-rich site (an encyclopedia) does not
+    leave its few link-poor pages as the only sources."""
     n = len(content_out)
     median = float(np.median(content_out)) if n else 0.0
+    if median > options.out_link_budget:
+        why = (
+            f"the median page already has {median:g} in-content links, more than out_link_budget "
+            f"({options.out_link_budget}): each page may add added_link_budget ({options.added_link_budget})"
+        )
+        return LinkRoom(content_out + options.added_link_budget, "added", why)
     budget = np.full(n, options.out_link_budget, dtype=np.int64)
     budget[sections.indexes] = max(options.out_link_budget, options.section_links)
-    added = min(options.added_link_budget, options.out_link_budget)  # never more than a page's budget
-    if median + added > options.out_link_budget:
-        why = (
-            f"the median page already has {median:g} in-content links: out_link_budget "
-            f"({options.out_link_budget}) would leave it fewer than {added} new ones, so each page may add "
-            "that many"
-        )
-        return LinkRoom(np.maximum(budget, content_out + added), "added", why)
     why = (
         f"the median page has {median:g} in-content links: each page holds up to out_link_budget "
         f"({options.out_link_budget}), existing links included"

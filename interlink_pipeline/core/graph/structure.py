@@ -297,8 +297,14 @@ def shorten_depth(planner: PlanState) -> None:
         progress |= len(planner.links) > linked
         if len(planner.links) == linked:
             failed[ordered] = True
-    deep = int(((depth[:n] > limit) & ~planner.left_alone).sum())
-    cut_off = int(((depth[:n] == UNREACHABLE) & ~planner.left_alone).sum())
+    _say_what_stays(planner, depth[:n])
+
+
+def _say_what_stays(planner: PlanState, depth: np.ndarray) -> None:
+    """The planner's note on the pages still too deep or cut off after shorten_depth (`depth`: each's)."""
+    limit = planner.options.max_depth
+    deep = int(((depth > limit) & ~planner.left_alone).sum())
+    cut_off = int(((depth == UNREACHABLE) & ~planner.left_alone).sum())
     stay = " and ".join(
         [f"{deep} pages stay deeper than {limit} clicks"] * bool(deep)
         + [f"{cut_off} pages stay unreachable"] * bool(cut_off)
