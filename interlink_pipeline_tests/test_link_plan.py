@@ -932,7 +932,10 @@ def test_plan_on_the_sample(sample_site):
     unlikely = pl.col("probability").fill_null(0.0) < PlanOptions().min_probability
     assert plan.select((pl.col("weak") == (structural & unlikely)).all()).item()
     weak = plan.filter("weak")
-    assert weak.height and (weak["alternative_source_urls"].list.len() > 0).mean() > 0.9
+    # it names its alternatives, or it joins the list of the target's own section (often its only related
+    # source: a blog post nobody links goes on the blog's index)
+    named = (weak["alternative_source_urls"].list.len() > 0) | (weak["placement"] == "listing")
+    assert weak.height and named.mean() > 0.9
     assert (plan.filter(~structural)["alternative_source_urls"].list.len() == 0).all()
     words = plan_in_words(plan)
     editors = words.filter(pl.col("why").str.contains("editors would link"))

@@ -54,7 +54,7 @@ def _link_first_open(
     """Link target from the first of its `sources` that is eligible, has room and no link yet, naming the
     next ALTERNATIVES such pages as its alternatives. A candidate whose text relates it to the target takes
     the link in its content while it has budget, else in its list when it is an index page (the home page:
-    only its own sections); a section index, the index above or an index proposing the target as like
+    only its sections' indexes); a section index, the index above or an index proposing the target as like
     what it lists takes it in its list only (link_evidence.in_list_only)."""
 
     def room(other: int, evidence: str) -> str | None:
@@ -63,8 +63,14 @@ def _link_first_open(
             return "home"
         if not in_list_only(evidence) and planner.out_budget[other] > 0:
             return "contextual"
-        # the home page lists only its own sections beyond its hub links, never whatever is too deep
-        return "listing" if planner.is_index[other] and (not home or evidence == SECTION_INDEX) else None
+        # beyond its hub links the home page lists only the indexes of its own sections (an orphaned
+        # /guides/), never whatever is too deep
+        return "listing" if planner.is_index[other] and (not home or own_section) else None
+
+    tree = planner.site.tree
+    own_section = (
+        bool(planner.is_index[target]) and tree is not None and tree.parent[target] == planner.site.home
+    )
 
     open_sources = list(
         islice(
