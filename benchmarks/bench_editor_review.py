@@ -309,8 +309,9 @@ def striking(sets: list[str], seed: int) -> None:
     from interlink_pipeline.core.graph.plan_metrics import equity_moved
     from interlink_pipeline.core.graph.plan_options import PlanOptions
     from interlink_pipeline.core.warehouse.site_tables import SiteTables
+    from interlink_pipeline.defs.ml.embeddings import default_embedder
 
-    rows = []
+    rows, embedder = [], default_embedder()
     for name in sets:
         folder = Path(tempfile.mkdtemp())
         shutil.copyfile(DATA / "quality" / name / "warehouse.duckdb", folder / "warehouse.duckdb")
@@ -330,7 +331,7 @@ def striking(sets: list[str], seed: int) -> None:
         found = {}
         for variant, rows_in in (("without", console.head(0)), ("with", console)):
             with_console = _stored_console(tables, SITES[name], rows_in)
-            result, _, _ = plan_for_site(with_console, SITES[name], options, datetime.now())
+            result, _, _ = plan_for_site(with_console, SITES[name], options, datetime.now(), embedder.encode)
             targets = result.plan["target_page_id"]
             ids = read_site(tables.path, "staging.pages", SITES[name], ["page_id"])["page_id"]
             into = int(targets.is_in(ids.filter(pl.Series(near)).implode()).sum())

@@ -8,6 +8,7 @@ import polars as pl
 
 from interlink_pipeline.core.graph.anchors import AnchorRules, inside_longer_name, placed_mention, title_cased
 from interlink_pipeline.core.graph.broad_targets import broad_pages
+from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
 from interlink_pipeline.core.graph.plan_rows import placed_links
 from interlink_pipeline.core.graph.planner import plan_links
@@ -15,6 +16,8 @@ from interlink_pipeline.core.graph.same_name import name_groups, outside_branch
 from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.relevance.url_tree import UrlTree
+from interlink_pipeline.core.text import function_words
+from interlink_pipeline.defs.ml.embeddings import default_embedder
 from interlink_pipeline_tests.test_link_plan import _site
 
 LOCATIONS = ["/", "/tx/", "/tx/austin/", "/tx/austin/oaks/", "/tx/austin/oaks/aspen/",
@@ -74,12 +77,61 @@ def test_an_anchor_is_never_part_of_a_longer_name_nor_set_in_a_title():
     assert placed("Chess engines such as Stockfish and Komodo are strong.", "Stockfish") == "Stockfish"
     assert placed("An Analysis of the Alpha-Beta Pruning Algorithm.", "Alpha-Beta Pruning") is None
     assert title_cased("Probabilistic Opponent-Model Search in Bao.")
+    assert title_cased("Reinforcement Learning with Hierarchies of Machines.")  # "with" is no word of it
+    assert not title_cased("He wrote the program Patzer with Lars Bremer and Ulf Hansen in Berlin.")
     assert not title_cased("Chess Player 2150, played the 1st Computer Olympiad 1989.")
     text = "She wrote the New York City guide."
     assert inside_longer_name(text, text.index("York"), text.index("York") + 4, 0)
     # a description of a kind names no page; a title that starts with "A" does
     rules = AnchorRules(frozenset({"a", "the"}))
     assert rules.refusal("a chess program") == "generic" and rules.refusal("A Tale of Two Cities") is None
+
+
+def _sense(pages: pl.DataFrame) -> MentionSense:
+    """A site's mention sense with the real model: its pages' vectors from their titles and texts."""
+    embedder = default_embedder()
+    texts = [f"{t}. {x}" for t, x in pages.select("title", "body_text").iter_rows()]
+    return MentionSense.of(pages, embedder.encode(texts), embedder.encode, function_words("en"))
+
+
+def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
+    titles = ["Home", "Code block render hooks", "Markdown attributes", "Syntax highlighting", "hugo gen",
+              "hugo gen chromastyles", "Images"]  # fmt: skip
+    texts = [
+        "The documentation of the site.",
+        "Override how Hugo renders fenced code blocks with a render hook template of your own, per language.",
+        "Add HTML attributes such as class and id to Markdown images, blockquotes, headings and tables.",
+        "Hugo highlights the code in fenced code blocks with Chroma, in many styles and languages.",
+        "Generate documentation and scripts for the Hugo CLI.",
+        "Generate CSS stylesheets for the Chroma code highlighter.",
+        "Resize, crop and filter images in your templates.",
+    ]
+    sense = _sense(_pages(texts, titles))
+    command = "Generate the stylesheet with the hugo gen chromastyles command."
+    hooks = "A render hook template overrides how Hugo renders code blocks of each language."
+    attributes = "Markdown attributes apply to images, blockquotes, code blocks, headings and tables."
+    asked = [
+        ("code blocks", hooks, 0, 1),  # a word of the name, in a sentence about render hooks
+        ("code blocks", attributes, 0, 1),  # ... and in one about attributes
+        ("hugo gen", command, 3, 4),  # cut out of another page's longer name
+        ("hugo gen chromastyles", command, 3, 5),
+        ("Syntax highlighting", "Syntax highlighting works in every fenced block.", 2, 3),  # the whole name
+        ("Images", "Open the gallery in Images to crop each one.", 0, 6),  # one word, written as a name
+        ("syntax highlighting", "Hooks may add syntax highlighting to a block.", 0, 1),  # another page's name
+    ]  # fmt: skip
+    phrases, sentences, sources, targets = (list(column) for column in zip(*asked, strict=True))
+    assert sense.means(phrases, sentences, sources, targets, 1) == [
+        True,
+        False,
+        False,
+        True,
+        True,
+        True,
+        False,
+    ]
+    # the sentences judged by their words, the phrase left out; asked again, none is embedded again
+    assert sorted(sense._closer.values()) == [0, 4]
+    assert sense.means(phrases[:2], sentences[:2], sources[:2], targets[:2], 5) == [True, True]
 
 
 def _pages(texts: list[str], titles: list[str]) -> pl.DataFrame:
@@ -105,7 +157,7 @@ def test_a_name_alone_is_evidence_only_where_a_sentence_can_take_the_link():
     existing = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
     usable = sensible_candidates(
         pages, UrlTree(pages["path"].to_list()), np.full(5, -1), np.full(5, -1), candidates, existing,
-        PlanOptions(),
+        PlanOptions(), _sense(pages),
     )  # fmt: skip
     assert sorted(usable.select("source", "needs_sentence").rows()) == [(1, True), (4, False)]
     # a link that needs a sentence and ends up without one leaves the plan, its room given back
@@ -116,7 +168,9 @@ def test_a_name_alone_is_evidence_only_where_a_sentence_can_take_the_link():
     )
     unplaceable = candidates.with_columns(pl.lit(None, dtype=pl.Int64).alias("mention_offset"))
     budget = int(planner.out_budget[1])
-    kept, anchored, _ = placed_links(pages, planned, planner, unplaceable, PlanOptions(), {}, [-1] * 5)
+    kept, anchored, _ = placed_links(
+        pages, planned, planner, unplaceable, PlanOptions(), {}, [-1] * 5, _sense(pages)
+    )
     assert (1, 3) not in set(kept.select("source", "target").iter_rows())
     assert (4, 3) in set(kept.select("source", "target").iter_rows()) and anchored.placements == ["related"]
     assert planner.out_budget[1] == budget + 1 and (1, 3) not in planner.planned

@@ -9,6 +9,7 @@ from interlink_pipeline.core.errors import InputError
 
 LANGUAGES = ("en", "es", "fr", "de", "it", "pt", "nl")
 TOKEN = r"(?u)\b[^\W\d_][^\W_]+\b"  # words of 2+ characters that are not numbers
+_CLAUSE_END = re.compile(r"\s+[|:–—-]\s+|[:,;(]\s*")
 
 
 def words(text: str) -> list[str]:
@@ -24,6 +25,11 @@ def _stopwords(language: str) -> frozenset[str]:
             f"no stop words for language '{language}'; use an ISO 639-1 code such as en, es, de."
         )
     return frozenset(stopwordsiso.stopwords(language))
+
+
+def first_clause(text: str | None) -> str:
+    """A title's own words: the part before ' | ', ': ', ' - ', ','."""
+    return _CLAUSE_END.split((text or "").strip())[0].strip(" .") if text else ""
 
 
 def detect_language(texts: list[str]) -> str:

@@ -14,11 +14,17 @@ from typing import NamedTuple
 
 import polars as pl
 
+from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.relevance.phrases import DEMONSTRATIVES, GENERIC_ANCHORS, INDEFINITES
-from interlink_pipeline.core.text import detect_language, function_words
+from interlink_pipeline.core.text import (
+    FUNCTION_WORDS,
+    detect_language,
+    first_clause,
+    function_words,
+    stop_words,
+)
 
-_CUT = re.compile(r"\s+[|:–—-]\s+|[:,;(]\s*")
 _WORD = re.compile(r"\w+", re.UNICODE)
 # where a sentence ends: . ! ? before a space, a line break, the ' : ' or ' | ' a page's flattened
 # headings, definition lists and tables leave between their parts, and a documentation page's usual section
@@ -51,11 +57,6 @@ def url_like(text: str) -> bool:
     words is one: "/DELAYLOAD (Delay Load Import)", "input/output streams")."""
     text = text.strip()
     return bool(_URL_LIKE.search(text)) and not (" " in text and not _URL_START.match(text))
-
-
-def first_clause(text: str | None) -> str:
-    """A title's own words: the part before ' | ', ': ', ' - ', ','."""
-    return _CUT.split((text or "").strip())[0].strip(" .") if text else ""
 
 
 def sentence_bounds(text: str, start: int, end: int, lead: int = 0) -> tuple[int, int]:
@@ -184,32 +185,45 @@ def first_placed(text: str | None, offset: int | None, words: int, lead: int = 0
 _LONG_WORD = re.compile(r"[^\W\d_][\w'’-]{3,}")  # a word of four letters or more: past most function words
 
 
+_TITLE_GLUE = frozenset(w for words in FUNCTION_WORDS.values() for w in words.split())
+
+
 def title_cased(sentence: str) -> bool:
-    """Whether every word of four letters or more after the first is capitalised (two such words at least):
-    a title — a publication's, a forum post's, a heading's — not running text to link in ("An Analysis of
-    the Alpha-Beta Pruning Algorithm.")."""
-    words = _LONG_WORD.findall(sentence)[1:]
-    return len(words) >= 2 and all(word[0].isupper() for word in words)
+    """Whether every word of four letters or more after the first, function words aside, is capitalised
+    (two such words at least): a title — a publication's, a forum post's, a heading's — not running text
+    to link in ("An Analysis of the Alpha-Beta Pruning Algorithm.", "Reinforcement Learning with
+    Hierarchies of Machines.")."""
+    words = [w for w in _LONG_WORD.findall(sentence)[1:] if w.lower() not in _TITLE_GLUE]
+    return len(words) >= 2 and all(w[0].isupper() for w in words)
+
+
+# a citation: "by <one to four words>, <where>, <Month> <day>, <year>" (a forum post's, a paper's)
+_CITATION = re.compile(
+    r"\bby [\w'’.-]+(?: [\w'’.-]+){0,3}, [^,.]{2,60}, (?:(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r"[a-z]*\.? \d{1,2}, )?\d{4}\b"
+)
 
 
 def readable(sentence: str) -> bool:
     """A sentence an editor can put a link in: MIN_SENTENCE_WORDS words or more, no table row's debris,
-    not a title."""
+    not a title, not a run of citations (a post's or a paper's title is not running text)."""
     return (
         len(sentence.split()) >= MIN_SENTENCE_WORDS
         and not _TABLE_DEBRIS.search(sentence)
         and not title_cased(sentence)
+        and not _CITATION.search(sentence)
     )
 
 
 @dataclass(frozen=True)
 class AnchorRules:
     """What an anchor may not be: a generic phrase (the list, or only function words), a phrase the site's
-    own links give three or more pages, a single word most of the site's pages use, or a URL path."""
+    own links give three or more pages, a single word most of the site's pages use or a stop word of its
+    language ("else", "width": in running text, the ordinary word), or a URL path."""
 
     glue: frozenset[str]
     spread: frozenset[str] = frozenset()  # existing anchors (lower case) that point at many pages
-    common: frozenset[str] = frozenset()  # single words on many of the site's pages (lower case)
+    common: frozenset[str] = frozenset()  # single words on many of the site's pages, stop words (lower case)
 
     def refusal(self, anchor: str | None) -> str | None:
         """Why `anchor` names nothing ('generic', 'URL path'), or None when it may be used."""
@@ -233,9 +247,14 @@ class AnchorRules:
         return None
 
 
-def anchor_rules(pages: pl.DataFrame, taken: Mapping[str, set[int]], glue: frozenset[str]) -> AnchorRules:
+def anchor_rules(
+    pages: pl.DataFrame,
+    taken: Mapping[str, set[int]],
+    glue: frozenset[str],
+    ordinary: frozenset[str] = frozenset(),
+) -> AnchorRules:
     """The site's anchor rules: its existing anchors that point at many pages, and the single words on
-    COMMON_SHARE of its pages' texts."""
+    COMMON_SHARE of its pages' texts or `ordinary` (its language's stop words)."""
     spread = frozenset(" ".join(_WORD.findall(a)) for a, t in taken.items() if len(t) >= SPREAD_TARGETS)
     texts = pages.select(pl.coalesce("body_text", "meta_description").fill_null("").alias("t"))
     counts = (
@@ -249,7 +268,7 @@ def anchor_rules(pages: pl.DataFrame, taken: Mapping[str, set[int]], glue: froze
     words = texts.select(pl.col("t").str.count_matches(r"\w+").mean()).item() or 0.0
     floor = max(3, COMMON_SHARE * pages.height * min(1.0, words / FULL_TEXT_WORDS))
     common = frozenset(counts.filter(pl.col("len") >= floor)["w"].drop_nulls().to_list())
-    return AnchorRules(glue, spread, common)
+    return AnchorRules(glue, spread, common | ordinary)
 
 
 def target_names(
@@ -324,10 +343,17 @@ def choose_anchors(
     return result
 
 
-def placed_mentions(pages: pl.DataFrame, planned: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
+def placed_mentions(
+    pages: pl.DataFrame,
+    planned: pl.DataFrame,
+    candidates: pl.DataFrame,
+    sense: MentionSense,
+    nearest: int | None,
+) -> pl.DataFrame:
     """The planned links (source, target, score, placement) with the phrase the source's text already uses
-    for the target where its candidate found one that can be linked in place (mention_text,
-    mention_offset, sentence)."""
+    for the target where its candidate found one that can be linked in place and that means the target
+    (`sense`, the sentence judged by its `nearest` pages, or not at all with None): mention_text,
+    mention_offset, sentence."""
     texts = pages.select(pl.coalesce("body_text", "meta_description").alias("t"))["t"].to_list()
     leads = [
         heading_lead(text, [h1, first_clause(title), title])
@@ -343,6 +369,17 @@ def placed_mentions(pages: pl.DataFrame, planned: pl.DataFrame, candidates: pl.D
         first_placed(texts[s], o, int(w or 0), leads[s])
         for s, o, w in mentions.select("source", "mention_offset", "mention_words").iter_rows()
     ]
+    found = [i for i, m in enumerate(placed) if m is not None]
+    pairs = mentions.select("source", "target").rows()
+    meant = sense.means(
+        [placed[i].text for i in found],
+        [placed[i].sentence for i in found],
+        [pairs[i][0] for i in found],
+        [pairs[i][1] for i in found],
+        nearest,
+    )
+    for i, yes in zip(found, meant, strict=True):
+        placed[i] = placed[i] if yes else None
     return mentions.with_columns(
         pl.Series("mention_text", [m.text if m else None for m in placed], dtype=pl.String),
         pl.Series("mention_offset", [m.offset if m else None for m in placed], dtype=pl.Int64),
@@ -352,8 +389,8 @@ def placed_mentions(pages: pl.DataFrame, planned: pl.DataFrame, candidates: pl.D
 
 def site_anchor_rules(pages: pl.DataFrame, taken: Mapping[str, set[int]]) -> AnchorRules:
     """The anchor rules of a site, in its language (told from its titles)."""
-    glue = function_words(detect_language(pages["title"].drop_nulls().head(2000).to_list()))
-    return anchor_rules(pages, taken, glue)
+    language = detect_language(pages["title"].drop_nulls().head(2000).to_list())
+    return anchor_rules(pages, taken, function_words(language), stop_words(language))
 
 
 def plan_anchors(
@@ -364,6 +401,7 @@ def plan_anchors(
     taken: Mapping[str, set[int]],
     parents: list[int],
     rules: AnchorRules,
+    sense: MentionSense,
 ) -> Anchored:
     """Each planned link's anchor, its place in the source's text (when the text holds it) and its
     placement; `parents`: each page's parent in the URL tree (-1: none)."""
@@ -378,5 +416,9 @@ def plan_anchors(
         parent_name = first_clause(h1s[parent] or titles[parent]) if parent >= 0 else None
         names[t] = target_names(titles[t], h1s[t], parent_name, paths[t], shared, rules)
     return choose_anchors(
-        placed_mentions(pages, planned, candidates), names, rules, options.anchor_max_targets, taken
+        placed_mentions(pages, planned, candidates, sense, options.sentence_pages),
+        names,
+        rules,
+        options.anchor_max_targets,
+        taken,
     )

@@ -4,7 +4,7 @@ before/after figures and the invariants — everything the link_plan step writes
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -23,6 +23,7 @@ from interlink_pipeline.core.graph.decided_links import (
     decided_links,
     links_seen_live,
 )
+from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.metrics import GraphSummary, click_depth
 from interlink_pipeline.core.graph.plan_invariants import check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows
@@ -57,6 +58,7 @@ from interlink_pipeline.core.relevance.backtest import (
 )
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
 from interlink_pipeline.core.relevance.url_tree import UrlTree
+from interlink_pipeline.core.text import detect_language, function_words
 from interlink_pipeline.core.urls import url_parts
 from interlink_pipeline.core.warehouse.site_tables import SiteTables, standing_decisions
 
@@ -82,6 +84,7 @@ class PlanInputs:
     existing: pl.DataFrame
     nodes: int
     taken: dict[str, set[int]]  # existing in-content anchor (lower case) -> the pages it points at
+    encode: Callable[[Sequence[str]], np.ndarray]  # the encoder the vectors were made with
     sections: SiteSections = field(default_factory=SiteSections.empty)
     # each page's in-links as the crawl counted them, when the links are known by these counts only (no
     # All Inlinks export: `existing` then holds the crawl's click depths, see links_from_crawl_counts)
@@ -97,6 +100,12 @@ class PlanInputs:
     def name_groups(self) -> np.ndarray:
         """Per page, an id of its name when another page bears it too (same_name.name_groups), else -1."""
         return name_groups(self.pages)
+
+    @cached_property
+    def sense(self) -> MentionSense:
+        """Whether a phrase of a page's text means the page it would link to (mention_sense.py)."""
+        language = detect_language(self.pages["title"].drop_nulls().head(2000).to_list())
+        return MentionSense.of(self.pages, self.vectors, self.encode, function_words(language))
 
     @property
     def parents(self) -> list[int]:
@@ -125,9 +134,10 @@ def plan_inputs_from(
     clusters: pl.DataFrame,
     similarity_pairs: pl.DataFrame,
     links: pl.DataFrame,
+    encode: Callable[[Sequence[str]], np.ndarray],
 ) -> PlanInputs:
     """A site's plan inputs from its pages (in page-id order) and vectors, ml.page_clusters,
-    ml.similarity_pairs and raw.crawl_links."""
+    ml.similarity_pairs and raw.crawl_links, and the encoder that made the vectors."""
     index = pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("i"))
     cluster = indexed(clusters, index, {"page_id": "i"}).sort("i")
     cluster_of = np.full(len(pages), -1, dtype=np.int64)
@@ -155,6 +165,7 @@ def plan_inputs_from(
         existing,
         nodes,
         taken_anchors(anchors),
+        encode,
         anchors.sections,
         counted,
     )
@@ -177,8 +188,9 @@ def plan_site(
     is not planned (sensible_candidates)."""
     decided = decided or DecidedLinks.none()
     sensible = sensible_candidates(
-        inputs.pages, inputs.tree, inputs.name_groups, inputs.cluster_of, candidates, existing, options
-    )
+        inputs.pages, inputs.tree, inputs.name_groups, inputs.cluster_of, candidates, existing, options,
+        inputs.sense,
+    )  # fmt: skip
     scored = sensible.select(
         "source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance")
     )
@@ -245,7 +257,7 @@ def planner_without(
         )
         planned, planner = plan_site(inputs, candidates, existing, options)
         planned, _, _ = placed_links(
-            inputs.pages, planned, planner, candidates, options, inputs.taken, inputs.parents
+            inputs.pages, planned, planner, candidates, options, inputs.taken, inputs.parents, inputs.sense
         )
         return planned, within_reach(planner)
 
@@ -338,7 +350,7 @@ def build_site_plan(
         decided,
     )
     planned, anchored, rules = placed_links(
-        inputs.pages, planned, planner, candidates, options, inputs.taken, inputs.parents
+        inputs.pages, planned, planner, candidates, options, inputs.taken, inputs.parents, inputs.sense
     )
     plan = plan_rows(
         site, inputs.pages, planned, anchored, options.min_probability, navigation_pairs(inputs.existing)
@@ -405,8 +417,10 @@ def with_alternatives(previous: pl.DataFrame, urls: pl.Series) -> pl.DataFrame:
     )
 
 
-def read_plan_inputs(tables: SiteTables, site: str) -> PlanInputs:
-    """A site's plan inputs, read off the warehouse."""
+def read_plan_inputs(
+    tables: SiteTables, site: str, encode: Callable[[Sequence[str]], np.ndarray]
+) -> PlanInputs:
+    """A site's plan inputs, read off the warehouse; `encode`: the encoder ml.page_embeddings used."""
     pages, vectors = read_vectors(tables.path, site, PAGE_COLUMNS)
     inputs = plan_inputs_from(
         pages,
@@ -414,6 +428,7 @@ def read_plan_inputs(tables: SiteTables, site: str) -> PlanInputs:
         tables.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]),
         tables.read_site("ml.similarity_pairs", site),
         tables.read_site("raw.crawl_links", site),
+        encode,
     )
     inputs.search_console = tables.read_site("raw.search_console", site, ["url", "impressions", "position"])
     return inputs
@@ -425,11 +440,15 @@ def centrality_path(tables: SiteTables, site: str) -> Path:
 
 
 def plan_for_site(
-    tables: SiteTables, site: str, options: PlanOptions, now: datetime
+    tables: SiteTables,
+    site: str,
+    options: PlanOptions,
+    now: datetime,
+    encode: Callable[[Sequence[str]], np.ndarray],
 ) -> tuple[SitePlan, PlanInputs, PlanHistory]:
     """The site's plan from the warehouse's tables and its kept centrality, with the inputs and the history
-    it was built on."""
-    inputs = read_plan_inputs(tables, site)
+    it was built on; `encode`: the encoder ml.page_embeddings used."""
+    inputs = read_plan_inputs(tables, site, encode)
     history = PlanHistory(
         tables.read_site("graph.link_plan", site, PREVIOUS_COLUMNS),
         tables.read_site("graph.page_metrics", site, ["page_id", "plan_fingerprint"]),

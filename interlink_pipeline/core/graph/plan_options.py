@@ -81,6 +81,14 @@ class PlanOptions:
         le=1,
     )
     anchor_max_targets: int = setting(1, "Most pages one anchor text may point at across the site.", ge=1)
+    sentence_pages: int = setting(
+        10,
+        "A phrase of the source's text that is one word or not the target's whole name (a word of its "
+        "name, another anchor the site uses for it) is linked in its sentence only when, the phrase left "
+        "out, the sentence is closer to the target than to all but this many of the site's other pages "
+        "(by the pages' embedding model, the source not counted); else the link goes in the related block.",
+        ge=1,
+    )
     min_probability: float = setting(
         0.1,
         "Topical links less probable than this (by the site's ranker) are never added to fill a budget.",

@@ -11,6 +11,7 @@ import polars as pl
 
 from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules, plan_anchors, site_anchor_rules
 from interlink_pipeline.core.graph.decisions import link_ids
+from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.plan_state import PlanState
 from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
@@ -24,12 +25,17 @@ def placed_links(
     options: PlanOptions,
     taken: Mapping[str, set[int]],
     parents: list[int],
+    sense: MentionSense,
 ) -> tuple[pl.DataFrame, Anchored, AnchorRules]:
     """The planned links (with needs_sentence) that keep a place, their anchors (anchors.plan_anchors) and
     the site's anchor rules they were chosen by; the links taken out leave the planner too (their room
     given back), but those editors accepted."""
     rules = site_anchor_rules(pages, taken)
-    anchored = plan_anchors(pages, planned, candidates, options, taken, parents, rules)
+
+    def anchored_links(links: pl.DataFrame) -> Anchored:
+        return plan_anchors(pages, links, candidates, options, taken, parents, rules, sense)
+
+    anchored = anchored_links(planned)
     unplaced = planned.select(
         "source", "target", "needs_sentence", pl.Series("placement", anchored.placements, dtype=pl.String)
     ).filter(pl.col("needs_sentence") & (pl.col("placement") == "related"))
@@ -41,7 +47,7 @@ def placed_links(
     planner.remove(pairs)
     keep = pl.Series([pair not in pairs for pair in planned.select("source", "target").iter_rows()])
     planned = planned.filter(keep)
-    return planned, plan_anchors(pages, planned, candidates, options, taken, parents, rules), rules
+    return planned, anchored_links(planned), rules
 
 
 def navigation_pairs(existing: pl.DataFrame) -> pl.DataFrame:

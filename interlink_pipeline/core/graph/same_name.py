@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.anchors import first_clause
 from interlink_pipeline.core.relevance.url_tree import UrlTree
+from interlink_pipeline.core.text import first_clause
 
 
 def name_groups(pages: pl.DataFrame) -> np.ndarray:

@@ -12,6 +12,7 @@ import polars as pl
 from interlink_pipeline.core.graph.anchors import placed_mentions
 from interlink_pipeline.core.graph.broad_targets import broad_pages
 from interlink_pipeline.core.graph.link_evidence import TEXT_EVIDENCE
+from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.same_name import outside_branch
 from interlink_pipeline.core.relevance.url_tree import UrlTree
@@ -25,11 +26,13 @@ def sensible_candidates(
     candidates: pl.DataFrame,
     existing: pl.DataFrame,
     options: PlanOptions,
+    sense: MentionSense,
 ) -> pl.DataFrame:
     """`candidates` (source, target page indices, probability, mention_offset, mention_words) less those a
     plan may not use (see the module's docstring), with `needs_sentence`: whether the link may only go in
     the source's text (its anchor placed in a sentence, never a related-links entry); `existing`: the
-    site's links (source, target, content), which with the likely candidates say which pages are broad."""
+    site's links (source, target, content), which with the likely candidates say which pages are broad;
+    `sense`: whether a phrase of the source's text means the target."""
     far = outside_branch(tree, name_groups, candidates["source"].to_numpy(), candidates["target"].to_numpy())
     linkers = pl.concat(
         [
@@ -47,6 +50,8 @@ def sensible_candidates(
             "source", "target", pl.col("probability").alias("score"), pl.lit("contextual").alias("placement")
         ),
         candidates,
+        sense,
+        None,  # its sentence is judged once the link is planned (plan_rows.placed_links)
     ).filter(pl.col("mention_text").is_not_null())
     placed = near.filter(in_text_only).join(named.select("source", "target"), on=["source", "target"])
     return pl.concat(

@@ -14,6 +14,7 @@ from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, comparison, equity_moved
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.defs.groups import GRAPH
+from interlink_pipeline.defs.ml.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
@@ -55,7 +56,9 @@ def _bars(histogram: str, width: int = 24) -> str:
     kinds={"duckdb", "networkit"},
     invariants=PLAN_INVARIANTS,
 )
-def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse: Warehouse):
+def link_plan(
+    context: AssetExecutionContext, config: LinkPlanConfig, warehouse: Warehouse, embedder: Embedder
+):
     """The plan: the links editors accepted, home -> hubs, every page brought within max_depth level by
     level, then the most probable topical links, never one an editor rejected; and the planned links the
     crawl shows live."""
@@ -63,7 +66,8 @@ def link_plan(context: AssetExecutionContext, config: LinkPlanConfig, warehouse:
     with user_errors():
         site = site_key(context)
         now = datetime.now(UTC).replace(tzinfo=None)
-        result, inputs, history = plan_for_site(warehouse, site, options_from(config, PlanOptions), now)
+        options = options_from(config, PlanOptions)
+        result, inputs, history = plan_for_site(warehouse, site, options, now, embedder.encode)
     frames = {
         "graph.link_plan": result.plan,
         "graph.page_metrics": result.page_rows,

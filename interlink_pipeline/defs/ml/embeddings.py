@@ -1,7 +1,9 @@
 """page_embeddings: one vector per page, through the global embedding cache."""
 
 import time
+from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
 from pydantic import Field
@@ -32,6 +34,10 @@ class Embedder(settings_config(EncoderSettings, ConfigurableResource)):
 
     def encoder(self) -> TextEncoder:
         return load_encoder(self.settings())
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm vectors of `texts`, by the model that embeds the pages (loaded on first use)."""
+        return self.encoder().encode(texts)
 
 
 def default_embedder(env: Environment | None = None) -> Embedder:

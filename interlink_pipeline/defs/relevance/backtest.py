@@ -115,7 +115,7 @@ def link_backtest(
         return
     with user_errors():
         inputs = with_vectors(inputs, warehouse, model_id, embedder.encoder)
-        base = read_plan_inputs(warehouse, site)
+        base = read_plan_inputs(warehouse, site, embedder.encode)
     result = backtest_plan(inputs.signals, inputs.links, base, hiding, setup, inputs.decided)
     ran_at, run_id = datetime.now(UTC).replace(tzinfo=None), context.run.run_id
     row = backtest_row(setup, result, site, run_id, crawl_id, ran_at, time.monotonic() - started)
