@@ -157,14 +157,29 @@ def test_a_name_alone_is_evidence_only_where_a_sentence_can_take_the_link():
     existing = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "content": pl.Boolean})
     usable = sensible_candidates(
         pages, UrlTree(pages["path"].to_list()), np.full(5, -1), np.full(5, -1), candidates, existing,
-        PlanOptions(), _sense(pages),
+        PlanOptions(), _sense(pages), False,
     )  # fmt: skip
     assert sorted(usable.select("source", "needs_sentence").rows()) == [(1, True), (4, False)]
+    assert usable["tied"].all()  # without the site's links, nothing says two pages are not tied
+    # with them, a pair their links do not tie (no shared neighbours: no `graph` signal) takes no entry in
+    # the related links: the planner adds it only where the source's text names the target
+    known = sensible_candidates(
+        pages, UrlTree(pages["path"].to_list()), np.full(5, -1), np.full(5, -1),
+        candidates.with_columns(pl.Series("origins", ["mention", "mention", "graph+similar"])), existing,
+        PlanOptions(), _sense(pages), True,
+    )  # fmt: skip
+    assert sorted(known.select("source", "tied").rows()) == [(1, False), (4, True)]
+    linked = [(0, page, True) for page in range(1, 5)]
+    untied = _site(5, candidates=[(2, 3, 0.6, "similar"), (4, 3, 0.4, "similar")], existing=linked)
+    untied.candidates = untied.candidates.with_columns(pl.Series("tied", [False, True]))
+    assert plan_links(untied, PlanOptions(hub_links=0))[0].select("source", "target").rows() == [(4, 3)]
     # a link that needs a sentence and ends up without one leaves the plan, its room given back
     site = _site(5, candidates=[(1, 3, 0.6, "mention"), (4, 3, 0.4, "similar")], existing=[(0, 1, True)])
     planned, planner = plan_links(site, PlanOptions(hub_links=0, max_inlinks=5))
     planned = planned.with_columns(
-        pl.Series("needs_sentence", [s == 1 for s in planned["source"]]), pl.lit(0.5).alias("probability")
+        pl.Series("needs_sentence", [s == 1 for s in planned["source"]]),
+        pl.lit(0.5).alias("probability"),
+        pl.lit(True).alias("tied"),
     )
     unplaceable = candidates.with_columns(pl.lit(None, dtype=pl.Int64).alias("mention_offset"))
     budget = int(planner.out_budget[1])

@@ -189,10 +189,14 @@ def plan_site(
     decided = decided or DecidedLinks.none()
     sensible = sensible_candidates(
         inputs.pages, inputs.tree, inputs.name_groups, inputs.cluster_of, candidates, existing, options,
-        inputs.sense,
+        inputs.sense, inputs.links_known == "links",
     )  # fmt: skip
     scored = sensible.select(
-        "source", "target", pl.col("probability").alias("score"), pl.col("origins").alias("provenance")
+        "source",
+        "target",
+        pl.col("probability").alias("score"),
+        pl.col("origins").alias("provenance"),
+        "tied",
     )
     graph = SiteGraph(
         inputs.pages["page_id"].to_numpy(),
@@ -220,9 +224,9 @@ def plan_site(
         how="left",
         maintain_order="left",
     ).join(
-        sensible.select("source", "target", "needs_sentence"), on=["source", "target"], how="left",
+        sensible.select("source", "target", "needs_sentence", "tied"), on=["source", "target"], how="left",
         maintain_order="left",
-    ).with_columns(pl.col("needs_sentence").fill_null(False))  # fmt: skip
+    ).with_columns(pl.col("needs_sentence").fill_null(False), pl.col("tied").fill_null(True))  # fmt: skip
     return planned, planner
 
 

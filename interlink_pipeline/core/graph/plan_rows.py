@@ -1,7 +1,8 @@
 """graph.link_plan's rows: the planned links with their anchors, sentences and placements, by page id and
 URL. A link that may only go in the source's text (sensible_candidates' needs_sentence: into a broad page,
-or one the text naming the target alone supports) and whose anchor found no sentence that can take it is
-taken out of the plan, not turned into a related-links entry nothing supports."""
+or one the text naming the target alone supports; a topical link the site's links do not tie, its `tied`)
+and whose anchor found no sentence that can take it is taken out of the plan, not turned into a
+related-links entry nothing supports."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def placed_links(
     parents: list[int],
     sense: MentionSense,
 ) -> tuple[pl.DataFrame, Anchored, AnchorRules]:
-    """The planned links (with needs_sentence) that keep a place, their anchors (anchors.plan_anchors) and
+    """The planned links (with needs_sentence, tied) that keep a place, their anchors (plan_anchors) and
     the site's anchor rules they were chosen by; the links taken out leave the planner too (their room
     given back), but those editors accepted."""
     rules = site_anchor_rules(pages, taken)
@@ -37,8 +38,12 @@ def placed_links(
 
     anchored = anchored_links(planned)
     unplaced = planned.select(
-        "source", "target", "needs_sentence", pl.Series("placement", anchored.placements, dtype=pl.String)
-    ).filter(pl.col("needs_sentence") & (pl.col("placement") == "related"))
+        "source", "target", "needs_sentence", "tied", "reason",
+        pl.Series("placement", anchored.placements, dtype=pl.String),
+    ).filter(
+        (pl.col("placement") == "related")
+        & (pl.col("needs_sentence") | (~pl.col("tied") & (pl.col("reason") == "topical")))
+    )  # fmt: skip
     pairs = {
         pair for pair in unplaced.select("source", "target").iter_rows() if pair not in planner.accepted_pairs
     }

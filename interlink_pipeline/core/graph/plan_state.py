@@ -66,7 +66,9 @@ class SiteGraph:
     page_ids: np.ndarray
     home: int
     cluster: np.ndarray  # cluster id per page (-1 when unknown)
-    candidates: pl.DataFrame  # source, target (page indices), score (the ranker's probability), provenance
+    # source, target (page indices), score (the ranker's probability), provenance, and `tied`: whether the
+    # site's own links tie the pair (sensible_candidates; true when not given)
+    candidates: pl.DataFrame
     similar: pl.DataFrame  # a, b (page indices), score — symmetric: both directions listed
     existing: pl.DataFrame  # source, target (node indices), content (bool)
     nodes: int = 0  # pages + pass-through nodes (0: pages only)
@@ -89,6 +91,8 @@ class SiteGraph:
 
     def __post_init__(self) -> None:
         self.nodes = max(self.nodes, len(self.page_ids))
+        if "tied" not in self.candidates.columns:
+            self.candidates = self.candidates.with_columns(pl.lit(True).alias("tied"))
 
 
 class PlanState:

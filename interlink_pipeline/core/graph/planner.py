@@ -185,7 +185,8 @@ class Planner(PlanState):
         in-link quota, then beyond it for the targets outside the best-linked quarter. No target takes more
         than max_target_share of the links so planned (at least 2): a target past it keeps its most probable
         links, and the budgets freed go to the targets under it. A pair needs RELATED_EVIDENCE besides the
-        site's linking habits. Nothing under min_probability is added
+        site's linking habits, and, where the site's links are known, a tie in them (sensible_candidates) or
+        a mention of the target in the source's text. Nothing under min_probability is added
         (WEAKEST_BAR of it into the least linked quarter of pages, when the site's links are known, and
         into the pages in striking distance, which also take a full quota)."""
         linked_before = (self.inbound - self.new_in)[: self.page_count]
@@ -203,6 +204,7 @@ class Planner(PlanState):
         ordered = candidates.filter(
             (pl.col("score") >= pl.Series(bar[candidates["target"].to_numpy()], dtype=pl.Float64))
             & pl.col("provenance").str.contains(RELATED_EVIDENCE)
+            & (pl.col("tied") | pl.col("provenance").str.contains("mention"))
             & ~pl.Series(self.utility[candidates["target"].to_numpy()], dtype=pl.Boolean)
         ).sort(["score", "source", "target"], descending=[True, False, False])
         rows = ordered.select("source", "target", "score", "provenance").rows()

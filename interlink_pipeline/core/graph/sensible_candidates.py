@@ -2,7 +2,11 @@
 source's own branch (same_name.py). Two kinds only where the source's text names the target in a sentence
 that can take the link: those into a broad page (broad_targets.py), and those whose one evidence is that
 the text names the target — a name in a bibliography line or inside a longer name is no evidence at all,
-and would become a related-links entry nothing supports."""
+and would become a related-links entry nothing supports. And, on a site whose links are known, a topical
+link goes in the source's related links only where the site's own links tie the two pages (they share
+linked neighbours: the `graph` signal): a page the text makes similar but the editors' links never bring
+near is no entry a reader of the source looks for (a technique's page listing one engine of hundreds that
+use it); elsewhere it needs a sentence."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import polars as pl
 
 from interlink_pipeline.core.graph.anchors import placed_mentions
 from interlink_pipeline.core.graph.broad_targets import broad_pages
-from interlink_pipeline.core.graph.link_evidence import TEXT_EVIDENCE
+from interlink_pipeline.core.graph.link_evidence import SITE_TIES, TEXT_EVIDENCE
 from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.same_name import outside_branch
@@ -27,12 +31,14 @@ def sensible_candidates(
     existing: pl.DataFrame,
     options: PlanOptions,
     sense: MentionSense,
+    links_known: bool,
 ) -> pl.DataFrame:
     """`candidates` (source, target page indices, probability, mention_offset, mention_words) less those a
     plan may not use (see the module's docstring), with `needs_sentence`: whether the link may only go in
     the source's text (its anchor placed in a sentence, never a related-links entry); `existing`: the
     site's links (source, target, content), which with the likely candidates say which pages are broad;
-    `sense`: whether a phrase of the source's text means the target."""
+    `sense`: whether a phrase of the source's text means the target; and `tied` (see the module's
+    docstring; `links_known`: whether the site's links are known from an All Inlinks export)."""
     far = outside_branch(tree, name_groups, candidates["source"].to_numpy(), candidates["target"].to_numpy())
     linkers = pl.concat(
         [
@@ -54,9 +60,10 @@ def sensible_candidates(
         None,  # its sentence is judged once the link is planned (plan_rows.placed_links)
     ).filter(pl.col("mention_text").is_not_null())
     placed = near.filter(in_text_only).join(named.select("source", "target"), on=["source", "target"])
+    tied = pl.lit(True) if not links_known else pl.col("origins").str.contains(SITE_TIES)
     return pl.concat(
         [
             near.filter(~in_text_only).with_columns(pl.lit(False).alias("needs_sentence")),
             placed.with_columns(pl.lit(True).alias("needs_sentence")),
         ]
-    )
+    ).with_columns(tied.alias("tied"))
