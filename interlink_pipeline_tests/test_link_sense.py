@@ -3,6 +3,9 @@ targets and names linked only in a sentence about them, anchors that mean their 
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+
 import numpy as np
 import polars as pl
 
@@ -15,6 +18,7 @@ from interlink_pipeline.core.graph.planner import plan_links
 from interlink_pipeline.core.graph.same_name import name_groups, outside_branch
 from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
 from interlink_pipeline.core.ingest.site_sections import SiteSections
+from interlink_pipeline.core.relevance.confidence import MeasuredConfidence, link_confidence
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.text import function_words
 from interlink_pipeline.defs.ml.embeddings import default_embedder
@@ -161,14 +165,15 @@ def test_a_name_alone_is_evidence_only_where_a_sentence_can_take_the_link():
     )  # fmt: skip
     assert sorted(usable.select("source", "needs_sentence").rows()) == [(1, True), (4, False)]
     assert usable["tied"].all()  # without the site's links, nothing says two pages are not tied
-    # with them, a pair their links do not tie (no shared neighbours: no `graph` signal) takes no entry in
-    # the related links: the planner adds it only where the source's text names the target
+    # with them, a pair neither their links (no shared neighbours: no `graph` signal) nor the URL tree
+    # (`hierarchy`) tie takes no entry in the related links: the planner adds it only where the source's
+    # text names the target
     known = sensible_candidates(
         pages, UrlTree(pages["path"].to_list()), np.full(5, -1), np.full(5, -1),
-        candidates.with_columns(pl.Series("origins", ["mention", "mention", "graph+similar"])), existing,
-        PlanOptions(), _sense(pages), True,
+        candidates.with_columns(pl.Series("origins", ["mention", "hierarchy+mention", "graph+similar"])),
+        existing, PlanOptions(), _sense(pages), True,
     )  # fmt: skip
-    assert sorted(known.select("source", "tied").rows()) == [(1, False), (4, True)]
+    assert sorted(known.select("source", "tied").rows()) == [(1, False), (2, True), (4, True)]
     linked = [(0, page, True) for page in range(1, 5)]
     untied = _site(5, candidates=[(2, 3, 0.6, "similar"), (4, 3, 0.4, "similar")], existing=linked)
     untied.candidates = untied.candidates.with_columns(pl.Series("tied", [False, True]))
@@ -189,3 +194,45 @@ def test_a_name_alone_is_evidence_only_where_a_sentence_can_take_the_link():
     assert (1, 3) not in set(kept.select("source", "target").iter_rows())
     assert (4, 3) in set(kept.select("source", "target").iter_rows()) and anchored.placements == ["related"]
     assert planner.out_budget[1] == budget + 1 and (1, 3) not in planner.planned
+
+
+def test_a_structural_links_confidence_is_what_the_backtest_measured_of_its_kind():
+    plan = pl.DataFrame(
+        {"reason": ["topical", "topical", "orphan-rescue", "depth-shortcut", "hub", "component-bridge"],
+         "probability": [0.5, 0.12, 0.01, 0.02, None, 0.5]},
+        schema_overrides={"probability": pl.Float32},
+    )  # fmt: skip
+    # before any backtest: each band by its probability, said as such
+    before = link_confidence(plan, MeasuredConfidence(), 0.1)
+    assert before["confidence"].to_list() == ["high", "medium", "low", "low", "not scored", "high"]
+    assert before["confidence_note"][0].startswith("high: probability at 3 times min_probability or more")
+    assert before["confidence_note"].str.contains("no backtest has measured it yet").all()
+    backtest = pl.DataFrame(
+        {
+            "ran_at": [datetime(2026, 1, 1)],
+            "settings": [json.dumps({"plan": {"min_probability": 0.1}})],
+            "precision_by_band": [json.dumps([
+                {"band": "high", "links": 40, "hits": 12, "precision": 0.3},
+                {"band": "medium", "links": 100, "hits": 15, "precision": 0.15},
+                {"band": "low", "links": 50, "hits": 5, "precision": 0.1},
+            ])],
+            "precision_by_reason": [json.dumps([
+                {"reason": "topical", "links": 140, "hits": 27, "precision": 0.19},
+                {"reason": "orphan-rescue", "links": 71, "hits": 52, "precision": 0.73},
+                {"reason": "depth-shortcut", "links": 30, "hits": 6, "precision": 0.2},
+                {"reason": "hub", "links": 8, "hits": 0, "precision": 0.0},
+            ])],
+        }
+    )  # fmt: skip
+    after = link_confidence(plan, MeasuredConfidence.of(backtest), 0.1)
+    # the rescues the backtest found right 73% of the time are not "low" for their probability; a kind it
+    # did not measure (the bridge) keeps its probability's band; a hub is the site's structure, not scored
+    assert after["confidence"].to_list() == ["high", "medium", "high", "medium", "not scored", "high"]
+    assert after["confidence_note"][2] == (
+        "high: 7 in 10 orphan rescue links were the editors' own in the backtest (52 of 71)"
+    )
+    assert (
+        after["confidence_note"][0]
+        == "high: 3 in 10 such links were the editors' own in the backtest (12 of 40)"
+    )
+    assert after.equals(link_confidence(plan, MeasuredConfidence.of(backtest), 0.1))  # the same every run

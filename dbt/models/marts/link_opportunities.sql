@@ -21,6 +21,8 @@ select
     l.alternative_source_urls,
     l.score,
     l.probability,
+    l.confidence,
+    l.confidence_note,
     sim.score as similarity,
     tc.cluster_id as target_cluster_id,
     c.label as target_cluster,

@@ -16,8 +16,9 @@ from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 RELATED_EVIDENCE = r"similar|mention|serp|hierarchy"
 # ... of these, what relates them whatever the source's text says of the target (a related-links entry's)
 TEXT_EVIDENCE = r"similar|serp|hierarchy"
-# what says the site's own links tie two pages: they share linked neighbours (Adamic–Adar)
-SITE_TIES = "graph"
+# what says the site's own structure ties two pages: they share linked neighbours (Adamic–Adar), or the URL
+# tree puts them together
+SITE_TIES = "graph|hierarchy"
 # an index page that lists pages like the target: evidence for a place in its list, not in its text
 LISTING_EVIDENCE = "listing"
 WEAKEST_BAR = 0.5  # the least linked quarter of pages take topical links from this share of min_probability

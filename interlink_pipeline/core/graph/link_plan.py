@@ -56,6 +56,7 @@ from interlink_pipeline.core.relevance.backtest import (
     HiddenLinks,
     run_backtest,
 )
+from interlink_pipeline.core.relevance.confidence import MeasuredConfidence
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.text import detect_language, function_words
@@ -309,6 +310,7 @@ class PlanHistory:
     kept_centrality: KeptCentrality | None  # the last sampled centrality estimate
     decisions: pl.DataFrame  # the standing decisions: graph.link_decisions' newest row per link
     live: pl.DataFrame  # graph.live_links rows: the links seen live so far
+    measured: MeasuredConfidence  # what the site's last backtest measured of each kind of link
 
 
 @dataclass
@@ -356,9 +358,8 @@ def build_site_plan(
     planned, anchored, rules = placed_links(
         inputs.pages, planned, planner, candidates, options, inputs.taken, inputs.parents, inputs.sense
     )
-    plan = plan_rows(
-        site, inputs.pages, planned, anchored, options.min_probability, navigation_pairs(inputs.existing)
-    )
+    plan = plan_rows(site, inputs.pages, planned, anchored, options.min_probability,
+                     navigation_pairs(inputs.existing), history.measured)  # fmt: skip
     refused = refused_links(pages["page_id"], planner.refused)
     live = live_links(site, inputs, history, computed_at)
     accepted = accepted_outcomes(history.decisions, plan, live, pages["page_id"])
@@ -459,6 +460,7 @@ def plan_for_site(
         load_state(centrality_path(tables, site), KeptCentrality),
         standing_decisions(tables.read_site("graph.link_decisions", site)),
         tables.read_site("graph.live_links", site),
+        MeasuredConfidence.of(tables.read_site("graph.backtest_runs", site).sort("ran_at").tail(1)),
     )
     result = build_site_plan(
         site,

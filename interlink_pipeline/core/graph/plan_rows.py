@@ -15,6 +15,7 @@ from interlink_pipeline.core.graph.decisions import link_ids
 from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.plan_state import PlanState
+from interlink_pipeline.core.relevance.confidence import MeasuredConfidence, link_confidence
 from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 
 
@@ -74,10 +75,12 @@ def plan_rows(
     anchored: Anchored,
     min_probability: float,
     navigation: pl.DataFrame,
+    measured: MeasuredConfidence,
 ) -> pl.DataFrame:
     """graph.link_plan: the planned links (page indices) by page id and URL, with their anchors, sentences
     and placements; a structural link whose source scores under `min_probability` is weak; a link the
-    source already has in its navigation (a menu, a sidebar) is flagged."""
+    source already has in its navigation (a menu, a sidebar) is flagged; each link's confidence band and
+    note, by what the site's last backtest `measured` (relevance/confidence.py)."""
     ids, urls = pages["page_id"], pages["url"]
     structural = pl.col("reason").is_in(STRUCTURAL_REASONS)
     in_navigation = (
@@ -102,6 +105,7 @@ def plan_rows(
         )
         .alias("alternative_source_urls"),
         (structural & (pl.col("probability").fill_null(0.0) < min_probability)).alias("weak"),
+        *link_confidence(planned, measured, min_probability).get_columns(),
     ).select(
         pl.lit(site).alias("site"),
         pl.Series("source_page_id", ids.gather(planned["source"]), dtype=pl.String),
@@ -120,4 +124,6 @@ def plan_rows(
         "in_navigation",
         "weak",
         "alternative_source_urls",
+        "confidence",
+        "confidence_note",
     )

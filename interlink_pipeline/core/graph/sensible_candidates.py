@@ -3,10 +3,10 @@ source's own branch (same_name.py). Two kinds only where the source's text names
 that can take the link: those into a broad page (broad_targets.py), and those whose one evidence is that
 the text names the target — a name in a bibliography line or inside a longer name is no evidence at all,
 and would become a related-links entry nothing supports. And, on a site whose links are known, a topical
-link goes in the source's related links only where the site's own links tie the two pages (they share
-linked neighbours: the `graph` signal): a page the text makes similar but the editors' links never bring
-near is no entry a reader of the source looks for (a technique's page listing one engine of hundreds that
-use it); elsewhere it needs a sentence."""
+link goes in the source's related links only where the site's own structure ties the two pages (they
+share linked neighbours, the `graph` signal, or the URL tree puts them together): a page the text makes
+similar but the editors' links never bring near is no entry a reader of the source looks for (a
+technique's page listing one engine of hundreds that use it); elsewhere it needs a sentence."""
 
 from __future__ import annotations
 

@@ -40,8 +40,10 @@ READ_ME = {
     "redirect or canonicalise one of the two).",
     "anchor_text": "The words to link: a phrase the source's text already uses (in `sentence`), else the "
     "target's name for the page's related links.",
-    "confidence": "high / medium / low by the site's own ranker, with how often such links were the site's "
-    "editors' own links in the backtest (the plan rebuilt without a fifth of them); not scored: hubs.",
+    "confidence": "high / medium / low: a topical link's by the site's own ranker; a hub's, a section's or a "
+    "structural link's by how often links of its kind were the site's editors' own in the backtest (the "
+    "plan rebuilt without a fifth of them); not scored: no probability and not measured.",
+    "confidence_note": "The confidence in a sentence, with what the backtest measured of it.",
     "probability": "The site's ranker's estimate that its editors would write the link.",
     "target_inlinks": "In-links the target has before the plan (navigation too): fewer means the link "
     "matters more.",

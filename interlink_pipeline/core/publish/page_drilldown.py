@@ -67,7 +67,7 @@ def drilldown_data(
             "t",
             pl.col("anchor_text").fill_null(""),
             "why",
-            "confidence",
+            "confidence_note",
             "probability",
             "status",
             "link_id",

@@ -29,11 +29,10 @@ from interlink_pipeline.core.graph.decided_links import (
     adoption_by_reason,
 )
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, equity_moved
-from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.publish import charts
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
-from interlink_pipeline.core.relevance.confidence import band, band_words, probability_text
+from interlink_pipeline.core.relevance.confidence import probability_text
 from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT, STRUCTURAL_REASONS
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
@@ -48,7 +47,7 @@ PLAN_COLUMNS = {  # plan column -> the table's header
     "target_title": "link to",
     "target_url": "link to URL",
     "why": "why",
-    "confidence": "confidence",
+    "confidence_note": "confidence",
     "probability_percent": "probability, %",
     "status": "status",
 }
@@ -286,14 +285,11 @@ def adoption_section(data: ReportData) -> str:
     return SECTIONS.adoption(total, by_reason, weeks, shown.head(ADOPTION_SHOWN), waiting.height, not_kept)
 
 
-def plan_in_words(
-    plan: pl.DataFrame, measured: list[dict] | None = None, min_probability: float | None = None
-) -> pl.DataFrame:
+def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
     """Plan rows as people read them: the reason in words (`why`) — a structural link also says whether
     its source is one the site's editors would choose, or weak and which pages could carry it instead —,
-    its confidence band in words with what the backtest `measured` of that band, the probability as a
-    percentage, and the editors' standing decision (`status`, from a `decision` column when the rows have
-    one); `min_probability` is the plan's (its setting's default when not given)."""
+    the probability as a percentage, and the editors' standing decision (`status`, from a `decision`
+    column when the rows have one); the confidence is the plan's own (`confidence`, `confidence_note`)."""
     words = pl.col("reason").replace_strict(REASON_WORDS)
     weak = (
         words
@@ -315,26 +311,8 @@ def plan_in_words(
         .then(words + pl.lit("; the site's editors would link it from here"))
         .otherwise(words)
         .alias("why"),
-        confidence_words(measured or [], min_probability),
         probability_text(pl.col("probability")).alias("probability"),
     )
-
-
-def confidence_words(measured: list[dict], min_probability: float | None) -> pl.Expr:
-    """The `confidence` column: each link's band by its probability, in words, with what the backtest
-    `measured` of that band (`min_probability`: the plan's, else its setting's default)."""
-    floor = PlanOptions().min_probability if min_probability is None else min_probability
-    return band(pl.col("probability"), floor).replace_strict(band_words(measured)).alias("confidence")
-
-
-def confidence_of(backtest: pl.DataFrame) -> tuple[list[dict], float | None]:
-    """What the site's backtest measured of each confidence band, and the plan's min_probability it was
-    measured at (None: no backtest ran, the setting's default holds)."""
-    if backtest.is_empty():
-        return [], None
-    row = backtest.row(0, named=True)
-    plan = json.loads(row["settings"] or "{}").get("plan", {})
-    return json.loads(row.get("precision_by_band") or "[]"), plan.get("min_probability")
 
 
 def plan_table(data: ReportData) -> str:
@@ -345,11 +323,7 @@ def plan_table(data: ReportData) -> str:
     most_probable = data.plan.sort(["probability", "score"], descending=True, nulls_last=True).with_columns(
         (pl.col("probability").cast(pl.Float64) * 100).round(1).alias("probability_percent")
     )  # a number to sort by, never in scientific notation
-    rows = (
-        plan_in_words(most_probable.head(PLAN_TABLE_ROWS), *confidence_of(data.backtest))
-        .select(list(PLAN_COLUMNS))
-        .rename(PLAN_COLUMNS)
-    )
+    rows = plan_in_words(most_probable.head(PLAN_TABLE_ROWS)).select(list(PLAN_COLUMNS)).rename(PLAN_COLUMNS)
     table = itables.to_html_datatable(
         rows,
         table_id="plan",
@@ -460,7 +434,7 @@ def render(data: ReportData, path: Path) -> Path:
         drilldown=drilldown_data(
             data.pages,
             data.content_links,
-            plan_in_words(data.plan, *confidence_of(data.backtest)),
+            plan_in_words(data.plan),
             data.live,
             data.site,
         ),

@@ -12,7 +12,7 @@ from interlink_pipeline.core.graph.decided_links import accepted_outcomes
 from interlink_pipeline.core.ingest.site_links import content_page_pairs, existing_links
 from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
-from interlink_pipeline.core.publish.report import ReportData, confidence_of, confidence_words
+from interlink_pipeline.core.publish.report import ReportData
 from interlink_pipeline.core.warehouse import store
 
 # each link's standing decision: the newest of a file's current version (site_tables.standing_decisions)
@@ -27,8 +27,8 @@ PLAN_SQL = f"""
 WITH {STANDING_SQL}
 SELECT o.link_id, o.source_url, o.source_title, o.target_url, o.target_title, o.anchor_text, o.sentence,
        o.reason, o.evidence, o.placement, o.in_navigation, m.inlinks_before AS target_inlinks,
-       o.target_depth_before, o.probability, o.score, o.similarity, o.target_cluster, o.priority,
-       d.decision, d.note
+       o.target_depth_before, o.confidence, o.confidence_note, o.probability, o.score, o.similarity,
+       o.target_cluster, o.priority, d.decision, d.note
 FROM marts.link_opportunities o LEFT JOIN standing d USING (link_id)
 LEFT JOIN graph.page_metrics m ON m.site = $1 AND m.page_id = o.target_page_id
 WHERE o.site = $1 ORDER BY o.source_url, o.priority, o.target_url
@@ -59,7 +59,8 @@ SELECT source_title, source_url,
             WHEN placement = 'home' THEN 'add it to the home page''s links to its sections'
             ELSE 'add it to the page''s list' END
        || CASE WHEN in_navigation THEN ' (the page links it in navigation only)' ELSE '' END AS how,
-       target_inlinks, reason, probability, coalesce(decision, '') AS status, link_id
+       target_inlinks, reason, confidence, confidence_note, probability, coalesce(decision, '') AS status,
+       link_id
 FROM todo ORDER BY source_url, anchor_offset NULLS LAST, target_url
 """
 # The site's pages in a CTE, joined by page id alone: joined on (site, page_id) twice, the pages' two copies
@@ -103,14 +104,8 @@ LAST_BACKTEST = "SELECT * FROM graph.backtest_runs WHERE site = ? ORDER BY ran_a
 
 
 def spreadsheet_tables(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> dict[str, pl.DataFrame]:
-    """The site's rows of each spreadsheet, by its name; the plan's and the work list's links with their
-    confidence band (and what the site's backtest measured of it)."""
-    tables = {name: _site_rows(warehouse, site, lock_timeout_s, sql) for name, sql in SPREADSHEETS.items()}
-    confidence = confidence_words(*confidence_of(_site_rows(warehouse, site, lock_timeout_s, LAST_BACKTEST)))
-    for name in ("link_plan", "to_do"):
-        frame = tables[name]
-        tables[name] = frame.insert_column(frame.columns.index("probability"), frame.select(confidence)[:, 0])
-    return tables
+    """The site's rows of each spreadsheet, by its name."""
+    return {name: _site_rows(warehouse, site, lock_timeout_s, sql) for name, sql in SPREADSHEETS.items()}
 
 
 def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s: float) -> ReportData:

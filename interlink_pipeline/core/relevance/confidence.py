@@ -1,17 +1,26 @@
-"""Confidence in words: a planned link's probability said as a band (high, medium, low, or not scored) with
-what the site's own backtest measured for that band ("high: 7 in 10 such links were the editors' own"),
-and a probability printed one way everywhere a person reads it (never 1.6e-06).
+"""Confidence in words: a planned link's band (high, medium, low, or not scored) with what the site's own
+backtest measured for its kind ("high: 7 in 10 such links were the editors' own"), and a probability
+printed one way everywhere a person reads it (never 1.6e-06).
 
-The bands follow the plan's own bar, `min_probability`: at or above HIGH_FACTOR times it is high, at or
-above it medium (a likely link), under it low (a structural link no page is a likely place for, or a link
-into a page that needs one taken at a lower bar); a link the ranker did not score (a hub) is not scored.
+A topical link's band follows its probability against the plan's own bar, `min_probability`: at or above
+HIGH_FACTOR times it is high, at or above it medium (a likely link), under it low; a link the ranker did
+not score is not scored (a hub, a section: the site's structure chose it, which hidden in-content links
+cannot measure). A structural link's target is forced (an orphan's rescue, a depth shortcut, a bridge) and
+its probability says little of it: its band is what the backtest measured for its reason — the highest
+band whose links its own are right as often as — and it keeps its probability's band only where the
+backtest did not measure its reason.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+
 import polars as pl
 
-BANDS = ("high", "medium", "low", "not scored")
+from interlink_pipeline.core.warehouse.vocabularies import CONFIDENCE_BANDS, STRUCTURAL_REASONS
+
+BANDS = CONFIDENCE_BANDS
 HIGH_FACTOR = 3.0  # times min_probability: a high band's floor (0.3 by default)
 
 
@@ -44,6 +53,80 @@ def precision_by_band(planned: pl.DataFrame, hits: pl.Series, min_probability: f
         for name in BANDS
         if name in found
     ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MeasuredConfidence:
+    """What the site's last backtest measured: each band's and each reason's links, hits and precision,
+    and the min_probability its plan ran at (None: no backtest yet)."""
+
+    by_band: list[dict] = field(default_factory=list)
+    by_reason: list[dict] = field(default_factory=list)
+    min_probability: float | None = None
+
+    @classmethod
+    def of(cls, backtest: pl.DataFrame) -> MeasuredConfidence:
+        """From the site's last graph.backtest_runs row (none: nothing measured)."""
+        if backtest.is_empty():
+            return cls()
+        row = backtest.row(0, named=True)
+        plan = json.loads(row.get("settings") or "{}").get("plan", {})
+        return cls(
+            json.loads(row.get("precision_by_band") or "[]"),
+            json.loads(row.get("precision_by_reason") or "[]"),
+            plan.get("min_probability"),
+        )
+
+
+def link_confidence(plan: pl.DataFrame, measured: MeasuredConfidence, min_probability: float) -> pl.DataFrame:
+    """`confidence` and `confidence_note` for each planned link (columns reason, probability), as the
+    module says; the same plan and backtest give the same words on every run."""
+    floor = measured.min_probability if measured.min_probability is not None else min_probability
+    by_probability = band(pl.col("probability"), floor)
+    topical = {row["band"]: row["precision"] for row in measured.by_band}
+    kinds = {
+        row["reason"]: row
+        for row in measured.by_reason
+        if row["reason"] in STRUCTURAL_REASONS and row.get("links") and row.get("precision") is not None
+    }
+    kind_band = {reason: _band_by_precision(row["precision"], topical) for reason, row in kinds.items()}
+    kind_note = {
+        reason: f"{kind_band[reason]}: {in_ten(row['precision'])} {reason.replace('-', ' ')} links were the "
+        f"editors' own in the backtest ({row['hits']:,} of {row['links']:,})"
+        for reason, row in kinds.items()
+    }
+    words = band_words(measured.by_band)
+    if not measured.by_band:
+        words = {name: f"{name}: {BAND_RULES[name]}; no backtest has measured it yet" for name in BANDS}
+    measured_kind = pl.col("reason").is_in(list(kinds))
+    confidence = (
+        pl.when(measured_kind)
+        .then(pl.col("reason").replace_strict(kind_band, default=None))
+        .otherwise(by_probability)
+    )
+    note = (
+        pl.when(measured_kind)
+        .then(pl.col("reason").replace_strict(kind_note, default=None))
+        .otherwise(by_probability.replace_strict(words))
+    )
+    return plan.select(confidence.alias("confidence"), note.alias("confidence_note"))
+
+
+BAND_RULES = {
+    "high": f"probability at {HIGH_FACTOR:g} times min_probability or more by the site's ranker",
+    "medium": "probability at min_probability or more by the site's ranker",
+    "low": "probability under min_probability by the site's ranker",
+    "not scored": "no probability (the site's structure chose it)",
+}
+
+
+def _band_by_precision(precision: float, topical: dict[str, float]) -> str:
+    """The highest of high and medium whose measured links a kind's links are right as often as, else
+    low."""
+    for name in BANDS[:2]:
+        if name in topical and precision >= topical[name]:
+            return name
+    return BANDS[2]
 
 
 def in_ten(precision: float) -> str:

@@ -24,6 +24,8 @@ EXCLUSION_REASONS = (
 PLAN_REASONS = ("hub", "section", "topical", "orphan-rescue", "component-bridge", "depth-shortcut")
 # the reasons of the plan's structure steps: links a page needs, from the best source it can get
 STRUCTURAL_REASONS = ("orphan-rescue", "component-bridge", "depth-shortcut")
+# graph.link_plan.confidence: a planned link's band (relevance/confidence.py)
+CONFIDENCE_BANDS = ("high", "medium", "low", "not scored")
 # graph.link_plan.placement: where a planned link goes on its source; the last two take its in-content budget
 PLACEMENTS = ("home", "listing", "contextual", "related")
 IN_CONTENT = ("contextual", "related")

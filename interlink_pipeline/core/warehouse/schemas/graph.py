@@ -8,6 +8,7 @@ import polars as pl
 
 from interlink_pipeline.core.warehouse.schemas.bases import PAGE_ID_LENGTH, PageTable, PairTable, SiteTable
 from interlink_pipeline.core.warehouse.vocabularies import (
+    CONFIDENCE_BANDS,
     DECISIONS,
     LINKS_KNOWN,
     PLACEMENTS,
@@ -84,6 +85,15 @@ class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")
     )
     alternative_source_urls: pl.List(pl.String) = pa.Field(
         description="A structural link's next best sources, best first (up to three; empty for the others)."
+    )
+    confidence: str = pa.Field(
+        isin=list(CONFIDENCE_BANDS),
+        description="high, medium, low or not scored: a topical link's by its probability; any other's by "
+        "what the site's last backtest measured for its reason (see docs/reading-the-report.md).",
+    )
+    confidence_note: str = pa.Field(
+        description="The band in a sentence, with what the backtest measured of it ('high: 7 in 10 orphan "
+        "rescue links were the editors' own in the backtest (69 of 71)')."
     )
 
 
