@@ -217,10 +217,15 @@ def test_a_structural_links_confidence_is_what_the_backtest_measured_of_its_kind
                 {"band": "low", "links": 50, "hits": 5, "precision": 0.1},
             ])],
             "precision_by_reason": [json.dumps([
-                {"reason": "topical", "links": 140, "hits": 27, "precision": 0.19},
-                {"reason": "orphan-rescue", "links": 71, "hits": 52, "precision": 0.73},
-                {"reason": "depth-shortcut", "links": 30, "hits": 6, "precision": 0.2},
-                {"reason": "hub", "links": 8, "hits": 0, "precision": 0.0},
+                {"reason": "topical", "links": 140, "hits": 27, "known": 100, "precision": 0.19,
+                 "known_precision": 0.27},
+                # most rescues go to pages nobody ever linked: 52 of the 71 whose target lost a link
+                {"reason": "orphan-rescue", "links": 438, "hits": 52, "known": 71, "precision": 0.12,
+                 "known_precision": 52 / 71},
+                {"reason": "depth-shortcut", "links": 30, "hits": 6, "known": 30, "precision": 0.2,
+                 "known_precision": 0.2},
+                {"reason": "hub", "links": 8, "hits": 0, "known": 2, "precision": 0.0,
+                 "known_precision": 0.0},
             ])],
         }
     )  # fmt: skip
@@ -229,7 +234,7 @@ def test_a_structural_links_confidence_is_what_the_backtest_measured_of_its_kind
     # did not measure (the bridge) keeps its probability's band; a hub is the site's structure, not scored
     assert after["confidence"].to_list() == ["high", "medium", "high", "medium", "not scored", "high"]
     assert after["confidence_note"][2] == (
-        "high: 7 in 10 orphan rescue links were the editors' own in the backtest (52 of 71)"
+        "high: 7 in 10 orphan rescue links were the editors' own in the backtest (52 of the 71 it could tell)"
     )
     assert (
         after["confidence_note"][0]

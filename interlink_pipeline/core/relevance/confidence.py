@@ -6,9 +6,10 @@ A topical link's band follows its probability against the plan's own bar, `min_p
 HIGH_FACTOR times it is high, at or above it medium (a likely link), under it low; a link the ranker did
 not score is not scored (a hub, a section: the site's structure chose it, which hidden in-content links
 cannot measure). A structural link's target is forced (an orphan's rescue, a depth shortcut, a bridge) and
-its probability says little of it: its band is what the backtest measured for its reason — the highest
-band whose links its own are right as often as — and it keeps its probability's band only where the
-backtest did not measure its reason.
+its probability says little of it: its band is what the backtest measured for its reason — the share of
+its links that were the editors' own, read against the same bars as a probability, counting those into
+pages that lost an in-link to the hiding (the backtest cannot tell a rescue of a page nobody ever linked
+right or wrong) — and it keeps its probability's band only where the backtest did not measure its reason.
 """
 
 from __future__ import annotations
@@ -83,16 +84,16 @@ def link_confidence(plan: pl.DataFrame, measured: MeasuredConfidence, min_probab
     module says; the same plan and backtest give the same words on every run."""
     floor = measured.min_probability if measured.min_probability is not None else min_probability
     by_probability = band(pl.col("probability"), floor)
-    topical = {row["band"]: row["precision"] for row in measured.by_band}
     kinds = {
         row["reason"]: row
         for row in measured.by_reason
-        if row["reason"] in STRUCTURAL_REASONS and row.get("links") and row.get("precision") is not None
+        if row["reason"] in STRUCTURAL_REASONS and row.get("known") and row.get("known_precision") is not None
     }
-    kind_band = {reason: _band_by_precision(row["precision"], topical) for reason, row in kinds.items()}
+    kind_band = {reason: _band_of(row["known_precision"], floor) for reason, row in kinds.items()}
     kind_note = {
-        reason: f"{kind_band[reason]}: {in_ten(row['precision'])} {reason.replace('-', ' ')} links were the "
-        f"editors' own in the backtest ({row['hits']:,} of {row['links']:,})"
+        reason: f"{kind_band[reason]}: {in_ten(row['known_precision'])} {reason.replace('-', ' ')} links "
+        f"were the editors' own in the backtest ({round(row['known_precision'] * row['known']):,} of the "
+        f"{row['known']:,} it could tell)"
         for reason, row in kinds.items()
     }
     words = band_words(measured.by_band)
@@ -120,13 +121,11 @@ BAND_RULES = {
 }
 
 
-def _band_by_precision(precision: float, topical: dict[str, float]) -> str:
-    """The highest of high and medium whose measured links a kind's links are right as often as, else
-    low."""
-    for name in BANDS[:2]:
-        if name in topical and precision >= topical[name]:
-            return name
-    return BANDS[2]
+def _band_of(share: float, min_probability: float) -> str:
+    """The band a measured share of right links takes, read as the probability it is: the bars of band()."""
+    if share >= HIGH_FACTOR * min_probability:
+        return BANDS[0]
+    return BANDS[1] if share >= min_probability else BANDS[2]
 
 
 def in_ten(precision: float) -> str:
