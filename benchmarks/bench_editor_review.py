@@ -40,10 +40,11 @@ import numpy as np
 import polars as pl
 
 from benchmarks.harness import DATA, print_table
-from interlink_pipeline.core.graph.anchors import placed_mention, url_like
+from interlink_pipeline.core.graph.anchors import url_like
 from interlink_pipeline.core.graph.link_evidence import related, with_shares
 from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, utility_pages
 from interlink_pipeline.core.graph.planner import SECTION_PAGES
+from interlink_pipeline.core.graph.sentences import placed_mention
 from interlink_pipeline.core.publish.page_drilldown import PLACEMENT_WORDS
 from interlink_pipeline.core.relevance.phrases import GENERIC_ANCHORS
 from interlink_pipeline.core.relevance.url_tree import UrlTree
@@ -225,7 +226,7 @@ def editors_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataF
     """A seeded sample of the links the site's editors wrote in its pages' content, in the review's form
     (the anchor in its sentence where the source's text holds it): what the reviewer refuses of these is
     the floor the plan's refusals are read against."""
-    from interlink_pipeline.core.graph.anchors import sentence_bounds
+    from interlink_pipeline.core.graph.sentences import sentence_bounds
     from interlink_pipeline.core.publish.warehouse_reads import content_links
 
     pairs = content_links(warehouse, site, lock_timeout_s=10.0)

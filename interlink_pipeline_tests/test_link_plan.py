@@ -15,9 +15,6 @@ from interlink_pipeline.core.graph.anchors import (
     AnchorRules,
     anchor_rules,
     choose_anchors,
-    first_placed,
-    heading_lead,
-    placed_mention,
     target_names,
 )
 from interlink_pipeline.core.graph.centrality import betweenness, centrality
@@ -41,6 +38,7 @@ from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOption
 from interlink_pipeline.core.graph.plan_stability import plan_changes
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import Planner, plan_links
+from interlink_pipeline.core.graph.sentences import first_placed, heading_lead, placed_mention
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ingest.site_links import existing_links, links_from_crawl_counts
 from interlink_pipeline.core.ingest.site_sections import SiteSections

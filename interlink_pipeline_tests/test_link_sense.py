@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.anchors import AnchorRules, inside_longer_name, placed_mention, title_cased
+from interlink_pipeline.core.graph.anchors import AnchorRules
 from interlink_pipeline.core.graph.broad_targets import broad_pages
 from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
@@ -17,6 +17,7 @@ from interlink_pipeline.core.graph.plan_rows import placed_links
 from interlink_pipeline.core.graph.planner import plan_links
 from interlink_pipeline.core.graph.same_name import name_groups, outside_branch
 from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
+from interlink_pipeline.core.graph.sentences import inside_longer_name, placed_mention, title_cased
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.relevance.confidence import MeasuredConfidence, link_confidence
 from interlink_pipeline.core.relevance.url_tree import UrlTree

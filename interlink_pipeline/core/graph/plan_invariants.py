@@ -8,13 +8,14 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules, readable
+from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules
 from interlink_pipeline.core.graph.decided_links import NOT_KEPT, PLANNER_MISSED
 from interlink_pipeline.core.graph.left_for_editor import task_counts
 from interlink_pipeline.core.graph.link_evidence import related, with_evidence_columns
 from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
 from interlink_pipeline.core.graph.plan_state import PlanStats
 from interlink_pipeline.core.graph.planner import Planner
+from interlink_pipeline.core.graph.sentences import readable
 from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT
 
