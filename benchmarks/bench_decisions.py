@@ -35,7 +35,7 @@ FRACTION = 0.2
 
 def _site_inputs(name: str, variant: str):
     """The set materialised up to the plan, and what a backtest rebuilds from."""
-    from interlink_pipeline.core.graph.link_plan import read_plan_inputs
+    from interlink_pipeline.core.graph.plan_inputs import read_plan_inputs
     from interlink_pipeline.core.relevance.site_inputs import relevance_inputs
     from interlink_pipeline.defs.ml.embeddings import default_embedder
     from interlink_pipeline.defs.resources import Warehouse

@@ -55,6 +55,7 @@ from interlink_pipeline_tests.helpers import (
     PROJECT_ROOT,
     SAMPLE_DIR,
     UP_TO_PLAN,
+    failure_message,
     materialization_metadata,
     run_site,
 )
@@ -1110,6 +1111,24 @@ def test_constraints_that_cannot_be_met_give_warnings_with_the_reason(tmp_path, 
     assert not depth.passed and depth.severity == dg.AssetCheckSeverity.WARN
     assert "is the home page with room for a link (left for an editor" in depth.metadata["why"].value
     assert checks["link_plan_within_budget"].passed
+
+
+def test_a_plan_refuses_page_vectors_of_another_model(tmp_path, instance, sample_site):
+    """The plan embeds sentences with the configured model beside ml.page_embeddings: vectors another
+    model made stop it with one sentence, and the plan already written stays as it was."""
+    site = sample_site.folder.copy(tmp_path / "site")
+    with duckdb.connect(str(site.warehouse)) as con:
+        con.execute(
+            "UPDATE ml.page_embeddings SET model = 'other-model@0123abcd' WHERE site = ?", [SAMPLE_HOST]
+        )
+        before = con.execute("SELECT link_id FROM graph.link_plan ORDER BY link_id").fetchall()
+    result = run_site(site.warehouse, site.inbox, instance, SAMPLE_HOST, steps=["link_plan"])
+    assert not result.success
+    message = failure_message(result)
+    assert f"ml.page_embeddings for {SAMPLE_HOST} were made by other-model@0123abcd" in message
+    assert "materialise page_embeddings again" in message
+    with duckdb.connect(str(site.warehouse), read_only=True) as con:
+        assert con.execute("SELECT link_id FROM graph.link_plan ORDER BY link_id").fetchall() == before
 
 
 def test_the_marts_accept_every_reason_the_plan_gives():

@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.anchors import AnchorRules
+from interlink_pipeline.core.graph.anchors import AnchorRules, site_anchor_rules
 from interlink_pipeline.core.graph.broad_targets import broad_pages
 from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
@@ -189,12 +189,54 @@ def test_a_name_alone_is_evidence_only_where_a_sentence_can_take_the_link():
     )
     unplaceable = candidates.with_columns(pl.lit(None, dtype=pl.Int64).alias("mention_offset"))
     budget = int(planner.out_budget[1])
-    kept, anchored, _ = placed_links(
-        pages, planned, planner, unplaceable, PlanOptions(), {}, [-1] * 5, _sense(pages)
+    rules = site_anchor_rules(pages, {}, "en")
+    kept, anchored = placed_links(
+        pages, planned, planner, unplaceable, PlanOptions(), {}, [-1] * 5, _sense(pages), rules
     )
     assert (1, 3) not in set(kept.select("source", "target").iter_rows())
     assert (4, 3) in set(kept.select("source", "target").iter_rows()) and anchored.placements == ["related"]
     assert planner.out_budget[1] == budget + 1 and (1, 3) not in planner.planned
+
+
+def test_a_target_keeps_its_share_of_the_plan_that_stays():
+    """max_target_share holds of the plan left once the links without a place leave it: the target past
+    it keeps its most probable topical links, and their sources' room comes back."""
+    n = 12
+    pages = _pages(
+        [f"Notes on topic number {i} of this site." for i in range(n)], [f"Topic {i}" for i in range(n)]
+    )
+    rows = [(s, 6, 0.5 + s / 100, "similar") for s in range(1, 6)] + [
+        (s, 6 + s, 0.4, "similar") for s in range(1, 6)
+    ]
+    site = _site(n, candidates=rows, existing=[(0, page, True) for page in range(1, n)])
+    planned, planner = plan_links(site, PlanOptions(hub_links=0, max_inlinks=5, max_target_share=0.5))
+    into = planned.filter(pl.col("target") == 6).sort("score", descending=True)
+    assert into.height >= 4 and planned.height > into.height  # within the planner's own share of 8 links
+    planned = planned.with_columns(
+        (pl.col("target") != 6).alias("needs_sentence"),
+        pl.lit(0.5).alias("probability"),
+        pl.lit(True).alias("tied"),
+    )
+    candidates = pl.DataFrame(
+        rows, schema=["source", "target", "probability", "origins"], orient="row"
+    ).with_columns(
+        pl.lit(None, dtype=pl.Int64).alias("mention_offset"),
+        pl.lit(None, dtype=pl.Float64).alias("mention_words"),
+    )
+    room = planner.out_budget.copy()
+    kept, anchored = placed_links(
+        pages, planned, planner, candidates, PlanOptions(max_target_share=0.5), {}, [-1] * n, _sense(pages),
+        site_anchor_rules(pages, {}, "en"),
+    )  # fmt: skip
+    # the links that needed a sentence leave; of those into page 6, half of what stays may remain
+    best = into.head(into.height // 2)
+    assert sorted(kept.select("source", "target").rows()) == sorted(best.select("source", "target").rows())
+    assert len(anchored.placements) == best.height == len(planner.links)
+    # every link taken out gives its source's room back: those without a sentence and those past the share
+    taken_out = np.bincount(planned["source"].to_numpy(), minlength=n) - np.bincount(
+        kept["source"], minlength=n
+    )
+    assert (planner.out_budget - room == taken_out).all() and taken_out[into.tail(2)["source"]].min() >= 1
 
 
 def test_a_structural_links_confidence_is_what_the_backtest_measured_of_its_kind():

@@ -12,7 +12,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.graph.link_plan import planner_without, read_plan_inputs
+from interlink_pipeline.core.graph.link_plan import planner_without
+from interlink_pipeline.core.graph.plan_inputs import read_plan_inputs
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.inbox import export_kind, register_crawl

@@ -18,7 +18,6 @@ from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.sentences import first_placed, heading_lead
 from interlink_pipeline.core.relevance.phrases import DEMONSTRATIVES, GENERIC_ANCHORS, INDEFINITES
 from interlink_pipeline.core.text import (
-    detect_language,
     first_clause,
     function_words,
     stop_words,
@@ -213,9 +212,8 @@ def placed_mentions(
     )
 
 
-def site_anchor_rules(pages: pl.DataFrame, taken: Mapping[str, set[int]]) -> AnchorRules:
-    """The anchor rules of a site, in its language (told from its titles)."""
-    language = detect_language(pages["title"].drop_nulls().head(2000).to_list())
+def site_anchor_rules(pages: pl.DataFrame, taken: Mapping[str, set[int]], language: str) -> AnchorRules:
+    """The anchor rules of a site in its `language`."""
     return anchor_rules(pages, taken, function_words(language), stop_words(language))
 
 

@@ -5,9 +5,8 @@ before/after figures and the invariants — everything the link_plan step writes
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +22,8 @@ from interlink_pipeline.core.graph.decided_links import (
     decided_links,
     links_seen_live,
 )
-from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.metrics import GraphSummary, click_depth
+from interlink_pipeline.core.graph.plan_inputs import PlanInputs, indexed, read_plan_inputs
 from interlink_pipeline.core.graph.plan_invariants import check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows
 from interlink_pipeline.core.graph.plan_options import PlanOptions, utility_pages
@@ -37,19 +36,13 @@ from interlink_pipeline.core.graph.plan_stability import (
 )
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import Planner, plan_links
-from interlink_pipeline.core.graph.same_name import name_groups
 from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
-from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
+from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ingest.site_links import (
     content_page_pairs,
-    existing_links,
-    links_from_crawl_counts,
-    taken_anchors,
     without_hidden,
 )
-from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.invariants import Invariant
-from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.relevance.backtest import (
     BacktestResult,
     BacktestSetup,
@@ -58,118 +51,14 @@ from interlink_pipeline.core.relevance.backtest import (
 )
 from interlink_pipeline.core.relevance.confidence import MeasuredConfidence
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
-from interlink_pipeline.core.relevance.url_tree import UrlTree
-from interlink_pipeline.core.text import detect_language, function_words
 from interlink_pipeline.core.urls import url_parts
 from interlink_pipeline.core.warehouse.site_tables import SiteTables, standing_decisions
 
 # what the plan reads of each table
-PAGE_COLUMNS = ("page_id", "url", "url_key", "path", "title", "h1", "meta_description", "body_text",
-                "is_home", "crawl_id", "text_hash", "crawl_depth", "crawl_inlinks")  # fmt: skip
 CANDIDATE_COLUMNS = ["source_page_id", "target_page_id", "probability", "origins", "mention_offset",
                      "mention_words"]  # fmt: skip
 PREVIOUS_COLUMNS = ["link_id", "source_page_id", "target_page_id", "source_url", "target_url", "reason",
                     "score", "evidence", "placement", "alternative_source_urls"]  # fmt: skip
-
-
-@dataclass
-class PlanInputs:
-    """What a plan is built on, besides its candidates: pages in page-id order (row = node), their
-    vectors and clusters, similar pairs both ways, and the existing links as node edges."""
-
-    pages: pl.DataFrame
-    vectors: np.ndarray
-    index: pl.DataFrame  # page_id -> i
-    cluster_of: np.ndarray
-    similar: pl.DataFrame
-    existing: pl.DataFrame
-    nodes: int
-    taken: dict[str, set[int]]  # existing in-content anchor (lower case) -> the pages it points at
-    encode: Callable[[Sequence[str]], np.ndarray]  # the encoder the vectors were made with
-    sections: SiteSections = field(default_factory=SiteSections.empty)
-    # each page's in-links as the crawl counted them, when the links are known by these counts only (no
-    # All Inlinks export: `existing` then holds the crawl's click depths, see links_from_crawl_counts)
-    counted_inlinks: np.ndarray | None = None
-    search_console: pl.DataFrame | None = None  # raw.search_console rows (url, impressions, position)
-
-    @cached_property
-    def tree(self) -> UrlTree:
-        """The pages' URL tree: each page's parent and its section's size."""
-        return UrlTree(self.pages["path"].to_list())
-
-    @cached_property
-    def name_groups(self) -> np.ndarray:
-        """Per page, an id of its name when another page bears it too (same_name.name_groups), else -1."""
-        return name_groups(self.pages)
-
-    @cached_property
-    def sense(self) -> MentionSense:
-        """Whether a phrase of a page's text means the page it would link to (mention_sense.py)."""
-        language = detect_language(self.pages["title"].drop_nulls().head(2000).to_list())
-        return MentionSense.of(self.pages, self.vectors, self.encode, function_words(language))
-
-    @property
-    def parents(self) -> list[int]:
-        return self.tree.parent.tolist()
-
-    @property
-    def links_known(self) -> str:
-        """How the site's existing links are known: 'links' (All Inlinks), 'counts' (the crawl's in-link
-        counts and depths) or 'none'."""
-        if self.counted_inlinks is not None:
-            return "counts"
-        return "links" if not self.existing.is_empty() else "none"
-
-
-def indexed(frame: pl.DataFrame, index: pl.DataFrame, columns: dict[str, str]) -> pl.DataFrame:
-    """Replace page-id columns by page indices, in place (rows of pages not in the index are dropped)."""
-    order = [columns.get(c, c) for c in frame.columns]
-    for column, name in columns.items():
-        frame = frame.join(index.rename({"page_id": column, "i": name}), on=column).drop(column)
-    return frame.select(order)
-
-
-def plan_inputs_from(
-    pages: pl.DataFrame,
-    vectors: np.ndarray,
-    clusters: pl.DataFrame,
-    similarity_pairs: pl.DataFrame,
-    links: pl.DataFrame,
-    encode: Callable[[Sequence[str]], np.ndarray],
-) -> PlanInputs:
-    """A site's plan inputs from its pages (in page-id order) and vectors, ml.page_clusters,
-    ml.similarity_pairs and raw.crawl_links, and the encoder that made the vectors."""
-    index = pages.select("page_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("i"))
-    cluster = indexed(clusters, index, {"page_id": "i"}).sort("i")
-    cluster_of = np.full(len(pages), -1, dtype=np.int64)
-    cluster_of[cluster["i"].to_numpy()] = cluster["cluster_id"].to_numpy()
-    similar = indexed(
-        similarity_pairs.filter(pl.col("relation") == "similar").select(
-            "source_page_id", "target_page_id", "score"
-        ),
-        index,
-        {"source_page_id": "a", "target_page_id": "b"},
-    )
-    similar = pl.concat([similar, similar.select(pl.col("b").alias("a"), pl.col("a").alias("b"), "score")])
-    existing, nodes = existing_links(links, pages["url_key"])
-    counted = None
-    if links.is_empty():
-        home = int(np.flatnonzero(pages["is_home"].to_numpy())[0])
-        existing, nodes, counted = links_from_crawl_counts(pages["crawl_depth"], pages["crawl_inlinks"], home)
-    anchors = page_links(links, pages["url_key"])
-    return PlanInputs(
-        pages,
-        vectors,
-        index,
-        cluster_of,
-        similar,
-        existing,
-        nodes,
-        taken_anchors(anchors),
-        encode,
-        anchors.sections,
-        counted,
-    )
 
 
 def plan_site(
@@ -261,9 +150,8 @@ def planner_without(
             ~pl.col("target").is_in(pl.Series(orphaned, dtype=pl.Int64).implode())
         )
         planned, planner = plan_site(inputs, candidates, existing, options)
-        planned, _, _ = placed_links(
-            inputs.pages, planned, planner, candidates, options, inputs.taken, inputs.parents, inputs.sense
-        )
+        planned, _ = placed_links(inputs.pages, planned, planner, candidates, options, inputs.taken,
+                                  inputs.parents, inputs.sense, inputs.anchor_rules)  # fmt: skip
         return planned, within_reach(planner)
 
     return plan
@@ -355,9 +243,8 @@ def build_site_plan(
         history.kept_centrality,
         decided,
     )
-    planned, anchored, rules = placed_links(
-        inputs.pages, planned, planner, candidates, options, inputs.taken, inputs.parents, inputs.sense
-    )
+    planned, anchored = placed_links(inputs.pages, planned, planner, candidates, options, inputs.taken,
+                                     inputs.parents, inputs.sense, inputs.anchor_rules)  # fmt: skip
     plan = plan_rows(site, inputs.pages, planned, anchored, options.min_probability,
                      navigation_pairs(inputs.existing), history.measured)  # fmt: skip
     refused = refused_links(pages["page_id"], planner.refused)
@@ -372,7 +259,15 @@ def build_site_plan(
     placed = planned.with_columns(pl.Series("placement", anchored.placements, dtype=pl.String))
     orphans = after.summary.orphan_pages
     checks = check_plan(
-        placed, anchored, inputs.existing, planner, orphans, options, inputs.taken, accepted, rules
+        placed,
+        anchored,
+        inputs.existing,
+        planner,
+        orphans,
+        options,
+        inputs.taken,
+        accepted,
+        inputs.anchor_rules,
     )
     return SitePlan(
         plan,
@@ -420,23 +315,6 @@ def with_alternatives(previous: pl.DataFrame, urls: pl.Series) -> pl.DataFrame:
         .fill_null([])
         .alias("alternatives")
     )
-
-
-def read_plan_inputs(
-    tables: SiteTables, site: str, encode: Callable[[Sequence[str]], np.ndarray]
-) -> PlanInputs:
-    """A site's plan inputs, read off the warehouse; `encode`: the encoder ml.page_embeddings used."""
-    pages, vectors = read_vectors(tables.path, site, PAGE_COLUMNS)
-    inputs = plan_inputs_from(
-        pages,
-        vectors,
-        tables.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]),
-        tables.read_site("ml.similarity_pairs", site),
-        tables.read_site("raw.crawl_links", site),
-        encode,
-    )
-    inputs.search_console = tables.read_site("raw.search_console", site, ["url", "impressions", "position"])
-    return inputs
 
 
 def centrality_path(tables: SiteTables, site: str) -> Path:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules, plan_anchors, site_anchor_rules
+from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules, plan_anchors
 from interlink_pipeline.core.graph.decisions import link_ids
 from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions
@@ -28,11 +28,12 @@ def placed_links(
     taken: Mapping[str, set[int]],
     parents: list[int],
     sense: MentionSense,
-) -> tuple[pl.DataFrame, Anchored, AnchorRules]:
-    """The planned links (with needs_sentence, tied) that keep a place, their anchors (plan_anchors) and
-    the site's anchor rules they were chosen by; the links taken out leave the planner too (their room
-    given back), but those editors accepted."""
-    rules = site_anchor_rules(pages, taken)
+    rules: AnchorRules,
+) -> tuple[pl.DataFrame, Anchored]:
+    """The planned links (with needs_sentence, tied) that keep a place and their anchors (plan_anchors,
+    by the site's anchor `rules`); the links taken out leave the planner too (their room given back), but
+    those editors accepted, and a target then past max_target_share of the plan keeps its most probable
+    topical links."""
 
     def anchored_links(links: pl.DataFrame) -> Anchored:
         return plan_anchors(pages, links, candidates, options, taken, parents, rules, sense)
@@ -49,11 +50,13 @@ def placed_links(
         pair for pair in unplaced.select("source", "target").iter_rows() if pair not in planner.accepted_pairs
     }
     if not pairs:
-        return planned, anchored, rules
+        return planned, anchored
     planner.remove(pairs)
+    # the share one target may take is of the plan that stays
+    pairs |= planner.drop_topical_past(max(2, int(options.max_target_share * len(planner.links))))
     keep = pl.Series([pair not in pairs for pair in planned.select("source", "target").iter_rows()])
     planned = planned.filter(keep)
-    return planned, anchored_links(planned), rules
+    return planned, anchored_links(planned)
 
 
 def navigation_pairs(existing: pl.DataFrame) -> pl.DataFrame:

@@ -239,9 +239,9 @@ class PlanState:
         )
         return True
 
-    def drop_topical_past(self, cap: int) -> None:
+    def drop_topical_past(self, cap: int) -> set[tuple[int, int]]:
         """Take out each target's least probable topical links past `cap` new in-links (its structural
-        links and those editors accepted stay), giving their sources' budgets back."""
+        links and those editors accepted stay), giving their sources' budgets back; the pairs taken out."""
         taken = Counter(link.target for link in self.links if link.reason != "topical")
         ranked = sorted(
             (i for i, link in enumerate(self.links) if link.reason == "topical"),
@@ -254,6 +254,7 @@ class PlanState:
             if taken[link.target] > cap and (link.source, link.target) not in self.accepted_pairs:
                 dropped.add((link.source, link.target))
         self.remove(dropped)
+        return dropped
 
     def remove(self, pairs: set[tuple[int, int]]) -> None:
         """Take these planned links out, giving their places' room back."""

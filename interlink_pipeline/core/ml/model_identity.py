@@ -39,6 +39,11 @@ class ModelIdentity:
         """name@content-hash[/fp16|/int8]: the embedding cache key (same files, same id, anywhere)."""
         return f"{self.label}@{self.fingerprint}" + ("/fp16" if self.half else "/int8" if self.int8 else "")
 
+    def same_files(self, model_id: str) -> bool:
+        """Whether vectors keyed `model_id` come from this model's files (any precision): one space."""
+        base = f"{self.label}@{self.fingerprint}"
+        return model_id == base or model_id.startswith(f"{base}/")
+
     @property
     def files_id(self) -> str:
         """name-content-hash: the model's files whatever the precision (its exported graphs' folder)."""

@@ -22,6 +22,7 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.ml.encoders import TextEncoder
 from interlink_pipeline.core.ml.int8_check import check_int8
+from interlink_pipeline.core.ml.model_identity import ModelIdentity
 from interlink_pipeline.core.warehouse.contract import ValidationReport
 from interlink_pipeline.core.warehouse.database import connect, memory_limit
 from interlink_pipeline.core.warehouse.store import merge_rows, query, read_site, update_site_rows
@@ -237,6 +238,24 @@ def _cached_vectors(
             vectors[name][part["row"].to_numpy()] = block[part["at"].to_numpy()]
         placed += at.height
     return vectors, placed
+
+
+def require_model(warehouse: str | Path, site: str, model: ModelIdentity) -> None:
+    """The plan embeds sentences beside the pages' vectors: both must be of one model's files, or the
+    sentence test compares two spaces."""
+    with connect(warehouse) as con:
+        made = [
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT model FROM ml.page_embeddings WHERE site = ? ORDER BY model", [site]
+            ).fetchall()
+        ]
+    other = [model_id for model_id in made if not model.same_files(model_id)]
+    if other:
+        raise InputError(
+            f"ml.page_embeddings for {site} were made by {other[0]}, not by the configured model "
+            f"{model.model_id}: materialise page_embeddings again (or configure that model) before planning."
+        )
 
 
 def read_vectors(

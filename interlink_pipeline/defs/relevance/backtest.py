@@ -10,8 +10,10 @@ import polars as pl
 from dagster import AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
-from interlink_pipeline.core.graph.link_plan import backtest_plan, read_plan_inputs
+from interlink_pipeline.core.graph.link_plan import backtest_plan
+from interlink_pipeline.core.graph.plan_inputs import read_plan_inputs
 from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.ml.page_embeddings import require_model
 from interlink_pipeline.core.numbers import SEED_LIMIT
 from interlink_pipeline.core.relevance.backtest import (
     BacktestSetup,
@@ -114,6 +116,7 @@ def link_backtest(
         yield from _standing(context, warehouse, site, crawl_id, earlier, why, started)
         return
     with user_errors():
+        require_model(warehouse.path, site, embedder.identity())
         inputs = with_vectors(inputs, warehouse, model_id, embedder.encoder)
         base = read_plan_inputs(warehouse, site, embedder.encode)
     result = backtest_plan(inputs.signals, inputs.links, base, hiding, setup, inputs.decided)
