@@ -1,113 +1,27 @@
 """The plan's structure steps: every page within max_depth clicks of the home page, orphans rescued, groups
 cut off from the home page bridged. Sense before structure: each link comes from the target's own section
-index (its list), from the index above its own index, or from one of its `structural_sources` most related
-pages over the whole site (candidates with evidence that both are about the same thing, at min_probability
-or more); budget room decides whether such a page can take one more link, never which page becomes the
-source. A page none of them can link is left for an editor (left_for_editor.py), not linked anyway."""
+index, the index above its own, or one of its `structural_sources` most related pages over the whole site
+(structural_sources.py); a page none of them can link is left for an editor (left_for_editor.py)."""
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from itertools import islice
-from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from interlink_pipeline.core.graph.link_evidence import INDEX_ABOVE, SECTION_INDEX, in_list_only
+from interlink_pipeline.core.graph.link_evidence import SECTION_INDEX
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, click_depth, out_degree
 from interlink_pipeline.core.graph.plan_state import PlanState
+from interlink_pipeline.core.graph.structural_sources import (
+    Sources,
+    csr_row,
+    link_first_open,
+    link_from_above_or_related,
+    link_from_related,
+    related_sources,
+)
 from interlink_pipeline.core.ml.exact_search import exact_top
-
-ALTERNATIVES = 3  # the next best sources a structural link names
-
-
-class Sources(NamedTuple):
-    """The pages that may give a target a structural link, best first: their scores and the evidence that
-    relates each to the target (a candidate's origins, SECTION_INDEX or INDEX_ABOVE)."""
-
-    pages: np.ndarray
-    scores: np.ndarray
-    evidence: tuple[str, ...]
-
-
-def related_sources(planner: PlanState, target: int) -> Sources:
-    """The target's most related pages (planner.neighbours: candidates with evidence that stand out), then
-    its own section index when not among them: its URL parent, when that is an index page — or the home
-    page, when its URL children fit its hub links (with flat URLs, every page's parent, it heads no
-    section)."""
-    pages, scores, provenance = planner.neighbours[target]
-    tree = planner.site.tree
-    parent = int(tree.parent[target]) if tree is not None else -1
-    home = planner.site.home
-    heads = planner.is_index[parent] if parent != home else planner.home_lists_children
-    if parent < 0 or not heads or parent in pages:
-        return Sources(pages, scores, provenance)
-    return Sources(np.append(pages, parent), np.append(scores, np.float32(0.0)), (*provenance, SECTION_INDEX))
-
-
-def _link_first_open(
-    planner: PlanState, target: int, sources: Sources, eligible: np.ndarray, reason: str
-) -> bool:
-    """Link target from the first of its `sources` that is eligible, has room and no link yet, naming the
-    next ALTERNATIVES such pages as its alternatives. A candidate whose text relates it to the target takes
-    the link in its content while it has budget, else in its list when it is an index page (the home page:
-    only its sections' indexes); a section index, the index above or an index proposing the target as like
-    what it lists takes it in its list only (link_evidence.in_list_only)."""
-
-    def room(other: int, evidence: str) -> str | None:
-        home = other == planner.site.home
-        if home and evidence == SECTION_INDEX and planner.hub_budget > 0:
-            return "home"
-        if not in_list_only(evidence) and planner.out_budget[other] > 0:
-            return "contextual"
-        # beyond its hub links the home page lists only the indexes of its own sections (an orphaned
-        # /guides/), never whatever is too deep
-        return "listing" if planner.is_index[other] and (not home or own_section) else None
-
-    tree = planner.site.tree
-    own_section = (
-        bool(planner.is_index[target]) and tree is not None and tree.parent[target] == planner.site.home
-    )
-
-    open_sources = list(
-        islice(
-            (
-                (other, score, evidence, place)
-                for other, score, evidence in zip(
-                    sources.pages.tolist(), sources.scores.tolist(), sources.evidence, strict=True
-                )
-                if eligible[other] and planner.is_new(other, target) and (place := room(other, evidence))
-            ),
-            1 + ALTERNATIVES,
-        )
-    )
-    if not open_sources:
-        return False
-    (source, score, evidence, place), rest = open_sources[0], open_sources[1:]
-    return planner.add(
-        source, target, reason, score, evidence, alternatives=tuple(o for o, *_ in rest),
-        listing=place == "listing", home=place == "home",
-    )  # fmt: skip
-
-
-def link_from_related(
-    planner: PlanState, targets: np.ndarray, eligible: np.ndarray, reason: str | Mapping[int, str]
-) -> list[int]:
-    """Give each target, in order, one link from its first related source (related_sources) that is
-    eligible and has room. `reason` is one for all, or one per target. Returns the targets that found
-    none."""
-
-    def why(target: int) -> str:
-        return reason if isinstance(reason, str) else reason[target]
-
-    return [
-        int(t)
-        for t in targets
-        if not _link_first_open(planner, int(t), related_sources(planner, int(t)), eligible, why(int(t)))
-    ]
 
 
 def deep_sections(planner: PlanState, floor: int, linked: set[int], room: int) -> list[int]:
@@ -227,7 +141,7 @@ def rescue_orphans(planner: PlanState) -> None:
         chosen = Sources(
             sources.pages[likely], sources.scores[likely], tuple(np.array(sources.evidence)[likely])
         )
-        _link_first_open(planner, target, chosen, anywhere, "orphan-rescue")
+        link_first_open(planner, target, chosen, anywhere, "orphan-rescue")
 
 
 def bridge_components(planner: PlanState) -> None:
@@ -295,11 +209,11 @@ def shorten_depth(planner: PlanState) -> None:
         # a section's index before its pages: once it is in reach, it is their place (its list)
         heads = _section_heads(planner, ordered)
         if len(heads):
-            _link_from_above_or_related(planner, heads, into, depth[:n], eligible, why)
+            link_from_above_or_related(planner, heads, into, depth[:n], eligible, why)
             if len(planner.links) > linked:
                 progress = True
                 continue
-        _link_from_above_or_related(planner, ordered, into, depth[:n], eligible, why)
+        link_from_above_or_related(planner, ordered, into, depth[:n], eligible, why)
         progress |= len(planner.links) > linked
         if len(planner.links) == linked:
             failed[ordered] = True
@@ -354,56 +268,14 @@ def _lift_lists(planner: PlanState) -> None:
         givers[:n] = (depth >= 0) & (depth <= limit - 2)
         linked, chosen = len(planner.links), []
         for page in np.flatnonzero(lists >= LIFTED_PAGES)[np.argsort(-lists[lists >= LIFTED_PAGES])]:
-            listed = _row(graph, page)[too_deep[_row(graph, page)]]
+            listed = csr_row(graph, page)[too_deep[csr_row(graph, page)]]
             if len(listed) >= LIFTED_PAGES:  # counting only the pages no list before it brings up
                 chosen.append(int(page))
                 tried[page], too_deep[listed] = True, False
         chosen_pages = np.asarray(chosen, dtype=np.int64)
-        _link_from_above_or_related(planner, chosen_pages, graph.T.tocsr(), depth, givers, "depth-shortcut")
+        link_from_above_or_related(planner, chosen_pages, graph.T.tocsr(), depth, givers, "depth-shortcut")
         if len(planner.links) == linked:
             return
-
-
-def _link_from_above_or_related(
-    planner: PlanState,
-    targets: np.ndarray,
-    into: sparse.csr_matrix,
-    depth: np.ndarray,
-    eligible: np.ndarray,
-    reason: str | Mapping[int, str],
-) -> None:
-    """Give each target one link from the `eligible` index above its own index (_indexes_above), else, for
-    those none is open on, from its first eligible related source (link_from_related)."""
-    rest = []
-    for target in targets.tolist():
-        why = reason if isinstance(reason, str) else reason[target]
-        above = _indexes_above(planner, into, depth, target, eligible[: planner.page_count])
-        if above is None or not _link_first_open(planner, target, above, eligible, why):
-            rest.append(target)
-    link_from_related(planner, np.asarray(rest, dtype=np.int64), eligible, reason)
-
-
-def _indexes_above(
-    planner: PlanState, into: sparse.csr_matrix, depth: np.ndarray, page: int, givers: np.ndarray
-) -> Sources | None:
-    """The `givers` that are index pages and link a page that links `page` one level up (its index's
-    index: `into` holds each page's in-links), most similar to it first: the site's own hierarchy places
-    the page in their list."""
-    linking = _row(into, page)
-    parents = linking[depth[linking] == depth[page] - 1]
-    above = np.unique(np.concatenate([_row(into, p) for p in parents.tolist()] or [np.array([], int)]))
-    above = above[givers[above] & planner.is_index[above]]
-    if not len(above):
-        return None
-    vectors = planner.site.vectors
-    scores = vectors[above] @ vectors[page] if vectors is not None else planner.centrality[above]
-    order = np.argsort(-scores, kind="stable")
-    return Sources(above[order], scores[order].astype(np.float64), (INDEX_ABOVE,) * len(above))
-
-
-def _row(matrix: sparse.csr_matrix, row: int) -> np.ndarray:
-    """A CSR row's column indices, without building a one-row matrix (50x faster, called per target)."""
-    return matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]]
 
 
 def _next_targets(

@@ -1,0 +1,146 @@
+"""Where a structural link comes from: the target's most related pages over the whole site, its own
+section index, or the index above its own index — the first of them with room takes the link and the next
+ones are named as its alternatives. Room decides whether a source can take one more link, never which page
+is the source."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import islice
+from typing import NamedTuple
+
+import numpy as np
+from scipy import sparse
+
+from interlink_pipeline.core.graph.link_evidence import INDEX_ABOVE, SECTION_INDEX, in_list_only
+from interlink_pipeline.core.graph.plan_state import PlanState
+
+ALTERNATIVES = 3  # the next best sources a structural link names
+
+
+class Sources(NamedTuple):
+    """The pages that may give a target a structural link, best first: their scores and the evidence that
+    relates each to the target (a candidate's origins, SECTION_INDEX or INDEX_ABOVE)."""
+
+    pages: np.ndarray
+    scores: np.ndarray
+    evidence: tuple[str, ...]
+
+
+def related_sources(planner: PlanState, target: int) -> Sources:
+    """The target's most related pages (planner.neighbours: candidates with evidence that stand out), then
+    its own section index when not among them: its URL parent, when that is an index page — or the home
+    page, when its URL children fit its hub links (with flat URLs, every page's parent, it heads no
+    section)."""
+    pages, scores, provenance = planner.neighbours[target]
+    tree = planner.site.tree
+    parent = int(tree.parent[target]) if tree is not None else -1
+    home = planner.site.home
+    heads = planner.is_index[parent] if parent != home else planner.home_lists_children
+    if parent < 0 or not heads or parent in pages:
+        return Sources(pages, scores, provenance)
+    return Sources(np.append(pages, parent), np.append(scores, np.float32(0.0)), (*provenance, SECTION_INDEX))
+
+
+def link_first_open(
+    planner: PlanState, target: int, sources: Sources, eligible: np.ndarray, reason: str
+) -> bool:
+    """Link target from the first of its `sources` that is eligible, has room and no link yet, naming the
+    next ALTERNATIVES such pages as its alternatives. A candidate whose text relates it to the target takes
+    the link in its content while it has budget, else in its list when it is an index page (the home page:
+    only its sections' indexes); a section index, the index above or an index proposing the target as like
+    what it lists takes it in its list only (link_evidence.in_list_only)."""
+
+    def room(other: int, evidence: str) -> str | None:
+        home = other == planner.site.home
+        if home and evidence == SECTION_INDEX and planner.hub_budget > 0:
+            return "home"
+        if not in_list_only(evidence) and planner.out_budget[other] > 0:
+            return "contextual"
+        # beyond its hub links the home page lists only the indexes of its own sections (an orphaned
+        # /guides/), never whatever is too deep
+        return "listing" if planner.is_index[other] and (not home or own_section) else None
+
+    tree = planner.site.tree
+    own_section = (
+        bool(planner.is_index[target]) and tree is not None and tree.parent[target] == planner.site.home
+    )
+
+    open_sources = list(
+        islice(
+            (
+                (other, score, evidence, place)
+                for other, score, evidence in zip(
+                    sources.pages.tolist(), sources.scores.tolist(), sources.evidence, strict=True
+                )
+                if eligible[other] and planner.is_new(other, target) and (place := room(other, evidence))
+            ),
+            1 + ALTERNATIVES,
+        )
+    )
+    if not open_sources:
+        return False
+    (source, score, evidence, place), rest = open_sources[0], open_sources[1:]
+    return planner.add(
+        source, target, reason, score, evidence, alternatives=tuple(o for o, *_ in rest),
+        listing=place == "listing", home=place == "home",
+    )  # fmt: skip
+
+
+def link_from_related(
+    planner: PlanState, targets: np.ndarray, eligible: np.ndarray, reason: str | Mapping[int, str]
+) -> list[int]:
+    """Give each target, in order, one link from its first related source (related_sources) that is
+    eligible and has room. `reason` is one for all, or one per target. Returns the targets that found
+    none."""
+
+    def why(target: int) -> str:
+        return reason if isinstance(reason, str) else reason[target]
+
+    return [
+        int(t)
+        for t in targets
+        if not link_first_open(planner, int(t), related_sources(planner, int(t)), eligible, why(int(t)))
+    ]
+
+
+def link_from_above_or_related(
+    planner: PlanState,
+    targets: np.ndarray,
+    into: sparse.csr_matrix,
+    depth: np.ndarray,
+    eligible: np.ndarray,
+    reason: str | Mapping[int, str],
+) -> None:
+    """Give each target one link from the `eligible` index above its own index (indexes_above), else, for
+    those none is open on, from its first eligible related source (link_from_related)."""
+    rest = []
+    for target in targets.tolist():
+        why = reason if isinstance(reason, str) else reason[target]
+        above = indexes_above(planner, into, depth, target, eligible[: planner.page_count])
+        if above is None or not link_first_open(planner, target, above, eligible, why):
+            rest.append(target)
+    link_from_related(planner, np.asarray(rest, dtype=np.int64), eligible, reason)
+
+
+def indexes_above(
+    planner: PlanState, into: sparse.csr_matrix, depth: np.ndarray, page: int, givers: np.ndarray
+) -> Sources | None:
+    """The `givers` that are index pages and link a page that links `page` one level up (its index's
+    index: `into` holds each page's in-links), most similar to it first: the site's own hierarchy places
+    the page in their list."""
+    linking = csr_row(into, page)
+    parents = linking[depth[linking] == depth[page] - 1]
+    above = np.unique(np.concatenate([csr_row(into, p) for p in parents.tolist()] or [np.array([], int)]))
+    above = above[givers[above] & planner.is_index[above]]
+    if not len(above):
+        return None
+    vectors = planner.site.vectors
+    scores = vectors[above] @ vectors[page] if vectors is not None else planner.centrality[above]
+    order = np.argsort(-scores, kind="stable")
+    return Sources(above[order], scores[order].astype(np.float64), (INDEX_ABOVE,) * len(above))
+
+
+def csr_row(matrix: sparse.csr_matrix, row: int) -> np.ndarray:
+    """A CSR row's column indices, without building a one-row matrix (50x faster, called per target)."""
+    return matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]]
