@@ -101,7 +101,7 @@ def _sense(pages: pl.DataFrame) -> MentionSense:
 
 def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
     titles = ["Home", "Code block render hooks", "Markdown attributes", "Syntax highlighting", "hugo gen",
-              "hugo gen chromastyles", "Images"]  # fmt: skip
+              "hugo gen chromastyles", "Images", "Chess Game"]  # fmt: skip
     texts = [
         "The documentation of the site.",
         "Override how Hugo renders fenced code blocks with a render hook template of your own, per language.",
@@ -110,6 +110,7 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         "Generate documentation and scripts for the Hugo CLI.",
         "Generate CSS stylesheets for the Chroma code highlighter.",
         "Resize, crop and filter images in your templates.",
+        "A game of chess from its first move to its result, as a program records it.",
     ]
     sense = _sense(_pages(texts, titles))
     command = "Generate the stylesheet with the hugo gen chromastyles command."
@@ -123,6 +124,9 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         ("Syntax highlighting", "Syntax highlighting works in every fenced block.", 2, 3),  # the whole name
         ("Images", "Open the gallery in Images to crop each one.", 0, 6),  # one word, written as a name
         ("syntax highlighting", "Hooks may add syntax highlighting to a block.", 0, 1),  # another page's name
+        ("markdown attributes", "Hooks read the markdown attributes of a block.", 0, 2),  # as written, but its first letter
+        ("chess game", "Crop the photo of a chess game to a square.", 0, 7),  # not as written: an ordinary phrase
+        ("Chess Game", "Crop the photo of a Chess Game to a square.", 0, 7),  # the name
     ]  # fmt: skip
     phrases, sentences, sources, targets = (list(column) for column in zip(*asked, strict=True))
     assert sense.means(phrases, sentences, sources, targets, 1) == [
@@ -133,9 +137,13 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         True,
         True,
         False,
+        True,
+        False,
+        True,
     ]
-    # the sentences judged by their words, the phrase left out; asked again, none is embedded again
-    assert sorted(sense._closer.values()) == [0, 4]
+    # the sentences judged by their words, the phrase left out (Images is nearer the photo's sentence than
+    # Chess Game); asked again, none is embedded again
+    assert sorted(sense._closer.values()) == [0, 1, 4]
     assert sense.means(phrases[:2], sentences[:2], sources[:2], targets[:2], 5) == [True, True]
 
 

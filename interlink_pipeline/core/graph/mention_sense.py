@@ -1,7 +1,8 @@
 """Whether a phrase of a source's text means the page it would link to, before it becomes an anchor.
 
-A phrase that is the target's whole name means it, unless it is one word not written as a name (an
-ordinary word may be a page's name: "else", "much"; "the program Patzer" names one). Any other phrase (a
+A phrase that is the target's whole name, written as the target writes it, means it: a lower-case
+"chess game" is an ordinary phrase where the page is "Chess Game", and one word not written as a name is an
+ordinary word (a page's name may be "else" or "much"; "the program Patzer" names one). Any other phrase (a
 word of the name, another anchor the site uses for the page) means the target only where its sentence is
 about it: with the phrase left out, the sentence's text is closest to the target among the site's pages
 (its `nearest` pages, the source itself not counted), by the model the pages were embedded with. And no
@@ -76,13 +77,15 @@ class MentionSense:
         return verdict
 
     def _is_name(self, phrase: str, sentence: str, target: int) -> bool:
-        """Whether the phrase is the target's whole name, and a name of one word besides function words
-        only where the text writes it as the target does, not as the sentence's first word."""
+        """Whether the phrase is the target's whole name written as the target writes it: a name of
+        several words with its words' case (its first letter aside: "Markdown attributes" is "markdown
+        attributes"; "chess game" is not Chess Game), a name of one word besides function words exactly,
+        and not as the sentence's first word."""
         key = name_key(phrase)
         if target not in self.names.get(key, ()):
             return False
         if sum(word not in self.glue for word in key.split()) > 1:
-            return True
+            return any(_same_case(phrase, name) for name in self.written[target])
         initial = sentence.lstrip(" \"'“‘([«¿¡").startswith(phrase)
         return phrase in self.written[target] and not initial
 
@@ -119,6 +122,18 @@ class MentionSense:
                     closer = int((row > row[target]).sum()) - int(row[source] > row[target])
                     self._closer[(context, source, target)] = closer
         return [self._closer[_context_key(*a)] for a in asked]
+
+
+def _same_case(phrase: str, name: str) -> bool:
+    """Whether the phrase writes the name's words as the name does, the first letter's case aside."""
+    words, named = _WORD.findall(phrase), _WORD.findall(name)
+    if len(words) != len(named) or not words:
+        return False
+    return (
+        words[0][:1].lower() == named[0][:1].lower()
+        and words[0][1:] == named[0][1:]
+        and words[1:] == named[1:]
+    )
 
 
 def _context_key(sentence: str, phrase: str, source: int, target: int) -> tuple[str, int, int]:
