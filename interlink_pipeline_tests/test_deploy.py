@@ -171,3 +171,30 @@ def test_crawls_dropped_at_once_run_on_two_celery_workers_into_one_lake(
         folders = {path.split("/")[-2] for (path,) in files.fetchall()}
     assert set(planned) == set(SITES) and min(planned.values()) > 0
     assert folders == {f"site={site}" for site in planned}
+
+
+def test_the_top_level_workspace_file_loads_the_pipeline_in_the_webserver(tmp_path, model_cache):
+    """The design card's workspace.yaml, beside pyproject.toml: `dagster-webserver -w workspace.yaml` loads
+    the code location and shows its assets and jobs."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "INTERLINK_WAREHOUSE": str(tmp_path / "interlink.duckdb"),
+           "INTERLINK_INBOX": str(tmp_path / "inbox"), "INTERLINK_MODEL_CACHE": str(model_cache)}  # fmt: skip
+    port, log = free_port(), tmp_path / "webserver.log"
+    webserver = Path(sys.executable).with_name("dagster-webserver")
+    command = [str(webserver), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)]
+    url = f"http://127.0.0.1:{port}"
+    with service(command, log, cwd=PROJECT_ROOT, env=env):
+        wait_for(lambda: http_ok(f"{url}/server_info"), 180, "the webserver", log)
+        entries = _graphql(
+            url,
+            "{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { "
+            "... on RepositoryLocation { repositories { jobs { name } assetNodes { assetKey { path } } } } "
+            "... on PythonError { message } } } } } }",
+        )["workspaceOrError"]["locationEntries"]
+    assert [entry["name"] for entry in entries] == ["interlink_pipeline"]
+    (repository,) = entries[0]["locationOrLoadError"]["repositories"]
+    assets = {"/".join(node["assetKey"]["path"]) for node in repository["assetNodes"]}
+    assert {"graph/link_plan", "ml/page_embeddings", "raw/crawl_pages"} <= assets
+    assert "site_pipeline" in {job["name"] for job in repository["jobs"]}
