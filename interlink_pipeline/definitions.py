@@ -21,6 +21,7 @@ from interlink_pipeline.core.environment import Environment, environment
 from interlink_pipeline.core.ingest.inbox import default_inbox
 from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.database import default_warehouse
+from interlink_pipeline.core.warehouse.locations import check_locations, project_locations
 from interlink_pipeline.defs.ml.embeddings import Embedder, default_embedder
 from interlink_pipeline.defs.pool_wait import sleep_between_claims
 from interlink_pipeline.defs.publish.alerts import FailureAlerts
@@ -40,12 +41,14 @@ def build_defs(
     serp_api: SerpApi | None = None,
     env: Environment | None = None,
 ) -> Definitions:
-    """Definitions over a given warehouse, drop folder and model (defaults: the environment, then data/)."""
+    """Definitions over a given warehouse, drop folder and model (defaults: the environment, then data/);
+    settings that would write one place twice are refused first (locations.py)."""
     env = env or environment()
-    warehouse = duckdb_path or default_warehouse(env)
+    warehouse, inbox = duckdb_path or default_warehouse(env), inbox_root or default_inbox(env)
+    check_locations(project_locations(warehouse, inbox, env=env))
     resources = {
         "warehouse": Warehouse(path=warehouse),
-        "inbox": CrawlInbox(root=inbox_root or default_inbox(env)),
+        "inbox": CrawlInbox(root=inbox),
         "embedder": embedder or default_embedder(env),
         "serp_api": serp_api or default_serp_api(env),
         "candidate_settings": CandidateSettings(),

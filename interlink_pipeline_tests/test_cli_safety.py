@@ -817,3 +817,72 @@ def test_a_links_export_with_almost_no_link_position_is_said_at_every_step_it_th
         orphans = con.execute("SELECT orphan_pages FROM graph.site_metrics ORDER BY scenario DESC").fetchall()
         planned = con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0]
     assert orphans == [(14,), (5,)] and planned > 20  # before, after (5 utility pages left to the menus)
+
+
+OVERLAPPING_SETTINGS = {
+    "the snapshot path is the warehouse's": (
+        lambda tmp: {"INTERLINK_SNAPSHOT_PATH": str(tmp / "w.duckdb")},
+        "the warehouse (INTERLINK_WAREHOUSE) ({tmp}/w.duckdb) and the analysts' snapshot "
+        "(INTERLINK_SNAPSHOT_PATH) ({tmp}/w.duckdb) are the same file: one would overwrite the other",
+    ),
+    "the snapshot path is a link to the warehouse": (
+        lambda tmp: {"INTERLINK_SNAPSHOT_PATH": str(tmp / "link.duckdb")},
+        "are the same file: one would overwrite the other",
+    ),
+    "the exports folder is the drop folder": (
+        lambda tmp: {"INTERLINK_EXPORTS_DIR": str(tmp / "inbox")},
+        "the drop folder (INTERLINK_INBOX) ({tmp}/inbox) and the exports folder (INTERLINK_EXPORTS_DIR) "
+        "({tmp}/inbox) are the same folder",
+    ),
+    "the drop folder and the warehouse inside the exports folder": (
+        lambda tmp: {"INTERLINK_EXPORTS_DIR": str(tmp)},
+        "is inside the exports folder (INTERLINK_EXPORTS_DIR) ({tmp}): what one writes there the other may "
+        "replace or delete",
+    ),
+    "Dagster's home is the drop folder": (
+        lambda tmp: {"DAGSTER_HOME": str(tmp / "inbox")},
+        "the drop folder (INTERLINK_INBOX) ({tmp}/inbox) and Dagster's home (DAGSTER_HOME) ({tmp}/inbox) "
+        "are the same folder",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERLAPPING_SETTINGS))
+def test_settings_that_name_one_place_twice_are_refused_before_anything_is_written(case, registered):
+    """A snapshot published over the warehouse would replace it with its copy: every command refuses such
+    settings in one sentence, and every file (warehouse, inbox, Dagster's home) keeps its bytes."""
+    env, tmp_path = registered
+    with duckdb.connect(env["INTERLINK_WAREHOUSE"]) as con:  # a warehouse with something in it
+        con.execute("CREATE TABLE kept AS SELECT 42 AS answer")
+    (tmp_path / "link.duckdb").symlink_to(tmp_path / "w.duckdb")
+    settings, message = OVERLAPPING_SETTINGS[case]
+    env = {**env, **settings(tmp_path)}
+    before = _state(tmp_path)
+    for command in (["materialize", "--site", LIGHT], ["sql", "SELECT 1"], ["status", "--site", LIGHT]):
+        done = run_cli(env, *command)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert message.replace("{tmp}", str(tmp_path)) in done.stderr, done.stderr
+        assert "nothing was written" in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert _state(tmp_path) == before
+
+
+def test_the_sql_shell_opens_only_a_duckdb_snapshot_and_never_fetches_an_extension(registered):
+    """A SQLite file where the snapshot should be would make DuckDB install its SQLite extension from the
+    network before safe mode holds: the shell refuses it, and nothing is installed."""
+    env, tmp_path = registered
+    sqlite = tmp_path / "snapshot.db"
+    with contextlib.closing(sqlite3.connect(sqlite)) as con:
+        con.execute("CREATE TABLE t (a)")
+        con.commit()
+    home = tmp_path / "user"
+    home.mkdir()
+    env = {**env, "INTERLINK_SNAPSHOT_PATH": str(sqlite), "HOME": str(home)}
+    before = _state(tmp_path)
+    done = run_cli(env, "sql", "SELECT 1")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        f"error: {sqlite} is not a DuckDB file (a SQLite database): INTERLINK_SNAPSHOT_PATH names the "
+        "analysts' snapshot, which the pipeline writes; nothing was opened."
+    )
+    assert _state(tmp_path) == before and not (home / ".duckdb").exists()

@@ -124,9 +124,10 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         ("Syntax highlighting", "Syntax highlighting works in every fenced block.", 2, 3),  # the whole name
         ("Images", "Open the gallery in Images to crop each one.", 0, 6),  # one word, written as a name
         ("syntax highlighting", "Hooks may add syntax highlighting to a block.", 0, 1),  # another page's name
-        ("markdown attributes", "Hooks read the markdown attributes of a block.", 0, 2),  # as written, but its first letter
-        ("chess game", "Crop the photo of a chess game to a square.", 0, 7),  # not as written: an ordinary phrase
-        ("Chess Game", "Crop the photo of a Chess Game to a square.", 0, 7),  # the name
+        # a name as the target writes it, but its first letter; not as written: an ordinary phrase; the name
+        ("markdown attributes", "Hooks read the markdown attributes of a block.", 0, 2),
+        ("chess game", "Crop the photo of a chess game to a square.", 0, 7),
+        ("Chess Game", "Crop the photo of a Chess Game to a square.", 0, 7),
     ]  # fmt: skip
     phrases, sentences, sources, targets = (list(column) for column in zip(*asked, strict=True))
     assert sense.means(phrases, sentences, sources, targets, 1) == [

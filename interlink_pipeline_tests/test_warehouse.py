@@ -209,3 +209,24 @@ def test_read_only_open_of_a_missing_file(tmp_path):
         connect(tmp_path / "none.duckdb", read_only=True),
     ):
         pass
+
+
+def test_a_snapshot_is_never_published_over_the_warehouse(tmp_path):
+    """A run configured to publish its snapshot at the warehouse's own path (or a link to it) stops in a
+    sentence, and the warehouse keeps every byte."""
+    from interlink_pipeline.core.warehouse.snapshot import publish_snapshot
+
+    warehouse = tmp_path / "w.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("CREATE TABLE kept AS SELECT 42 AS answer")
+    (tmp_path / "link.duckdb").symlink_to(warehouse)
+    before = warehouse.read_bytes()
+    for snapshot in (warehouse, tmp_path / "link.duckdb"):
+        with pytest.raises(
+            InputError, match=r"is the warehouse itself: publishing would replace the warehouse"
+        ):
+            publish_snapshot(warehouse, snapshot)
+    assert warehouse.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [
+        "link.duckdb",
+        "w.duckdb",
+    ]

@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     from interlink_pipeline.core.errors import InputError
 
     try:
+        _check_locations()
         return {
             "demo": commands.demo,
             "register": commands.register,
@@ -90,6 +91,15 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {problem}", file=sys.stderr)
         return 2
+
+
+def _check_locations() -> None:
+    """Settings that would write one place twice are refused before any command writes (locations.py)."""
+    from interlink_pipeline.core.ingest.inbox import default_inbox
+    from interlink_pipeline.core.warehouse.database import default_warehouse
+    from interlink_pipeline.core.warehouse.locations import check_locations, project_locations
+
+    check_locations(project_locations(default_warehouse(), default_inbox()))
 
 
 def _home_problem(exc: Exception) -> Exception | str | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.warehouse import lake
+from interlink_pipeline.core.warehouse.database import file_format
 
 # what a one-off query prints (`interlink sql --csv "SELECT …" > file.csv`): the shell's output modes
 OUTPUT_MODES = ("csv", "json", "markdown")
@@ -44,6 +45,13 @@ def shell_command(
     if lake.is_lake(location):
         command += ["-cmd", lake.analyst_commands(location), "-cmd", ".safe_mode on"]
     elif snapshot.is_file():
+        if (
+            kind := file_format(snapshot, "the analysts' snapshot")
+        ) is not None:  # DuckDB would fetch an extension to open it
+            raise InputError(
+                f"{snapshot} is not a DuckDB file ({kind}): INTERLINK_SNAPSHOT_PATH names the analysts' "
+                "snapshot, which the pipeline writes; nothing was opened."
+            )
         command += ["-safe", "-readonly", str(snapshot)]
     else:
         raise InputError(f"no snapshot yet at {snapshot}: materialise a site first (interlink demo).")

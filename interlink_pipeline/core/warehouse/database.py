@@ -153,23 +153,30 @@ def _remove_empty(path: Path) -> None:
         return
 
 
-def _check_format(path: Path) -> None:
-    """Refuse a file that is not a DuckDB database before DuckDB reads it (it may take it for another
-    format and look for an extension to read that)."""
+def file_format(path: Path, what: str = "the warehouse") -> str | None:
+    """What the file at `path` holds when it is not a DuckDB database ('a SQLite database', 'not DuckDB'),
+    read off its first bytes before DuckDB reads it (it may take it for another format and look for an
+    extension to read that); None for a DuckDB file, an empty one or none."""
     try:
         with path.open("rb") as f:
             head = f.read(64)
     except FileNotFoundError:
-        return
+        return None
     except OSError as exc:
-        raise InputError(f"cannot open the warehouse {path}: {exc.strerror}.") from None
+        raise InputError(f"cannot open {what} {path}: {exc.strerror}.") from None
     if not head or head[_MAGIC_AT : _MAGIC_AT + len(_DUCKDB_MAGIC)] == _DUCKDB_MAGIC:
-        return
-    kind = next((name for magic, name in _OTHER_FORMATS.items() if head.startswith(magic)), "not DuckDB")
-    raise InputError(
-        f"{path} is not a DuckDB warehouse ({kind}); nothing was changed. Set {WAREHOUSE_ENV} to a DuckDB "
-        "file (a new name makes a new warehouse) or to a lake (ducklake:...)."
-    )
+        return None
+    return next((name for magic, name in _OTHER_FORMATS.items() if head.startswith(magic)), "not DuckDB")
+
+
+def _check_format(path: Path) -> None:
+    """Refuse a warehouse file that is not a DuckDB database."""
+    kind = file_format(path)
+    if kind is not None:
+        raise InputError(
+            f"{path} is not a DuckDB warehouse ({kind}); nothing was changed. Set {WAREHOUSE_ENV} to a "
+            "DuckDB file (a new name makes a new warehouse) or to a lake (ducklake:...)."
+        )
 
 
 def storage_problem(message: str) -> str | None:

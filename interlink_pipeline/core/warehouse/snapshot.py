@@ -55,6 +55,11 @@ def publish_snapshot(
     them all (a missing earlier snapshot: every table). Returns the rows copied per table."""
     if not Path(path).exists():
         raise InputError(f"{path}: no warehouse file yet; materialise a site first.")
+    if Path(snapshot).resolve() == Path(path).resolve():
+        raise InputError(
+            f"the analysts' snapshot ({snapshot}) is the warehouse itself: publishing would replace the "
+            "warehouse with its copy; set INTERLINK_SNAPSHOT_PATH elsewhere (nothing was written)."
+        )
     base, changed = patching if patching and patching[0].is_file() else (None, frozenset())
     copied: dict[str, int] = {}
     with replaced_atomically(Path(snapshot)) as partial:
