@@ -557,6 +557,60 @@ def test_a_run_killed_while_publishing_leaves_one_whole_release(assets, fault, t
     assert not (snapshots / ".staged").exists()
 
 
+def _tree(root: Path) -> dict[str, bytes | str]:
+    """Every entry under `root` by relative path, not following links: a file's bytes, a link's target."""
+    return {
+        str(p.relative_to(root)): os.readlink(p) if p.is_symlink() else p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_symlink() or p.is_file()
+    }
+
+
+@pytest.mark.parametrize("kind", ["a file", "a link to a web root", "a folder of its own"])
+def test_what_a_user_put_in_the_published_folders_place_is_never_replaced(
+    kind, tmp_path, light_and_nutri, cli_env, crawls
+):
+    """Issue 70: a file put in place of `exports/<site>` was deleted by the next publication, a link to a
+    web root silently replaced. The publication stops in a sentence before anything moves: the user's
+    file, link and web root, the snapshot and every release keep their bytes; status says what is there."""
+    site = light_and_nutri.folder.copy(tmp_path / "site")  # published once
+    warehouse, inbox = site.warehouse, site.inbox
+    exports = warehouse.parent / "exports" / LIGHT
+    exports.unlink()
+    web_root = tmp_path / "www"
+    web_root.mkdir()
+    (web_root / "index.html").write_text("the user's own site")
+    if kind == "a file":
+        exports.write_text("notes of my own")
+    elif kind == "a link to a web root":
+        exports.symlink_to(web_root)
+    else:
+        exports.mkdir()
+        (exports / "draft.md").write_text("my draft")
+    staged = warehouse.parent / "snapshots" / ".staged"
+
+    def state() -> tuple[dict, dict]:  # the staged snapshot aside: the next publication removes it
+        return {
+            k: v for k, v in _tree(site.root).items() if not (site.root / k).is_relative_to(staged)
+        }, _tree(web_root)
+
+    before = state()
+    with dg.instance_for_test() as instance:
+        result = run_site(warehouse, inbox, instance, LIGHT, steps=["analyst_snapshot", "published_files"])
+    assert not result.success
+    message = failure_message(result)
+    assert (
+        f"{exports} is " in message
+        and "not the site's published folder: the plan was not published" in message
+    )
+    assert state() == before
+    env = {**cli_env, "INTERLINK_WAREHOUSE": str(warehouse), "INTERLINK_INBOX": str(inbox)}
+    light = crawls / "lightchiropractic"  # the site registered in this Dagster home too
+    call_cli(env, "register", str(light / "internal_all.csv"), "--links", str(light / "all_inlinks.csv"))
+    status = call_cli(env, "status", "--site", LIGHT)
+    assert f"published: nothing here: {exports} is " in status.stdout, status.stdout + status.stderr
+
+
 def test_a_run_failing_at_its_last_steps_publishes_nothing_and_status_shows_the_published_plan(
     tmp_path, light_and_nutri, cli_env, crawls
 ):

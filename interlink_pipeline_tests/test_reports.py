@@ -614,3 +614,41 @@ def test_a_published_plan_is_stale_once_a_newer_crawl_is_registered_or_past_its_
     assert plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS="7")) == timedelta(days=7)
     with pytest.raises(InputError, match=r"\$INTERLINK_PLAN_MAX_AGE_DAYS must be a whole number of days"):
         plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS="two"))
+
+
+def test_where_links_cannot_be_made_the_site_folder_is_switched_whole_and_says_how(tmp_path, monkeypatch):
+    """On vfat or SMB (simulated: symlink answers EPERM) the site's folder is a folder of its own, switched
+    to each release in one rename (the two swapped), and the publication says so; a file system that cannot
+    swap two folders moves the old one aside first."""
+    import errno
+
+    from interlink_pipeline.core.publish import publication
+
+    def no_links(*_args, **_kwargs):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(publication.os, "symlink", no_links)
+    folder = tmp_path / "shop.example"
+    switches = []
+    for run, text in (("run-1", "first"), ("run-2", "second"), ("run-3", "third")):
+        staged = staged_folder(folder, run)
+        staged.mkdir(parents=True)
+        (staged / "report.html").write_text(text)
+        if run == "run-1":
+            (staged / "link_plan.csv").write_text("kept from the first")
+        if run == "run-3":  # this file system cannot swap two folders either
+            monkeypatch.setattr(publication, "_exchange", lambda *_: no_links())
+        switches.append(publish(folder, run, {"site": "shop.example"}).switch)
+        assert folder.is_dir() and not folder.is_symlink()
+        assert (folder / "report.html").read_text() == text and read_manifest(folder)["run_id"] == run
+        assert (
+            folder / "link_plan.csv"
+        ).read_text() == "kept from the first"  # linked in from the one before
+    assert [s.split(";")[1].strip() for s in switches] == [
+        "the release was moved into place in one rename",
+        "the folder and the release swapped in one rename",
+        "the folder was moved aside and the release moved in (a reader may have found it missing for an "
+        "instant)",
+    ]
+    # the release before the published one stays (a reader may hold it open); older ones are removed
+    assert sorted(p.name for p in release_root(folder).iterdir()) == ["run-2"]

@@ -339,7 +339,7 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     import duckdb
 
     from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
-    from interlink_pipeline.core.publish.publication import read_manifest
+    from interlink_pipeline.core.publish.publication import foreign_folder, read_manifest
     from interlink_pipeline.core.publish.warehouse_reads import published_figures
     from interlink_pipeline.core.warehouse.database import exists
 
@@ -357,11 +357,14 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     shown = published or current
     if shown is None:
         return []
-    lines = [
-        f"published: run {published['run_id']} at {published['published_at']}"
-        if published
-        else "published: nothing yet (its run has not finished): the warehouse's figures"
-    ]
+    foreign = foreign_folder(folder)
+    if foreign is not None:
+        said = f"published: nothing here: {foreign}, which no publication replaces (move it aside)"
+    elif published:
+        said = f"published: run {published['run_id']} at {published['published_at']}"
+    else:
+        said = "published: nothing yet (its run has not finished): the warehouse's figures"
+    lines = [said]
     lines += [
         f"{row['scenario']:<7}{row['pages']:,} pages, {row['links']:,} links "
         f"({row['planned_links']:,} planned), {row['orphan_pages']:,} orphans, max depth {row['max_depth']}, "

@@ -174,6 +174,8 @@ def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> Mat
         published = publish(folder, run_id, manifest, snapshot, partial(_running, context.instance))
     if published.removed:
         context.log.warning(f"{site}: removed what earlier runs left: {'; '.join(published.removed)}")
+    if published.switch != "link":
+        context.log.warning(f"{site}: published as a {published.switch}")
     return MaterializeResult(
         metadata=readable(
             {
@@ -182,6 +184,7 @@ def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> Mat
                 "release": MetadataValue.path(str(staged_folder(folder, run_id).absolute())),
                 "published": MetadataValue.json(published.files),
                 "cleaned_up": MetadataValue.json(published.removed),
+                "switched_by": published.switch,
                 "crawl_id": figures["crawl_id"] or "",
                 "seconds": time.monotonic() - started,
             }
