@@ -700,15 +700,71 @@ def test_a_killed_run_never_holds_its_site_whatever_the_dagster_home(
     assert f"{LIGHT} has no pages yet: materialise it first" in after.stderr
 
 
+# A run as the UI or the daemon leaves it when `make dev` is killed as a whole: its worker process said
+# "Started process for run (pid: N)", as Dagster's run worker does, and then died with the rest.
+DAEMON_RUN_WORKER = """
+import os, sys, time
+import dagster as dg
+from dagster._core.events import EngineEventData
+
+@dg.op
+def working(context):
+    pid = os.getpid()
+    context.instance.report_engine_event(
+        f"Started process for run (pid: {pid}).", context.dagster_run, EngineEventData.in_process(pid)
+    )
+    print("started", flush=True)
+    time.sleep(600)
+
+@dg.job
+def site_pipeline():
+    working()
+
+with dg.DagsterInstance.from_config(sys.argv[1]) as instance:
+    site_pipeline.execute_in_process(instance=instance, tags={"dagster/partition": sys.argv[2]})
+"""
+
+
+def test_a_run_of_a_killed_make_dev_never_holds_its_site(registered):
+    """Issue 70: `make dev` killed with a run in flight left the site locked ("already in progress … in the
+    UI or the daemon") until `make dev` ran again for two minutes. The next command sees the run's worker
+    is gone, marks the run failed and goes ahead."""
+    env, tmp_path = registered
+    log = tmp_path / "worker.log"
+    with open(log, "w") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-c", DAEMON_RUN_WORKER, env["DAGSTER_HOME"], LIGHT], env=env, stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        _wait_while_running(worker, log, lambda: "started" in log.read_text())
+        [run] = instance.get_runs()
+        decisions = tmp_path / "decisions.csv"
+        decisions.write_text("source_url,target_url,decision\n")
+        refused = call_cli(env, "decisions", "import", str(decisions), "--site", LIGHT)  # the worker works
+        assert (
+            f"a run of {LIGHT} is already in progress (run {run.run_id}, in the UI or the daemon)"
+            in refused.stderr
+        )
+        worker.kill()
+        worker.wait()
+        assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED
+        after = call_cli(env, "decisions", "import", str(decisions), "--site", LIGHT)
+        assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
+    said = f"run {run.run_id} had stopped: its process (pid {worker.pid}) is gone: it was killed or crashed"
+    assert said in after.stderr and "already in progress" not in after.stderr, after.stderr
+    assert f"{LIGHT} has no pages yet: materialise it first" in after.stderr
+
+
 def test_a_run_whose_process_id_was_reused_is_dead():
-    from interlink_pipeline.cli.runs import HOST_TAG, PID_TAG, PROCESS_STARTED_TAG, _process_gone
+    from interlink_pipeline.cli.dead_runs import HOST_TAG, PID_TAG, PROCESS_STARTED_TAG, process_gone
 
     here = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     now = psutil.Process().create_time()
-    assert not _process_gone({**here, PROCESS_STARTED_TAG: f"{now:.2f}"})
-    assert _process_gone({**here, PROCESS_STARTED_TAG: f"{now - 3600:.2f}"})  # another process, same id
-    assert not _process_gone({**here, HOST_TAG: "another-machine", PROCESS_STARTED_TAG: "0"})
-    assert not _process_gone({})  # a run of the UI or the daemon: their run monitoring's
+    assert not process_gone({**here, PROCESS_STARTED_TAG: f"{now:.2f}"})
+    assert process_gone({**here, PROCESS_STARTED_TAG: f"{now - 3600:.2f}"})  # another process, same id
+    assert not process_gone({**here, HOST_TAG: "another-machine", PROCESS_STARTED_TAG: "0"})
+    assert not process_gone({})  # a run of the UI or the daemon: their run monitoring's
 
 
 def _fill(folder: Path) -> None:

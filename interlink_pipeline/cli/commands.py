@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from interlink_pipeline.cli.dead_runs import release_dead_runs
 from interlink_pipeline.cli.run_config import run_config
 from interlink_pipeline.cli.runs import (
     add_site,
@@ -14,7 +15,6 @@ from interlink_pipeline.cli.runs import (
     execute,
     locked_site,
     registered,
-    release_dead_runs,
     run_site,
     warehouse_resource,
 )

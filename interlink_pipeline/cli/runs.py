@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import socket
 import sys
 import time
 import uuid
@@ -15,13 +14,17 @@ from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import TextIO
 
+from interlink_pipeline.cli.dead_runs import (
+    HOST_TAG,
+    IN_PROGRESS,
+    PID_TAG,
+    process_tags,
+    record_failure,
+    release_dead_runs,
+)
 from interlink_pipeline.core.environment import environment, use_dagster_home
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# a CLI run's process (its id, machine and start time), so the next command can tell a run still working
-# from one that was killed, even once the id is reused
-PID_TAG, HOST_TAG, PROCESS_STARTED_TAG = "interlink/pid", "interlink/host", "interlink/process_started"
-IN_PROGRESS = ("STARTING", "STARTED", "CANCELING")  # DagsterRunStatus values of a run not finished
 PROGRESS_MESSAGE_CHARS = 60  # the running step's latest message, as much as the bar shows of it
 
 
@@ -122,7 +125,7 @@ def execute(
     from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
     from interlink_pipeline.defs.jobs import step_keys
 
-    tags = {"interlink/trigger": "cli", **_process_tags()}
+    tags = {"interlink/trigger": "cli", **process_tags()}
     key = inbox_run_key(default_inbox(), site) if steps is None else run_key
     started = time.monotonic()
     job = defs.resolve_job_def("site_pipeline")
@@ -300,95 +303,6 @@ def _write_pid(fd: int) -> None:
     os.write(fd, str(os.getpid()).encode())
 
 
-def _process_tags() -> dict[str, str]:
-    """This process, as a CLI run's tags name it."""
-    import psutil
-
-    started = psutil.Process().create_time()
-    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), PROCESS_STARTED_TAG: f"{started:.2f}"}
-
-
-def _process_gone(tags: dict[str, str]) -> bool:
-    """Whether the CLI run these tags name ran on this machine and its process is gone: no process of that
-    id, or one started at another time (the id was reused). A run of another machine, or not of the CLI, is
-    never judged here (the daemon's run monitoring watches those)."""
-    import psutil
-
-    if PID_TAG not in tags or tags.get(HOST_TAG) != socket.gethostname():
-        return False
-    try:
-        started = psutil.Process(int(tags[PID_TAG])).create_time()
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.Error:  # another user's process: it is there
-        return False
-    recorded = tags.get(PROCESS_STARTED_TAG)
-    return recorded is not None and abs(started - float(recorded)) > 1
-
-
-def release_dead_runs(instance, site: str | None = None) -> None:
-    """Mark failed the CLI runs (of `site`, or of any) whose process on this machine is gone — SIGKILL, the
-    OOM killer, a crash, a reboot —, record each in ops.run_failures and free the writer-pool slots they
-    held; free those of finished runs too. Whatever the Dagster home holds: a pool or none, SQLite or
-    PostgreSQL. A slot a live run holds is named, so a waiting user knows what the wait is for."""
-    from dagster import DagsterRunStatus, RunsFilter
-
-    from interlink_pipeline.defs.publish.alerts import failure_payload
-    from interlink_pipeline.defs.tables import WRITER_POOL
-
-    storage = instance.event_log_storage
-    holding = set(storage.get_concurrency_run_ids())
-    unfinished = RunsFilter(
-        tags={"dagster/partition": site} if site else {},
-        statuses=[DagsterRunStatus(status) for status in IN_PROGRESS],
-    )
-    runs = {run.run_id: run for run in instance.get_runs(unfinished)}
-    for run_id in sorted(holding - set(runs)):
-        run = instance.get_run_by_id(run_id)
-        if run is None or run.is_finished:  # a finished (or deleted) run's slots
-            storage.free_concurrency_slots_for_run(run_id)
-        else:
-            runs[run_id] = run
-    for run in runs.values():
-        if _process_gone(run.tags):
-            message = (
-                f"its process (pid {run.tags[PID_TAG]}) is gone: it was killed or crashed before finishing"
-            )
-            instance.report_run_failed(run, message)
-            recorded = _record_failure(failure_payload(run, [], message))
-            storage.free_concurrency_slots_for_run(run.run_id)
-            print(
-                f"run {run.run_id} had stopped: {message}; marked failed, its slots freed; {recorded}",
-                file=sys.stderr,
-            )
-        elif run.run_id in holding:
-            where = run.tags.get("dagster/partition", "?")
-            print(f"waiting: run {run.run_id} ({where}) holds the {WRITER_POOL} pool", file=sys.stderr)
-
-
-def _record_failure(payload: dict) -> str:
-    """Record a failed run in ops.run_failures and post it to the webhook, as the run-failure sensor does;
-    what happened, in words (a warehouse that cannot be written cannot keep the record either)."""
-    import duckdb
-
-    from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.publish.alerts import record_failure
-    from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S, default_warehouse, storage_problem
-    from interlink_pipeline.defs.publish.alerts import FailureAlerts
-
-    alerts = FailureAlerts()
-    try:
-        _, outcome = record_failure(
-            payload, default_warehouse(), alerts.webhook_url, alerts.timeout_s, LOCK_TIMEOUT_S
-        )
-    except InputError as exc:
-        return f"not recorded: {exc}"
-    except (OSError, duckdb.Error) as exc:  # a full disk, a warehouse that cannot be written
-        problem = storage_problem(str(exc)) or str(exc).splitlines()[0]
-        return f"not recorded in ops.run_failures ({default_warehouse()}: {problem})"
-    return f"recorded in ops.run_failures (webhook: {outcome})"
-
-
 def _report_failure(instance, result, site: str, seconds: float) -> int:
     """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
     webhook; the user gets the step and its message, and the path of the full log."""
@@ -406,7 +320,7 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
             error = getattr(event.event_specific_data, "error", None)
             if error is not None:
                 log.write(error.to_string() + "\n")
-    recorded = _record_failure(payload)
+    recorded = record_failure(payload)
     where = f" at {payload['step']}" if payload["step"] else ""
     print(
         f"error: run {result.run_id} for {site} failed{where} after {seconds:.1f}s: {payload['message']}\n"
