@@ -942,3 +942,15 @@ def test_the_sql_shell_opens_only_a_duckdb_snapshot_and_never_fetches_an_extensi
         "analysts' snapshot, which the pipeline writes; nothing was opened."
     )
     assert _state(tmp_path) == before and not (home / ".duckdb").exists()
+
+
+@pytest.mark.parametrize("value", ["1000000000", "99999999999", "²", "٣"])
+def test_a_plan_age_past_any_calendar_or_in_other_digits_is_refused_in_a_sentence(value, registered):
+    """Issue 70: these gave 29-line tracebacks (OverflowError, ValueError), and "٣" was read as 3."""
+    env, _ = registered
+    done = call_cli({**env, "INTERLINK_PLAN_MAX_AGE_DAYS": value}, "status", "--site", LIGHT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == (
+        "error: $INTERLINK_PLAN_MAX_AGE_DAYS must be a whole number of days from 1 to 36,500, not "
+        f"{value!r}.\n"
+    )

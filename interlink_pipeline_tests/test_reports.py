@@ -612,8 +612,12 @@ def test_a_published_plan_is_stale_once_a_newer_crawl_is_registered_or_past_its_
     )
     assert plan_freshness(None, "a1", now, timedelta(days=30)).said == "no plan is published yet"
     assert plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS="7")) == timedelta(days=7)
-    with pytest.raises(InputError, match=r"\$INTERLINK_PLAN_MAX_AGE_DAYS must be a whole number of days"):
-        plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS="two"))
+    assert plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS="36500")) == timedelta(days=36_500)
+    for value in ("two", "0", "36501", "1000000000", "99999999999", "²", "٣"):  # Python's digits, not ours
+        with pytest.raises(
+            InputError, match=r"\$INTERLINK_PLAN_MAX_AGE_DAYS must be a whole number of days from 1 "
+        ):
+            plan_max_age(Environment(INTERLINK_PLAN_MAX_AGE_DAYS=value))
 
 
 def test_where_links_cannot_be_made_the_site_folder_is_switched_whole_and_says_how(tmp_path, monkeypatch):

@@ -24,3 +24,11 @@ def for_people(value: Any) -> Any:
     if type(value) in (list, tuple):  # exactly: records (named tuples) are left whole
         return type(value)(for_people(item) for item in value)
     return value
+
+
+def whole_number(variable: str, value: str, unit: str, most: int) -> int:
+    """A setting's whole number from 1 to `most`, written in ASCII digits ("²" and "٣" are digits to
+    Python, not to a person setting a variable); ValueError naming the variable otherwise."""
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= most:
+        raise ValueError(f"${variable} must be a whole number of {unit} from 1 to {most:,}, not {value!r}.")
+    return int(value)

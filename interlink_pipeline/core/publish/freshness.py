@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 from interlink_pipeline.core.environment import PLAN_MAX_AGE_ENV, Environment
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.numbers import whole_number
 
 PLAN_MAX_AGE_DAYS = 30
+MOST_DAYS = 36_500  # a hundred years: "never stale by age"
 
 
 @dataclass(frozen=True)
@@ -21,11 +23,14 @@ class Freshness:
 
 
 def plan_max_age(env: Environment) -> timedelta:
-    """$INTERLINK_PLAN_MAX_AGE_DAYS (whole days, 1 or more), else PLAN_MAX_AGE_DAYS."""
-    value = env.plan_max_age_days or str(PLAN_MAX_AGE_DAYS)
-    if not value.isdigit() or int(value) < 1:
-        raise InputError(f"${PLAN_MAX_AGE_ENV} must be a whole number of days (1 or more), not {value!r}.")
-    return timedelta(days=int(value))
+    """$INTERLINK_PLAN_MAX_AGE_DAYS (whole days, 1 to MOST_DAYS), else PLAN_MAX_AGE_DAYS."""
+    try:
+        days = whole_number(
+            PLAN_MAX_AGE_ENV, env.plan_max_age_days or str(PLAN_MAX_AGE_DAYS), "days", MOST_DAYS
+        )
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return timedelta(days=days)
 
 
 def _plan_made(published: dict) -> datetime:

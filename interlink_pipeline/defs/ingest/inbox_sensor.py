@@ -21,20 +21,20 @@ from dagster import (
 from interlink_pipeline.core.environment import INBOX_SCAN_ENV, environment
 from interlink_pipeline.core.ingest.inbox import SETTLE_SECONDS, SiteDrop, decision_files, scan_inbox
 from interlink_pipeline.core.ingest.tabular_files import file_digest
+from interlink_pipeline.core.numbers import whole_number
 from interlink_pipeline.defs.jobs import site_pipeline_job
 from interlink_pipeline.defs.partitions import site_partitions
 from interlink_pipeline.defs.resources import CrawlInbox
 
 RUN_KEY_TAG = "interlink/run_key"  # the exports a run read (see run_key), on sensor and CLI runs alike
 INBOX_SCAN_DEFAULT_S = 30
+MOST_SCAN_SECONDS = 86_400  # a day
 
 
 def inbox_scan_seconds() -> int:
     """How often the sensor scans the drop folder: $INTERLINK_INBOX_SCAN_SECONDS, whole seconds."""
     value = environment().inbox_scan_seconds or str(INBOX_SCAN_DEFAULT_S)
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"${INBOX_SCAN_ENV} must be a whole number of seconds (1 or more), not {value!r}")
-    return int(value)
+    return whole_number(INBOX_SCAN_ENV, value, "seconds", MOST_SCAN_SECONDS)
 
 
 def cached_digest(path: Path, known: dict[str, list]) -> tuple[str, list]:
