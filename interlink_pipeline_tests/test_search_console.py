@@ -13,11 +13,11 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.graph.link_plan import striking_distance
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.ingest.crawl_exports import read_search_console
 from interlink_pipeline.core.ingest.inbox import register_crawl, site_folder
+from interlink_pipeline.core.ingest.search_console import read_search_console
 from interlink_pipeline.core.urls import url_parts
 from interlink_pipeline.core.warehouse.store import read_site
-from interlink_pipeline_tests.helpers import LIGHT, materialization_metadata, run_site
+from interlink_pipeline_tests.helpers import LIGHT, failure_message, materialization_metadata, run_site
 
 HOST = f"https://{LIGHT}"
 # the Pages table as Search Console exports it (English), one page listed twice (a merged export)
@@ -54,6 +54,12 @@ def test_an_export_is_read_as_search_console_writes_it_in_any_language(tmp_path)
         "pages.csv: 1 rows list a page already listed; the row with the most impressions of each page is "
         "kept."
     )
+    # rows of another host (a merged property) are left out and counted
+    merged = PAGES_CSV + "https://shop.example.com/cart/,9,90,10%,2\n"
+    mixed = read_search_console(_write(tmp_path, "merged.csv", merged), LIGHT)
+    assert mixed.frame.height == 4 and mixed.warning.startswith(
+        "merged.csv: 1 rows of another host are left out (row 6: https://shop.example.com/cart/); 1 rows list"
+    )
     spanish = read_search_console(_write(tmp_path, "paginas.csv", PAGES_ES), LIGHT).frame
     assert spanish.select("clicks", "impressions", "ctr", "position").rows() == [
         (1204, 23118, pytest.approx(0.0521), 7.3),
@@ -75,6 +81,32 @@ BAD = {
     "no impressions column": (
         f"Top pages,Clicks\n{HOST}/treatment/neck-pain/,1\n",
         "Impressions",
+    ),
+    # issue 70: each of these was read as something else (1e5 as 15, a CTR of 1.5, positions kept)
+    "impressions written 1e5": (
+        f"Top pages,Clicks,Impressions,CTR,Position\n{HOST}/treatment/neck-pain/,1,1e5,1%,3\n",
+        "1 of 1 rows have no number for impressions or position (row 1",
+    ),
+    "clicks written 1e5": (
+        f"Top pages,Clicks,Impressions,CTR,Position\n{HOST}/a/,1,10,1%,3\n{HOST}/b/,1e5,10,1%,3\n",
+        "1 of 2 rows have clicks that are no whole count (row 2",
+    ),
+    "a CTR of 150%": (
+        f"Top pages,Clicks,Impressions,CTR,Position\n{HOST}/treatment/neck-pain/,1,10,150%,3\n",
+        "1 of 1 rows have a CTR over 100% (row 1",
+    ),
+    "a position of -5": (
+        f"Top pages,Clicks,Impressions,CTR,Position\n{HOST}/treatment/neck-pain/,1,10,1%,-5\n",
+        "1 of 1 rows have an average position under 1 (the first result is position 1) (row 1",
+    ),
+    "a position of 0": (
+        f"Top pages,Clicks,Impressions,CTR,Position\n{HOST}/treatment/neck-pain/,1,10,1%,0\n",
+        "1 of 1 rows have an average position under 1",
+    ),
+    "the Queries table": (
+        "Top queries,Clicks,Impressions,CTR,Position\nneck pain singapore,12,340,3.5%,6.1\n",
+        "this is the Queries table of Search Console's Performance report (a query per row, no page). Export "
+        "Search Console's Performance report, Pages table.",
     ),
 }
 
@@ -125,3 +157,25 @@ def test_the_export_is_stored_and_the_plan_raises_the_pages_in_striking_distance
     metadata = materialization_metadata(result, "raw_search_console")
     assert metadata["impressions"] == 36183 and metadata["source_file"].endswith("search_console.csv")
     assert np.isclose(metadata["median_position"], 13.2)
+    # pages the crawl never found are left out and counted; an export none of whose pages is crawled
+    # (another property's, 3,000,000 rows in issue 70) is refused, and the stored rows stay
+    uncrawled = PAGES_CSV + "".join(f"{HOST}/never-crawled-{i}/,0,5,0%,30\n" for i in range(3))
+    register_crawl(inbox, LIGHT, crawl, search_console_src=_write(tmp_path, "pages.csv", uncrawled))
+    result = run_site(warehouse, inbox, instance, LIGHT, steps=steps)
+    assert read_site(warehouse, "raw.search_console", LIGHT).height == 4
+    assert (
+        "3 of its 7 pages are not in the crawl and are left out."
+        in materialization_metadata(result, "raw_search_console")["warning"]
+    )
+    elsewhere = "".join(f"{HOST}/old-site/{i}/,0,5,0%,30\n" for i in range(5))
+    register_crawl(
+        inbox,
+        LIGHT,
+        crawl,
+        search_console_src=_write(
+            tmp_path, "pages.csv", "Top pages,Clicks,Impressions,CTR,Position\n" + elsewhere
+        ),
+    )
+    failed = run_site(warehouse, inbox, instance, LIGHT, steps=steps)
+    assert not failed.success and "none of its 5 pages is in the site's crawl" in failure_message(failed)
+    assert read_site(warehouse, "raw.search_console", LIGHT).height == 4

@@ -14,7 +14,6 @@ from interlink_pipeline.core.ingest.crawl_columns import (
     CRAWL_FIELDS,
     LINK_FIELDS,
     QUERY_FIELDS,
-    SEARCH_CONSOLE_FIELDS,
     TEXT_FIELDS,
     Field,
 )
@@ -31,6 +30,8 @@ INT_FIELDS = ("status_code", "crawl_depth", "word_count", "inlinks", "unique_inl
 TRUE_WORDS = ("true", "yes", "1", "verdadero", "si", "sí", "vrai", "oui", "wahr", "ja", "vero")
 # A crawl is accepted for a site when at least this share of its URLs are on the site's host.
 MIN_SITE_SHARE = 0.5
+# a count as exports write it: digits, or digits grouped in thousands by a comma, point, space or apostrophe
+_COUNT = r"^\s*(?:\d+|\d{1,3}(?:[,.'\s\u00a0\u202f]\d{3})+)\s*$"
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,10 @@ def read_crawl_export(
     loaded_at: datetime | None = None,
 ) -> LoadedExport:
     """Read an Internal: HTML/All export (or another crawler's, via `column_map`) for `site`."""
-    loaded = _read_export(
+    loaded = read_export(
         path, site, CRAWL_FIELDS, column_map, encoding, sheet, extra_columns or [], loaded_at
     )
-    _check_site(loaded.frame, site, path)
+    check_site(loaded.frame, site, path)
     return loaded
 
 
@@ -82,7 +83,7 @@ def read_links_export(
     site's pages or not to them (an External export), or when nothing says where on the page a link sits
     (no Link Position column, or an empty one): without it every menu link would count as an editor's
     in-content link."""
-    loaded = _read_export(path, site, LINK_FIELDS, column_map, encoding, sheet, None, loaded_at)
+    loaded = read_export(path, site, LINK_FIELDS, column_map, encoding, sheet, None, loaded_at)
     mapped = "link_position" in loaded.mapped
     if not mapped or (loaded.frame["link_position"].str.strip_chars().fill_null("") == "").all():
         problem = "its Link Position column is empty" if mapped else "no Link Position column"
@@ -91,7 +92,7 @@ def read_links_export(
             "Links > All Inlinks from Screaming Frog (which fills it), or name the column that holds it in "
             "the links config's column_map (link_position)."
         )
-    _check_site(loaded.frame, site, path, column="source_url", what="links export")
+    check_site(loaded.frame, site, path, column="source_url", what="links export")
     _check_destinations(loaded.frame, site, path)
     # A missing Follow value means the link is followed (older exports have no such column).
     follow = pl.col("follow").str.to_lowercase().is_in(TRUE_WORDS) | pl.col("follow").is_null()
@@ -125,7 +126,7 @@ def read_page_text(
 ) -> LoadedExport:
     """A page-text file (Address + Text, e.g. a body-text extraction): every row a page URL of `site`,
     each URL once; a row that breaks this fails the whole file, naming the row."""
-    loaded = _read_export(path, site, TEXT_FIELDS, column_map, encoding, None, None, loaded_at)
+    loaded = read_export(path, site, TEXT_FIELDS, column_map, encoding, None, None, loaded_at)
     frame = loaded.frame
     parts = url_parts(frame["url"])
     bad = frame.filter(~parts["url_valid"].fill_null(False)).head(1)
@@ -141,7 +142,7 @@ def read_page_text(
         raise InputError(
             f"{Path(path).name}: rows {rows} both give the text of {twice['url'][0]}; keep one row per page."
         )
-    _check_site(frame, site, path)
+    check_site(frame, site, path)
     text, marked_up = without_markup(frame["text"])
     warning = (
         f"{Path(path).name}: {marked_up:,} of its {frame.height:,} rows held HTML markup (tags, scripts, "
@@ -185,76 +186,17 @@ def read_queries_export(
     positions = mapped_positions(table, QUERY_FIELDS, column_map)
     frame = read_columns(table, positions)
     for name in ("clicks", "impressions"):
-        value = (
-            pl.col(name).str.replace_all(r"[^\d]", "").cast(pl.Int64, strict=False)
-            if name in frame.columns
-            else (pl.lit(None, dtype=pl.Int64))
-        )
+        value = whole_count(name) if name in frame.columns else (pl.lit(None, dtype=pl.Int64))
         frame = frame.with_columns(value.alias(name))
     return frame.select("url", "query", "clicks", "impressions")
 
 
-def _decimal(column: str) -> pl.Expr:
-    """A number as Search Console writes it in any language ("7.3", "7,3", "1,234.5", "3.5%", "3,5 %")."""
-    text = pl.col(column).str.replace_all(r"[^\d.,-]", "")
-    grouped = text.str.contains(r"\.") & text.str.contains(",")  # both: the last one is the decimal's
-    whole, fraction = (text.str.extract(r"^(.*)[.,](\d*)$", i) for i in (1, 2))
-    return (
-        pl.when(grouped)
-        .then(whole.str.replace_all(r"[.,]", "") + "." + fraction)
-        .otherwise(text)
-        .str.replace(",", ".")
-        .cast(pl.Float64, strict=False)
+def whole_count(column: str) -> pl.Expr:
+    """A count as exports write it ("1,204", "23.118", "1 204"); null for anything else ("1e5", "-3")."""
+    text = pl.col(column)
+    return pl.when(text.str.contains(_COUNT)).then(
+        text.str.replace_all(r"\D", "").cast(pl.Int64, strict=False)
     )
-
-
-def read_search_console(
-    path: Path,
-    site: str,
-    *,
-    column_map: dict[str, str] | None = None,
-    encoding: str | None = None,
-    sheet: str | None = None,
-    loaded_at: datetime | None = None,
-) -> LoadedExport:
-    """raw.search_console from the Pages table of Search Console's Performance report (its CSV, or the
-    Pages sheet of its workbook): counts with thousands separators, CTR as "3.5%" or a share, positions with
-    a decimal point or comma. Refused: another site's pages, a row whose impressions or position is no
-    number; a page listed twice keeps its row with the most impressions, said in a warning."""
-    path = Path(path)
-    export = _read_export(path, site, SEARCH_CONSOLE_FIELDS, column_map, encoding, sheet, None, loaded_at)
-    _check_site(export.frame, site, path, what="Search Console export")
-    percent = pl.col("ctr").str.contains("%").fill_null(False)
-    frame = export.frame.with_columns(
-        *(
-            pl.col(c).str.replace_all(r"\D", "").cast(pl.Int64, strict=False)
-            for c in ("clicks", "impressions")
-        ),
-        (_decimal("ctr") / pl.when(percent).then(100.0).otherwise(1.0)).round(6).alias("ctr"),
-        _decimal("position").alias("position"),
-    )
-    bad = frame.filter(pl.col("impressions").is_null() | pl.col("position").is_null())
-    if bad.height:
-        row = bad.row(0, named=True)
-        raise InputError(
-            f"{path}: {bad.height} of {frame.height} rows have no number for impressions or position (row "
-            f"{row['row_number']}: {row['url']}). Export Search Console's Performance report, Pages table."
-        )
-    keyed = frame.with_columns(url_parts(frame["url"])["url_key"].alias("key"))
-    kept = (
-        keyed.sort(["impressions", "row_number"], descending=[True, False])
-        .unique("key", keep="first")
-        .sort("row_number")
-        .drop("key")
-    )
-    repeated = frame.height - kept.height
-    warning = (
-        f"{path.name}: {repeated} rows list a page already listed; the row with the most impressions of each "
-        "page is kept."
-        if repeated
-        else None
-    )
-    return replace(export, frame=kept, warning=warning)
 
 
 def infer_site(path: Path, *, column_map: dict[str, str] | None = None, sheet: str | None = None) -> str:
@@ -267,7 +209,7 @@ def infer_site(path: Path, *, column_map: dict[str, str] | None = None, sheet: s
     return found.value_counts(sort=True)["host"][0]
 
 
-def _read_export(
+def read_export(
     path: Path,
     site: str,
     fields: tuple[Field, ...],
@@ -353,7 +295,7 @@ def _check_destinations(links: pl.DataFrame, site: str, path: Path) -> None:
         )
 
 
-def _check_site(frame: pl.DataFrame, site: str, path: Path, column: str = "url", what: str = "crawl") -> None:
+def check_site(frame: pl.DataFrame, site: str, path: Path, column: str = "url", what: str = "crawl") -> None:
     found, on_site, top = host_counts(frame[column], site)
     if not found:
         raise InputError(f"{path}: none of the {frame.height} URLs is an http(s) URL.")

@@ -252,8 +252,8 @@ def validate_export(path: Path, kind: str, site: str) -> LoadedExport | None:
         read_links_export,
         read_page_text,
         read_queries_export,
-        read_search_console,
     )
+    from interlink_pipeline.core.ingest.search_console import read_search_console
 
     if not path.is_file():
         raise InputError(f"{path}: file not found.")

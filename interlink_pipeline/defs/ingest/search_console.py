@@ -4,7 +4,8 @@ import polars as pl
 from dagster import AssetExecutionContext
 from pydantic import Field
 
-from interlink_pipeline.core.ingest.crawl_exports import read_search_console
+from interlink_pipeline.core.ingest.search_console import crawled_rows, read_search_console
+from interlink_pipeline.core.urls import url_parts
 from interlink_pipeline.defs.groups import INGEST
 from interlink_pipeline.defs.ingest.crawl import OptionalExportConfig, persist_optional_export
 from interlink_pipeline.defs.previews import table_preview
@@ -25,7 +26,8 @@ class RawSearchConsoleConfig(OptionalExportConfig):
 def raw_search_console(
     context: AssetExecutionContext, config: RawSearchConsoleConfig, warehouse: Warehouse, inbox: CrawlInbox
 ):
-    """The site's Search Console export (optional): each page's clicks, impressions, CTR and position."""
+    """The site's Search Console export (optional): each crawled page's clicks, impressions, CTR and
+    position."""
 
     def describe(frame: pl.DataFrame) -> dict:
         return {
@@ -34,14 +36,17 @@ def raw_search_console(
             "preview": table_preview(frame.select("url", "clicks", "impressions", "ctr", "position")),
         }
 
+    def read(path, site: str):
+        export = read_search_console(path, site, column_map=config.column_map, encoding=config.encoding)
+        crawled = url_parts(warehouse.read_site("raw.crawl_pages", site, ["url"])["url"])["url_key"]
+        return crawled_rows(export, crawled, path)
+
     yield from persist_optional_export(
         context,
         warehouse,
         "raw.search_console",
         lambda site: inbox.search_console_file(site, config.search_console_file),
-        lambda path, site: read_search_console(
-            path, site, column_map=config.column_map, encoding=config.encoding
-        ),
+        read,
         describe,
         "no Search Console export in the drop folder; no page is raised as in striking distance.",
     )
