@@ -80,7 +80,7 @@ test-slow: install
 
 ## Dagster UI and daemon on http://127.0.0.1:$(PORT) (sensors and schedules run while this is up): `dg dev`
 ## loads the project pyproject.toml's [tool.dg] names.
-PORT ?= 3000
+export PORT ?= 3000
 dev: install
 	$(BIN)/dg dev -h 127.0.0.1 -p $(PORT)
 

@@ -1,7 +1,9 @@
 """The `interlink` command, run as a user would (a subprocess with its own instance and warehouse), or
 through its entry point in process where the process itself is not what is tested."""
 
+import os
 import re
+import sys
 from pathlib import Path
 
 import duckdb
@@ -10,7 +12,14 @@ import pytest
 
 from interlink_pipeline.cli import EXAMPLES
 from interlink_pipeline.sample import SAMPLE_HOST
-from interlink_pipeline_tests.helpers import NUTRI, SAMPLE_DIR, call_cli, run_cli, run_cli_in_terminal
+from interlink_pipeline_tests.helpers import (
+    NUTRI,
+    PROJECT_ROOT,
+    SAMPLE_DIR,
+    call_cli,
+    run_cli,
+    run_cli_in_terminal,
+)
 
 
 @pytest.mark.e2e
@@ -169,3 +178,26 @@ def test_settings_from_a_file_or_flags_are_checked_before_anything_runs(cli_env,
     assert low.returncode == 2 and "out_link_budget" in low.stderr
     # nothing ran, nothing was written
     assert not (tmp_path / "w.duckdb").exists() and not (tmp_path / "inbox").exists()
+
+
+def test_the_cli_names_the_ui_where_it_runs(tmp_path):
+    """Issue 70: every run ended with "open http://127.0.0.1:3000" whatever port `make dev` served. A
+    webserver of this Dagster home is named at its own port; without one, the port make would use."""
+    from unittest.mock import patch
+
+    from interlink_pipeline.cli.where import ui_address
+    from interlink_pipeline_tests.services import free_port, http_ok, service, wait_for
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with patch.dict(os.environ, {"DAGSTER_HOME": str(home), "PORT": "3007"}):
+        assert ui_address() == "make dev PORT=3007, then open http://127.0.0.1:3007"
+        port, log = free_port(), tmp_path / "webserver.log"
+        command = [sys.executable, "-m", "dagster_webserver", "--port", str(port), "--host", "127.0.0.1",
+                   "-m", "interlink_pipeline.definitions"]  # fmt: skip
+        with service(command, log, cwd=PROJECT_ROOT, env={**os.environ, "DAGSTER_HOME": str(home)}):
+            wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/server_info"), 180, "the webserver", log)
+            assert ui_address() == f"http://127.0.0.1:{port} (running)"
+    with patch.dict(os.environ, {"DAGSTER_HOME": str(home)}):
+        os.environ.pop("PORT", None)
+        assert ui_address() == "make dev, then open http://127.0.0.1:3000"

@@ -22,6 +22,7 @@ from interlink_pipeline.cli.dead_runs import (
     record_failure,
     release_dead_runs,
 )
+from interlink_pipeline.cli.where import print_where
 from interlink_pipeline.core.environment import environment, use_dagster_home
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -393,15 +394,6 @@ def _run_file(site: str, run_id: str, kind: str) -> Path:
     from interlink_pipeline.core.warehouse.database import default_warehouse, files_folder
 
     return files_folder(default_warehouse()) / "logs" / f"{site}-{run_id}.{kind}"
-
-
-def print_where() -> None:
-    from interlink_pipeline.core.ingest.inbox import default_inbox
-    from interlink_pipeline.core.warehouse.database import default_warehouse, describe
-
-    print(f"warehouse: {describe(default_warehouse())}")
-    print(f"drop folder: {Path(default_inbox()).resolve()}")
-    print("UI: make dev, then open http://127.0.0.1:3000")
 
 
 def warehouse_resource():

@@ -69,6 +69,7 @@ class Environment(BaseSettings):
         "INTERLINK_FAILURE_WEBHOOK", "Where failed runs are posted (JSON)."
     )
     dagster_home: str | None = _variable(DAGSTER_HOME_ENV, "Dagster's instance folder.")
+    ui_port: str | None = _variable("PORT", "The port `make dev` serves the UI on (the CLI names it).")
     fault: str | None = _variable(FAULT_ENV, "Tests only: the point where the process is killed.")
     s3_access_key_id: str | None = _variable("AWS_ACCESS_KEY_ID", "S3 key id for a lake's files.")
     s3_secret_access_key: str | None = _variable("AWS_SECRET_ACCESS_KEY", "S3 secret for a lake's files.")
