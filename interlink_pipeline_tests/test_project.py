@@ -333,7 +333,7 @@ def test_every_asset_has_a_documented_group_a_description_owners_and_kinds():
         assert node.owners == [groups[node.group_name].owner] and node.kinds, name
         assert node.description and "Raw SQL" not in node.description, name
     dbt_models = [n for n in nodes if "dbt" in n.kinds]
-    assert {n.group_name for n in dbt_models} == {"staging", "marts"}
+    assert {n.group_name for n in dbt_models} == {"dbt_staging", "marts"}
     assert all("```sql" in n.metadata["sql"].value for n in dbt_models)
     assert all(n.metadata["dagster/column_schema"].columns for n in dbt_models)
     jobs = {job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__")}

@@ -28,7 +28,9 @@ GRAPH = Group(
     "The link plan, its effect on the link graph, editors' decisions and the plan's backtest.",
     "team:seo",
 )
-STAGING = Group("staging", "dbt's views over the pipeline's tables the marts read.", "team:data")
+DBT_STAGING = Group(
+    "dbt_staging", "dbt's views (dbt_staging/*) over the pipeline's tables the marts read.", "team:data"
+)
 MARTS = Group("marts", "dbt's analyst marts, rebuilt per site.", "team:data")
 PUBLISH = Group(
     "publish",
@@ -36,4 +38,4 @@ PUBLISH = Group(
     "record of failed runs.",
     "team:seo",
 )
-GROUPS = (INGEST, ML, RELEVANCE, GRAPH, STAGING, MARTS, PUBLISH)
+GROUPS = (INGEST, ML, RELEVANCE, GRAPH, DBT_STAGING, MARTS, PUBLISH)

@@ -36,7 +36,7 @@ from interlink_pipeline.core.warehouse import lake
 from interlink_pipeline.core.warehouse.database import connect
 from interlink_pipeline.core.warehouse.schemas import TABLES
 from interlink_pipeline.core.warehouse.snapshot import SNAPSHOT_SKIPS, publish_snapshot, staged_snapshot
-from interlink_pipeline.defs.groups import MARTS, PUBLISH, STAGING
+from interlink_pipeline.defs.groups import DBT_STAGING, MARTS, PUBLISH
 from interlink_pipeline.defs.partitions import site_key, site_partitions
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import WRITER_POOL, table_key
@@ -104,7 +104,7 @@ class PipelineTables(DagsterDbtTranslator):
         source = manifest["sources"].get(unique_id)
         if source is None:
             model = manifest["nodes"][unique_id]
-            group = STAGING if model["path"].startswith("staging/") else MARTS
+            group = DBT_STAGING if model["path"].startswith("staging/") else MARTS
             described = model["description"] or f"dbt model {model['name']} (no description in its schema)."
             sql = MetadataValue.md(f"```sql\n{model['raw_code'].strip()}\n```")
             return spec.replace_attributes(description=described, **group.attributes()).merge_attributes(
