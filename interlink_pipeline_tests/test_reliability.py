@@ -509,11 +509,13 @@ PUBLISHING = AFTER_PLAN[: AFTER_PLAN.index("published_files") + 1]  # marts, sna
     [
         (["spreadsheet_exports", "html_report", "published_files"], "publish-file"),
         (["analyst_snapshot", "published_files"], "publish-file"),
-        (PUBLISHING, "publish-file@2"),
+        (["link_plan", *PUBLISHING], "publish-file@2"),
     ],
     ids=["before the switch", "before the snapshot", "after the snapshot, before the switch"],
 )
-def test_a_run_killed_while_publishing_leaves_one_whole_release(assets, fault, tmp_path, light_and_nutri):
+def test_a_run_killed_while_publishing_leaves_one_whole_release(
+    assets, fault, tmp_path, light_and_nutri, cli_env, crawls
+):
     """Killed at the publication's own kill points (issue 56: two files had moved, the site showed a mix):
     the site's folder is the previous release, whole, and its manifest and report name the same run; the
     next run publishes its own and says it removed what the killed one left."""
@@ -536,6 +538,15 @@ def test_a_run_killed_while_publishing_leaves_one_whole_release(assets, fault, t
     assert _files(exports) == before  # every file people open: the previous release's, byte for byte
     if fault == "publish-file" and "analyst_snapshot" in assets:  # killed before the snapshot moved
         assert (snapshots / warehouse.name).read_bytes() == snapshot[warehouse.name]
+    if "link_plan" in assets:  # the snapshot holds the new plan, the files the old one: status says so
+        env = {**cli_env, "INTERLINK_WAREHOUSE": str(warehouse), "INTERLINK_INBOX": str(inbox)}
+        light = crawls / "lightchiropractic"
+        call_cli(env, "register", str(light / "internal_all.csv"), "--links", str(light / "all_inlinks.csv"))
+        said = call_cli(env, "status", "--site", LIGHT).stdout
+        assert f"note: the analysts' snapshot ({snapshots / warehouse.name}) holds the plan made " in said, (
+            said
+        )
+        assert "not the published one: its run stopped between replacing the snapshot and publishing" in said
     left = sorted(p.name for p in releases.iterdir())
     assert (
         len(left) == len(earlier) + 1 and published in left

@@ -340,7 +340,8 @@ def _site_figures(site: str, folder: Path) -> list[str]:
 
     from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
     from interlink_pipeline.core.publish.publication import foreign_folder, read_manifest
-    from interlink_pipeline.core.publish.warehouse_reads import published_figures
+    from interlink_pipeline.core.publish.warehouse_reads import plan_made_at, published_figures
+    from interlink_pipeline.core.warehouse import lake
     from interlink_pipeline.core.warehouse.database import exists
 
     warehouse = warehouse_resource()
@@ -380,6 +381,15 @@ def _site_figures(site: str, folder: Path) -> list[str]:
             f"{current['crawl_id']}) that no run published: its run failed after planning, or is still "
             "running. The files and figures here are the published plan's."
         )
+    snapshot = warehouse.analyst_snapshot()
+    if published and snapshot.is_file() and not lake.is_lake(warehouse.path):
+        held = plan_made_at(snapshot, site, lock_timeout_s=warehouse.lock_timeout_s)
+        if held is not None and held != published["plan_computed_at"]:
+            lines.append(
+                f"note: the analysts' snapshot ({snapshot}) holds the plan made {held}, not the published "
+                f"one: its run stopped between replacing the snapshot and publishing the files; the next run "
+                f"of {site} publishes both together."
+            )
     if left := shown.get("left_for_editor"):
         problems = ", ".join(f"{n:,} {problem}" for problem, n in left.items())
         lines.append(

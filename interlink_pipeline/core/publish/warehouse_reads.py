@@ -202,6 +202,18 @@ def published_figures(
     }
 
 
+def plan_made_at(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> str | None:
+    """When the plan a warehouse (or the analysts' snapshot) holds for the site was made, as published.json
+    writes it; None where it holds none."""
+    try:
+        sql = "SELECT max(computed_at) AS made FROM graph.site_metrics WHERE site = ?"
+        made = store.query(warehouse, sql, params=[site], lock_timeout_s=lock_timeout_s, read_only=True)
+    except duckdb.Error:  # no plan table yet
+        return None
+    made = made["made"][0]
+    return made.isoformat() if made is not None else None
+
+
 def content_links(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> pl.DataFrame:
     """The site's in-content links between its pages (source_page_id, target_page_id, anchor), read as the
     plan reads them (followed hyperlinks, by URL key; navigation links left out); the anchor is the first
