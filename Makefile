@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SAMPLE_SITE := www.alpinegear.example
 export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 
-.PHONY: install browser postgres redis run test test-fast test-slow dev lint bench screenshots docs docs-build lock clean
+.PHONY: install browser postgres redis run test test-fast test-slow dev stop lint bench screenshots docs docs-build lock clean
 
 # Pinned install: requirements.lock constrains every transitive version (torch 2.13.0 resolves to the
 # CPU wheel on machines that carry it locally, the CUDA build elsewhere on Linux). uv installs what pip
@@ -79,10 +79,14 @@ test-slow: install
 	$(PYTEST) -m slow
 
 ## Dagster UI and daemon on http://127.0.0.1:$(PORT) (sensors and schedules run while this is up): `dg dev`
-## loads the project pyproject.toml's [tool.dg] names.
+## (it loads the project pyproject.toml's [tool.dg] names), stopped by Ctrl-C, `kill` or `make stop`.
 export PORT ?= 3000
 dev: install
-	$(BIN)/dg dev -h 127.0.0.1 -p $(PORT)
+	$(BIN)/python -m interlink_pipeline.cli.dev_server start -h 127.0.0.1 -p $(PORT)
+
+## Stop the `make dev` of this Dagster home (the UI, the daemon and the code server) and wait until it has.
+stop:
+	$(BIN)/python -m interlink_pipeline.cli.dev_server stop
 
 ## Style, formatting, and the import contracts in pyproject.toml (layers point down, no import circles).
 lint: install

@@ -6,6 +6,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -80,8 +81,8 @@ def make_dev_command(port: int) -> list[str]:
         check=True,
     ).stdout.splitlines()[-1]
     program, *args = shlex.split(planned)
-    assert Path(program).name == "dg" and args[0] == "dev", planned  # the current CLI, not `dagster dev`
-    return [str(Path(sys.executable).with_name("dg")), *args]
+    assert Path(program).name == "python" and args[:3] == ["-m", "interlink_pipeline.cli.dev_server", "start"]
+    return [sys.executable, *args]
 
 
 def _non_loopback_addresses() -> list[str]:
@@ -256,3 +257,55 @@ def test_a_run_killed_under_make_dev_is_failed_its_slot_freed_and_the_next_run_p
             return None
 
     wait_for(recorded, 120, "the killed run to be recorded in ops.run_failures", log)
+
+
+def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_make_dev_in_the_background_stops_on_sigterm_and_on_make_stop(tmp_path, model_cache):
+    """Issue 70: SIGINT and SIGTERM to a backgrounded `make dev` stopped nothing (dg dev ignores SIGTERM, a
+    background job SIGINT), and there was no `make stop`. Started in the background (SIGINT ignored, as a
+    shell's `&` leaves it), make dev stops on SIGTERM to make, and on `make stop`, every process with it."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "INTERLINK_WAREHOUSE": str(tmp_path / "w.duckdb"),
+           "INTERLINK_INBOX": str(tmp_path / "inbox"), "INTERLINK_MODEL_CACHE": str(model_cache)}  # fmt: skip
+
+    def background_make_dev(log: Path) -> subprocess.Popen:
+        port = free_port()
+        with open(log, "w") as out:
+            make = subprocess.Popen(
+                ["make", "--silent", "dev", f"PORT={port}"], cwd=PROJECT_ROOT, env=env, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+            )  # fmt: skip
+        wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/server_info"), 180, "make dev", log)
+        return make
+
+    make = background_make_dev(tmp_path / "first.log")
+    started = [psutil.Process(make.pid), *psutil.Process(make.pid).children(recursive=True)]
+    assert len(started) >= 6  # make, the supervisor, dg dev, the webserver, the daemon, the code server
+    make.send_signal(signal.SIGTERM)
+    make.wait(90)
+    wait_for(lambda: not _alive(started), 30, "every process of make dev to stop", tmp_path / "first.log")
+    assert (
+        "dev: SIGTERM: stopping the UI, the daemon and the code server"
+        in (tmp_path / "first.log").read_text()
+    )
+
+    make = background_make_dev(tmp_path / "second.log")
+    started = [psutil.Process(make.pid), *psutil.Process(make.pid).children(recursive=True)]
+    stopped = subprocess.run(["make", "--silent", "stop"], cwd=PROJECT_ROOT, env=env, capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+    assert stopped.returncode == 0 and stopped.stdout.strip() == "make dev stopped", (
+        stopped.stdout + stopped.stderr
+    )
+    make.wait(30)
+    wait_for(lambda: not _alive(started), 30, "every process of make dev to stop", tmp_path / "second.log")
+    assert not (home / "dev.pid").exists()
+    again = subprocess.run(
+        ["make", "--silent", "stop"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True
+    )
+    assert again.returncode == 0 and again.stdout.startswith("no make dev is running for")
