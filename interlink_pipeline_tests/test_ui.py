@@ -2,6 +2,7 @@
 person in a headless Chromium sees them, launches a materialisation for one of the sites and reads its
 metadata."""
 
+import contextlib
 import os
 import re
 import shlex
@@ -273,7 +274,9 @@ def test_make_dev_in_the_background_stops_on_sigterm_and_on_make_stop(tmp_path, 
     env = {**os.environ, "DAGSTER_HOME": str(home), "INTERLINK_WAREHOUSE": str(tmp_path / "w.duckdb"),
            "INTERLINK_INBOX": str(tmp_path / "inbox"), "INTERLINK_MODEL_CACHE": str(model_cache)}  # fmt: skip
 
-    def background_make_dev(log: Path) -> subprocess.Popen:
+    every: list[psutil.Process] = []  # killed at the end, whatever the test found
+
+    def background_make_dev(log: Path) -> tuple[subprocess.Popen, list[psutil.Process]]:
         port = free_port()
         with open(log, "w") as out:
             make = subprocess.Popen(
@@ -281,11 +284,22 @@ def test_make_dev_in_the_background_stops_on_sigterm_and_on_make_stop(tmp_path, 
                 stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
             )  # fmt: skip
+        every.append(psutil.Process(make.pid))
         wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/server_info"), 180, "make dev", log)
-        return make
+        started = [psutil.Process(make.pid), *psutil.Process(make.pid).children(recursive=True)]
+        every.extend(started)
+        return make, started
 
-    make = background_make_dev(tmp_path / "first.log")
-    started = [psutil.Process(make.pid), *psutil.Process(make.pid).children(recursive=True)]
+    try:
+        _stop_both_ways(env, home, tmp_path, background_make_dev)
+    finally:
+        for process in _alive(every):
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+
+
+def _stop_both_ways(env: dict, home: Path, tmp_path: Path, background_make_dev) -> None:
+    make, started = background_make_dev(tmp_path / "first.log")
     assert len(started) >= 6  # make, the supervisor, dg dev, the webserver, the daemon, the code server
     make.send_signal(signal.SIGTERM)
     make.wait(90)
@@ -294,8 +308,7 @@ def test_make_dev_in_the_background_stops_on_sigterm_and_on_make_stop(tmp_path, 
     assert "dev: SIGTERM: stopping the UI, the daemon and the code server" in said
     assert "The active virtual environment does not match" not in said  # dg warned twice
 
-    make = background_make_dev(tmp_path / "second.log")
-    started = [psutil.Process(make.pid), *psutil.Process(make.pid).children(recursive=True)]
+    make, started = background_make_dev(tmp_path / "second.log")
     stopped = subprocess.run(["make", "--silent", "stop"], cwd=PROJECT_ROOT, env=env, capture_output=True,
                              text=True, timeout=120)  # fmt: skip
     assert stopped.returncode == 0 and stopped.stdout.strip() == "make dev stopped", (

@@ -38,17 +38,30 @@ def start(host: str, port: int) -> int:
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.write_text(str(os.getpid()))
 
+    deadline: list[float] = []  # when dg dev, asked to stop, is killed
+
     def stop(signum: int, _frame) -> None:
         print(
             f"dev: {signal.Signals(signum).name}: stopping the UI, the daemon and the code server", flush=True
         )
-        _stop_group(child)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C sends
+        deadline[:] = [time.monotonic() + STOP_GRACE_S]
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, stop)
     try:
-        return child.wait()
+        while True:
+            try:
+                return child.wait(1)
+            except subprocess.TimeoutExpired:
+                if deadline and time.monotonic() > deadline[0]:
+                    print(f"dev: still running after {STOP_GRACE_S} s: killed", flush=True)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(child.pid, signal.SIGKILL)
     finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # what of dg dev's group outlived it
         with contextlib.suppress(FileNotFoundError):
             if pid_file.read_text().strip() == str(os.getpid()):
                 pid_file.unlink()
@@ -57,18 +70,6 @@ def start(host: str, port: int) -> int:
 def _default_signals() -> None:
     """dg dev takes SIGINT as Ctrl-C even when this supervisor was started in the background."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _stop_group(child: subprocess.Popen) -> None:
-    """SIGINT to dg dev's group (what Ctrl-C sends), then SIGKILL to what is left after STOP_GRACE_S."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(child.pid, signal.SIGINT)
-    try:
-        child.wait(STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        print(f"dev: still running after {STOP_GRACE_S} s: killed", flush=True)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(child.pid, signal.SIGKILL)
 
 
 def stop() -> int:
