@@ -44,7 +44,7 @@ def _site_inputs(name: str, variant: str):
     _materialize(path, inbox, site, THROUGH_PLAN, {})
     warehouse, embedder = Warehouse(path=str(path)), default_embedder()
     inputs = relevance_inputs(warehouse, site, embedder.identity().model_id, embedder.encoder)
-    return inputs, read_plan_inputs(warehouse, site, embedder.encode)
+    return inputs, read_plan_inputs(warehouse, site, embedder)
 
 
 def _precision(links: pl.DataFrame, truth: pl.DataFrame) -> tuple[int, int, float]:

@@ -332,7 +332,7 @@ def striking(sets: list[str], seed: int) -> None:
         found = {}
         for variant, rows_in in (("without", console.head(0)), ("with", console)):
             with_console = _stored_console(tables, SITES[name], rows_in)
-            result, _, _ = plan_for_site(with_console, SITES[name], options, datetime.now(), embedder.encode)
+            result, _, _ = plan_for_site(with_console, SITES[name], options, datetime.now(), embedder)
             targets = result.plan["target_page_id"]
             ids = read_site(tables.path, "staging.pages", SITES[name], ["page_id"])["page_id"]
             into = int(targets.is_in(ids.filter(pl.Series(near)).implode()).sum())

@@ -227,7 +227,7 @@ def light_inputs(light_and_nutri, tmp_path_factory):
     warehouse = Warehouse(path=str(site.warehouse))
     embedder = default_embedder()
     inputs = relevance_inputs(warehouse, LIGHT, embedder.identity().model_id, embedder.encoder)
-    return warehouse, inputs, read_plan_inputs(warehouse, LIGHT, embedder.encode)
+    return warehouse, inputs, read_plan_inputs(warehouse, LIGHT, embedder)
 
 
 def _backtest(inputs, visible, hiding, base, ranker_options, decided=None):

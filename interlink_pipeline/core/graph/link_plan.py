@@ -4,7 +4,7 @@ before/after figures and the invariants — everything the link_plan step writes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +43,7 @@ from interlink_pipeline.core.ingest.site_links import (
     without_hidden,
 )
 from interlink_pipeline.core.invariants import Invariant
+from interlink_pipeline.core.ml.page_embeddings import SentenceEncoder
 from interlink_pipeline.core.relevance.backtest import (
     BacktestResult,
     BacktestSetup,
@@ -327,11 +328,11 @@ def plan_for_site(
     site: str,
     options: PlanOptions,
     now: datetime,
-    encode: Callable[[Sequence[str]], np.ndarray],
+    encoder: SentenceEncoder,
 ) -> tuple[SitePlan, PlanInputs, PlanHistory]:
     """The site's plan from the warehouse's tables and its kept centrality, with the inputs and the history
-    it was built on; `encode`: the encoder ml.page_embeddings used."""
-    inputs = read_plan_inputs(tables, site, encode)
+    it was built on; `encoder`: the model ml.page_embeddings was made with (read_plan_inputs)."""
+    inputs = read_plan_inputs(tables, site, encoder)
     history = PlanHistory(
         tables.read_site("graph.link_plan", site, PREVIOUS_COLUMNS),
         tables.read_site("graph.page_metrics", site, ["page_id", "plan_fingerprint"]),

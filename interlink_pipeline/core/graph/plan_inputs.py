@@ -17,7 +17,7 @@ from interlink_pipeline.core.graph.same_name import name_groups
 from interlink_pipeline.core.ingest.link_graph import page_links
 from interlink_pipeline.core.ingest.site_links import existing_links, links_from_crawl_counts, taken_anchors
 from interlink_pipeline.core.ingest.site_sections import SiteSections
-from interlink_pipeline.core.ml.page_embeddings import read_vectors
+from interlink_pipeline.core.ml.page_embeddings import SentenceEncoder, read_vectors, require_model
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.text import detect_language, function_words
 from interlink_pipeline.core.warehouse.site_tables import SiteTables
@@ -136,10 +136,10 @@ def plan_inputs_from(
     )
 
 
-def read_plan_inputs(
-    tables: SiteTables, site: str, encode: Callable[[Sequence[str]], np.ndarray]
-) -> PlanInputs:
-    """A site's plan inputs, read off the warehouse; `encode`: the encoder ml.page_embeddings used."""
+def read_plan_inputs(tables: SiteTables, site: str, encoder: SentenceEncoder) -> PlanInputs:
+    """A site's plan inputs, read off the warehouse; `encoder`: the model ml.page_embeddings was made with,
+    which embeds the plan's sentences (page vectors of another model are refused: two spaces)."""
+    require_model(tables.path, site, encoder.identity())
     pages, vectors = read_vectors(tables.path, site, PAGE_COLUMNS)
     inputs = plan_inputs_from(
         pages,
@@ -147,7 +147,7 @@ def read_plan_inputs(
         tables.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]),
         tables.read_site("ml.similarity_pairs", site),
         tables.read_site("raw.crawl_links", site),
-        encode,
+        encoder.encode,
     )
     inputs.search_console = tables.read_site("raw.search_console", site, ["url", "impressions", "position"])
     return inputs

@@ -10,10 +10,11 @@ the cache; unchanged rows are not touched, so a re-run costs what changed, not w
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import polars as pl
@@ -238,6 +239,14 @@ def _cached_vectors(
             vectors[name][part["row"].to_numpy()] = block[part["at"].to_numpy()]
         placed += at.height
     return vectors, placed
+
+
+class SentenceEncoder(Protocol):
+    """The model that embedded the pages, as a plan asks it to embed sentences (the embedder resource)."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def identity(self) -> ModelIdentity: ...
 
 
 def require_model(warehouse: str | Path, site: str, model: ModelIdentity) -> None:

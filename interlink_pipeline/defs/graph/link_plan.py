@@ -13,7 +13,6 @@ from interlink_pipeline.core.graph.link_plan import PlanHistory, SitePlan, keep_
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, comparison, equity_moved
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.ml.page_embeddings import require_model
 from interlink_pipeline.defs.groups import GRAPH
 from interlink_pipeline.defs.ml.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
@@ -68,8 +67,7 @@ def link_plan(
         site = site_key(context)
         now = datetime.now(UTC).replace(tzinfo=None)
         options = options_from(config, PlanOptions)
-        require_model(warehouse.path, site, embedder.identity())
-        result, inputs, history = plan_for_site(warehouse, site, options, now, embedder.encode)
+        result, inputs, history = plan_for_site(warehouse, site, options, now, embedder)
     frames = {
         "graph.link_plan": result.plan,
         "graph.page_metrics": result.page_rows,

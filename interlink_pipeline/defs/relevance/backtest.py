@@ -13,7 +13,6 @@ from pydantic import Field
 from interlink_pipeline.core.graph.link_plan import backtest_plan
 from interlink_pipeline.core.graph.plan_inputs import read_plan_inputs
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.ml.page_embeddings import require_model
 from interlink_pipeline.core.numbers import SEED_LIMIT
 from interlink_pipeline.core.relevance.backtest import (
     BacktestSetup,
@@ -41,10 +40,7 @@ from interlink_pipeline.defs.writes import materialized, record_run, user_errors
 class LinkBacktestConfig(Config):
     fraction: float = Field(default=0.2, gt=0, lt=1, description="Share of in-content link pairs hidden.")
     seed: int = Field(
-        default=0,
-        ge=0,
-        lt=SEED_LIMIT,
-        description="Which links are hidden (the same seed hides the same ones).",
+        default=0, ge=0, lt=SEED_LIMIT, description="Which links are hidden (one seed, one set of links)."
     )
     orphan_fraction: float = Field(
         default=0.05,
@@ -116,9 +112,8 @@ def link_backtest(
         yield from _standing(context, warehouse, site, crawl_id, earlier, why, started)
         return
     with user_errors():
-        require_model(warehouse.path, site, embedder.identity())
         inputs = with_vectors(inputs, warehouse, model_id, embedder.encoder)
-        base = read_plan_inputs(warehouse, site, embedder.encode)
+        base = read_plan_inputs(warehouse, site, embedder)
     result = backtest_plan(inputs.signals, inputs.links, base, hiding, setup, inputs.decided)
     ran_at, run_id = datetime.now(UTC).replace(tzinfo=None), context.run.run_id
     row = backtest_row(setup, result, site, run_id, crawl_id, ran_at, time.monotonic() - started)
