@@ -339,9 +339,8 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     import duckdb
 
     from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
-    from interlink_pipeline.core.publish.publication import foreign_folder, read_manifest
-    from interlink_pipeline.core.publish.warehouse_reads import plan_made_at, published_figures
-    from interlink_pipeline.core.warehouse import lake
+    from interlink_pipeline.core.publish.publication import read_manifest
+    from interlink_pipeline.core.publish.warehouse_reads import published_figures
     from interlink_pipeline.core.warehouse.database import exists
 
     warehouse = warehouse_resource()
@@ -358,14 +357,7 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     shown = published or current
     if shown is None:
         return []
-    foreign = foreign_folder(folder)
-    if foreign is not None:
-        said = f"published: nothing here: {foreign}, which no publication replaces (move it aside)"
-    elif published:
-        said = f"published: run {published['run_id']} at {published['published_at']}"
-    else:
-        said = "published: nothing yet (its run has not finished): the warehouse's figures"
-    lines = [said]
+    lines = [_published_line(folder, published)]
     lines += [
         f"{row['scenario']:<7}{row['pages']:,} pages, {row['links']:,} links "
         f"({row['planned_links']:,} planned), {row['orphan_pages']:,} orphans, max depth {row['max_depth']}, "
@@ -381,15 +373,8 @@ def _site_figures(site: str, folder: Path) -> list[str]:
             f"{current['crawl_id']}) that no run published: its run failed after planning, or is still "
             "running. The files and figures here are the published plan's."
         )
-    snapshot = warehouse.analyst_snapshot()
-    if published and snapshot.is_file() and not lake.is_lake(warehouse.path):
-        held = plan_made_at(snapshot, site, lock_timeout_s=warehouse.lock_timeout_s)
-        if held is not None and held != published["plan_computed_at"]:
-            lines.append(
-                f"note: the analysts' snapshot ({snapshot}) holds the plan made {held}, not the published "
-                f"one: its run stopped between replacing the snapshot and publishing the files; the next run "
-                f"of {site} publishes both together."
-            )
+    if published:
+        lines += _snapshot_note(warehouse, site, published)
     if left := shown.get("left_for_editor"):
         problems = ", ".join(f"{n:,} {problem}" for problem, n in left.items())
         lines.append(
@@ -400,6 +385,36 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     if (row := (current or shown)["backtest"]) is not None:
         lines.append(_backtest_line(row, shown["crawl_id"]))
     return lines + _decision_lines(shown.get("decisions"))
+
+
+def _published_line(folder: Path, published: dict | None) -> str:
+    """Which run's files the site's folder shows, or what of a user's stands there instead."""
+    from interlink_pipeline.core.publish.publication import foreign_folder
+
+    if (foreign := foreign_folder(folder)) is not None:
+        return f"published: nothing here: {foreign}, which no publication replaces (move it aside)"
+    if published:
+        return f"published: run {published['run_id']} at {published['published_at']}"
+    return "published: nothing yet (its run has not finished): the warehouse's figures"
+
+
+def _snapshot_note(warehouse, site: str, published: dict) -> list[str]:
+    """A line when the analysts' snapshot holds another plan of the site than the published files (a run
+    stopped between replacing the one and switching the others in)."""
+    from interlink_pipeline.core.publish.warehouse_reads import plan_made_at
+    from interlink_pipeline.core.warehouse import lake
+
+    snapshot = warehouse.analyst_snapshot()
+    if lake.is_lake(warehouse.path) or not snapshot.is_file():
+        return []
+    held = plan_made_at(snapshot, site, lock_timeout_s=warehouse.lock_timeout_s)
+    if held is None or held == published["plan_computed_at"]:
+        return []
+    return [
+        f"note: the analysts' snapshot ({snapshot}) holds the plan made {held}, not the published one: its "
+        f"run stopped between replacing the snapshot and publishing the files; the next run of {site} "
+        "publishes both together."
+    ]
 
 
 def _decision_lines(figures: dict | None) -> list[str]:

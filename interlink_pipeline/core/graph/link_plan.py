@@ -259,17 +259,8 @@ def build_site_plan(
     fingerprint_rows = fingerprints.sort("i")["plan_fingerprint"]
     placed = planned.with_columns(pl.Series("placement", anchored.placements, dtype=pl.String))
     orphans = after.summary.orphan_pages
-    checks = check_plan(
-        placed,
-        anchored,
-        inputs.existing,
-        planner,
-        orphans,
-        options,
-        inputs.taken,
-        accepted,
-        inputs.anchor_rules,
-    )
+    checks = check_plan(placed, anchored, inputs.existing, planner, orphans, options, inputs.taken, accepted,
+                        inputs.anchor_rules)  # fmt: skip
     return SitePlan(
         plan,
         changes,
