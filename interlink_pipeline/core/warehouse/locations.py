@@ -32,9 +32,7 @@ class Location:
         return f"{self.setting} ({self.path})"
 
 
-def project_locations(
-    warehouse: str, inbox: str, snapshot: str = "", env: Environment | None = None
-) -> list[Location]:
+def project_locations(warehouse: str, inbox: str, env: Environment | None = None) -> list[Location]:
     """The places a run writes, as the settings name them, resolved (a symbolic link counts as what it
     points at)."""
     env = env or environment()
@@ -46,7 +44,7 @@ def project_locations(
             )
     else:
         places.append(("the warehouse (INTERLINK_WAREHOUSE)", warehouse, False, False))
-        snapshot = str(snapshot_path(warehouse, snapshot))
+        snapshot = str(snapshot_path(warehouse))
         places.append(("the analysts' snapshot (INTERLINK_SNAPSHOT_PATH)", snapshot, False, False))
     exports = env.exports_dir or str(files_folder(warehouse) / "exports")
     places.append(("the exports folder (INTERLINK_EXPORTS_DIR)", exports, True, True))
