@@ -107,6 +107,8 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         [[f"https://{LIGHT}/never-crawled-{i}/", "text of a page the crawl lacks"] for i in range(3)],
     )
     (files / "random_text.csv").write_bytes(os.urandom(4096))
+    home = [f"https://{LIGHT}/", "text/html; charset=UTF-8", "200", "Indexable", "Home", "Home"]
+    write_export(files / "copies.csv", CRAWL_HEADER, [home] * 50_000)
     (files / "cp1252_text.csv").write_bytes(
         f"Address,Text\nhttps://{LIGHT}/,Caf\u00e9 r\u00e9sum\u00e9\n".encode("cp1252")
     )
@@ -140,6 +142,10 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
             "(line 2) is invalid. Export from Screaming Frog again (it writes UTF-8), or give its real "
             "encoding: interlink register … --encoding cp1252"),
         "random bytes as page text": ([crawl, "--text", str(files / "random_text.csv")], "random_text.csv"),
+        "50,000 copies of one page's row as the crawl": (
+            [str(files / "copies.csv")],
+            f"copies.csv: 49,999 of its 50,000 rows repeat an address given above (https://{LIGHT}/ 50,000 "
+            "times) and it names only 1 distinct address: a crawler lists each page once"),
         "a crawl file that does not exist": ([str(files / "missing.csv"), "--site", LIGHT], "file not found"),
         "a path in --site": ([crawl, "--site", "../../etc"], "is not a host name"),
         "shell characters in --site": ([crawl, "--site", "x;rm -rf /"], "is not a host name"),
@@ -153,7 +159,8 @@ BAD_REGISTRATIONS = [
     "links without Link Position", "links with an empty Link Position",
     "links that leave the site (an External export)", "random bytes as the crawl, with --site",
     "a header-only crawl, with --site", "page text for another host", "page text for pages the crawl lacks",
-    "page text in Windows-1252", "random bytes as page text", "a crawl file that does not exist",
+    "page text in Windows-1252", "random bytes as page text", "50,000 copies of one page's row as the crawl",
+    "a crawl file that does not exist",
     "a path in --site", "shell characters in --site", "a space in --site", "a URL in --site",
 ]  # fmt: skip
 

@@ -157,6 +157,29 @@ def test_analysts_read_the_snapshot_while_a_run_writes(light_recrawled):
     assert sorted(p.name for p in snapshot.parent.iterdir()) == ["interlink.duckdb"]  # no partial left
 
 
+def test_a_site_whose_plan_became_empty_has_no_marts_rows_of_the_old_plan(light_recrawled, tmp_path):
+    """delete+insert deletes only the keys its new rows carry: a plan of no links must still replace the
+    site's rows (a re-crawl of copies of one page once left the old crawl's opportunities and orphans)."""
+    folder = light_recrawled.folder.copy(tmp_path / "site")
+    with connect(folder.warehouse) as con:
+        nutri_before = con.execute(
+            "SELECT * FROM marts.link_opportunities WHERE site = ? ORDER BY link_key", [NUTRI]
+        ).fetchall()
+        assert _counts(con, "marts.link_opportunities")[LIGHT] > 0
+        con.execute("DELETE FROM graph.link_plan WHERE site = ?", [LIGHT])
+    with dg.instance_for_test() as instance:
+        assert run_site(folder.warehouse, folder.inbox, instance, LIGHT, steps=["marts"]).success
+    with connect(folder.warehouse, read_only=True) as con:
+        assert LIGHT not in _counts(con, "marts.link_opportunities")
+        rescued = con.execute(
+            "SELECT count(*) FROM marts.orphan_pages WHERE site = ? AND first_link_from IS NOT NULL", [LIGHT]
+        ).fetchone()[0]
+        nutri_after = con.execute(
+            "SELECT * FROM marts.link_opportunities WHERE site = ? ORDER BY link_key", [NUTRI]
+        ).fetchall()
+    assert rescued == 0 and nutri_after == nutri_before  # the other site's rows stay
+
+
 def test_a_patched_snapshot_copies_only_the_changed_tables_again(tmp_path):
     """published_measurement's snapshot: the one published with the plan, its backtest table copied again;
     without an earlier snapshot every table is copied."""

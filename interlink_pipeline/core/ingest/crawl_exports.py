@@ -63,7 +63,24 @@ def read_crawl_export(
         path, site, CRAWL_FIELDS, column_map, encoding, sheet, extra_columns or [], loaded_at
     )
     check_site(loaded.frame, site, path)
+    _check_copies(loaded.frame, path)
     return loaded
+
+
+def _check_copies(frame: pl.DataFrame, path: Path) -> None:
+    """A crawler lists each address once (a few repeats are kept as duplicates); a file whose repeated rows
+    outnumber its addresses is copies of rows, not a crawl, and would replace the site's plan by one of a
+    handful of pages."""
+    addresses = frame["url"].n_unique()
+    repeated = frame.height - addresses
+    if repeated > addresses:
+        most = frame["url"].value_counts(sort=True).row(0)
+        raise InputError(
+            f"{Path(path).name}: {repeated:,} of its {frame.height:,} rows repeat an address given above "
+            f"({_clip(most[0])} {most[1]:,} times) and it names only {addresses:,} distinct "
+            f"{'address' if addresses == 1 else 'addresses'}: a crawler lists each page once, so this is "
+            "not one crawl's export; export the crawl again."
+        )
 
 
 # Below this share of links with a Link Position, a links export is thin: it is read, with a warning.
