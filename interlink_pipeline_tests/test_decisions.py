@@ -267,7 +267,13 @@ def test_the_step_reads_each_content_once_and_a_refused_entry_changes_nothing(sa
     assert standing["decision"].to_list() == ["accept", "accept"] and metadata["accepted"] == 2
     for entry in folder.iterdir():
         entry.unlink()
-    assert step()[0]["files_gone"] == 1 and _decisions(sample).is_empty()
+    metadata, _ = step()
+    withdrawn = (
+        "week1.csv: no longer in the decisions folder, so its 2 decisions are withdrawn (put the file back to "
+        "restore them)"
+    )
+    assert metadata["files_gone"] == [withdrawn] and metadata["warning"] == withdrawn
+    assert _decisions(sample).is_empty()
 
 
 AFTER_DECISIONS = ["link_plan", "marts", "spreadsheet_exports", "html_report", "published_files"]

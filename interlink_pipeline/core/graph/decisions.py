@@ -151,7 +151,7 @@ class FolderDecisions:
     unchanged: int = 0  # files read before, the same content now
     refused: list[str] = field(default_factory=list)  # "<name>: <why>": not read, or their content refused
     repeated: list[str] = field(default_factory=list)  # files whose content another file has: read once
-    gone: int = 0  # files no longer in the folder: their decisions are withdrawn
+    gone: list[str] = field(default_factory=list)  # "<name>: …": files no longer in the folder, withdrawn
 
 
 def folder_decisions(
@@ -167,7 +167,7 @@ def folder_decisions(
     current = rows.filter(pl.col("superseded_at").is_null())
     versions = dict(current.select("source_file", "file_digest").unique("source_file").iter_rows())
     result = FolderDecisions(rows, refused=[f"{name}: {why}" for name, why in folder.refused])
-    result.gone = stored["source_file"].n_unique() - rows["source_file"].n_unique()
+    result.gone = _withdrawn(stored.filter(~pl.col("source_file").is_in(list(present))))
     context: tuple[pl.DataFrame, pl.DataFrame] | None = None  # the pages and the plan, read once if needed
     seen: dict[str, str] = {}  # content digest -> the file first found with it
     new: list[pl.DataFrame] = []
@@ -233,6 +233,17 @@ def _file_version(
     return with_decided_context(decided, *context).with_columns(
         pl.lit(digest).alias("file_digest"), pl.lit(None, dtype=pl.Datetime("us")).alias("superseded_at")
     )
+
+
+def _withdrawn(rows: pl.DataFrame) -> list[str]:
+    """What removing files from the folder withdrew (their `rows`), a line per file: an editor who removed
+    one by mistake learns it, and that putting it back restores its decisions."""
+    standing = rows.filter(pl.col("superseded_at").is_null()).group_by("source_file").len().sort("source_file")
+    return [
+        f"{name}: no longer in the decisions folder, so its {count:,} "
+        f"{'decision is' if count == 1 else 'decisions are'} withdrawn (put the file back to restore them)"
+        for name, count in standing.iter_rows()
+    ]
 
 
 def _superseded(rows: pl.DataFrame, name: str, now: datetime) -> pl.DataFrame:

@@ -37,7 +37,7 @@ def link_decisions(context: AssetExecutionContext, warehouse: Warehouse, inbox: 
         "decision_files": len(folder.files),
         "files_read_now": MetadataValue.json(read.read),
         "files_unchanged": read.unchanged,
-        "files_gone": read.gone,
+        "files_gone": MetadataValue.json(read.gone),
         "files_refused": MetadataValue.json(read.refused),
         "files_repeated": MetadataValue.json(read.repeated),
         "links_decided": standing.height,
@@ -51,8 +51,10 @@ def link_decisions(context: AssetExecutionContext, warehouse: Warehouse, inbox: 
         ),
         "source_folder": MetadataValue.path(str(site_folder(inbox.root, site) / DECISIONS)),
     }
-    if read.refused:
-        metadata["warning"] = "not read from the decisions folder: " + "; ".join(read.refused)
+    refused = ["not read from the decisions folder: " + "; ".join(read.refused)] if read.refused else []
+    warnings = refused + read.gone
+    if warnings:
+        metadata["warning"] = "; ".join(warnings)
         context.log.warning(f"{site}: {metadata['warning']}")
     if read.read:
         context.log.info(f"{site}: decisions read from {', '.join(read.read)}")
