@@ -269,8 +269,8 @@ def test_the_step_reads_each_content_once_and_a_refused_entry_changes_nothing(sa
         entry.unlink()
     metadata, _ = step()
     withdrawn = (
-        "week1.csv: no longer in the decisions folder, so its 2 decisions are withdrawn (put the file back to "
-        "restore them)"
+        "week1.csv: no longer in the decisions folder, so its 2 decisions are withdrawn (put the file "
+        "back to restore them)"
     )
     assert metadata["files_gone"] == [withdrawn] and metadata["warning"] == withdrawn
     assert _decisions(sample).is_empty()

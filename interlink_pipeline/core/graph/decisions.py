@@ -238,7 +238,8 @@ def _file_version(
 def _withdrawn(rows: pl.DataFrame) -> list[str]:
     """What removing files from the folder withdrew (their `rows`), a line per file: an editor who removed
     one by mistake learns it, and that putting it back restores its decisions."""
-    standing = rows.filter(pl.col("superseded_at").is_null()).group_by("source_file").len().sort("source_file")
+    standing = rows.filter(pl.col("superseded_at").is_null()).group_by("source_file").len()
+    standing = standing.sort("source_file")
     return [
         f"{name}: no longer in the decisions folder, so its {count:,} "
         f"{'decision is' if count == 1 else 'decisions are'} withdrawn (put the file back to restore them)"
