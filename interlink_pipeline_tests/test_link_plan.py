@@ -1159,15 +1159,23 @@ def test_the_depth_histogram_is_a_markdown_table_one_row_per_depth():
 def test_each_run_leaves_figures_the_ui_plots_over_time(tmp_path, instance, sample_site):
     """The asset's Plots tab charts numeric metadata run after run: a site's orphans, depth, links planned
     and run time over three plans (the backtest's precision sits on graph/backtest_runs), and only the few
-    figures worth a trend are numbers (the rest are tables: sites are not a time axis)."""
+    figures worth a trend are numbers (the rest are tables: sites are not a time axis). Dagster draws every
+    site on one line, so the step's `trend` table holds this site's runs alone."""
     site = sample_site.folder.copy(tmp_path / "site")
+    plan_key = dg.AssetKey(["graph", "link_plan"])
+    instance.add_dynamic_partitions("sites", ["other.example"])  # another site's plan, between the runs
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(plan_key, partition="other.example", metadata={"planned_links": 99_999})
+    )
     for budget in (None, 12, 8):
         config = {"ops": {"link_plan": {"config": {"out_link_budget": budget} if budget else {}}}}
         rerun = run_site(
             site.warehouse, site.inbox, instance, SAMPLE_HOST, run_config=config, steps=["link_plan"]
         )
         assert rerun.success
-    records = instance.fetch_materializations(dg.AssetKey(["graph", "link_plan"]), limit=10).records
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=plan_key, asset_partitions=[SAMPLE_HOST]), limit=10
+    ).records
     plotted = {"planned_links", "orphan_pages_after", "share_depth_le_3_after", "links_live", "duration_s",
                "pages_left_for_editor"}  # fmt: skip
     assert len(records) == 3
@@ -1184,5 +1192,12 @@ def test_each_run_leaves_figures_the_ui_plots_over_time(tmp_path, instance, samp
         )
         # the orphans left are named near-duplicates and the privacy policy (see test_plan_on_the_sample)
         assert metadata["orphan_pages_after"].value < 100
+    trend = records[0].asset_materialization.metadata["trend"].value
+    assert [row.data["planned_links"] for row in trend.records] == [
+        r.asset_materialization.metadata["planned_links"].value for r in records
+    ]  # newest first, the other site's 99,999 not among them
+    assert trend.records[0].data["run"] == "this run" and len(trend.records) == 3
     backtests = sample_site.instance.fetch_materializations(dg.AssetKey(["graph", "backtest_runs"]), limit=10)
-    assert isinstance(backtests.records[0].asset_materialization.metadata["plan_precision"].value, float)
+    measured = backtests.records[0].asset_materialization.metadata
+    assert isinstance(measured["plan_precision"].value, float)
+    assert measured["trend"].value.records[0].data["plan_precision"] == measured["plan_precision"].value

@@ -19,8 +19,13 @@ from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.settings import options_from, settings_config
-from interlink_pipeline.defs.tables import site_asset
+from interlink_pipeline.defs.tables import site_asset, table_key
+from interlink_pipeline.defs.trends import site_trend
 from interlink_pipeline.defs.writes import check_results, persist, user_errors
+
+# the figures the `trend` table shows for the site, run after run
+TREND_FIGURES = ("planned_links", "orphan_pages_after", "share_depth_le_3_after", "pages_left_for_editor",
+                 "links_live", "acceptance_rate")  # fmt: skip
 
 
 class LinkPlanConfig(settings_config(PlanOptions)):
@@ -79,6 +84,7 @@ def link_plan(
         **_metadata(result, inputs.pages, history.previous.height, inputs.links_known),
         **_adoption(result, history),
     }
+    metadata["trend"] = site_trend(context, table_key("graph.link_plan"), metadata, TREND_FIGURES)
     yield from persist(context, warehouse, site, frames, metadata, started, check_results(result.checks))
     keep_centrality(warehouse, site, result)
 
@@ -189,8 +195,8 @@ def _adoption(result: SitePlan, history: PlanHistory) -> dict:
 
 def _trends(result: SitePlan) -> dict:
     """The few figures worth a line in the Plots tab, as numbers: orphans and the share within 3 clicks
-    after the plan (every summary figure before and after is in the `before_after` table). Plots are per
-    partition: *Events* follows one site's runs, *Partitions* compares sites."""
+    after the plan (every summary figure before and after is in the `before_after` table). The Plots tab
+    draws every site on one line; the `trend` table is the site's own (defs/trends.py)."""
     after = result.after
     return {
         "orphan_pages_after": MetadataValue.int(int(after.orphan_pages)),

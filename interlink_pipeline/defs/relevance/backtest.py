@@ -33,7 +33,8 @@ from interlink_pipeline.defs.partitions import site_key
 from interlink_pipeline.defs.previews import table_preview
 from interlink_pipeline.defs.relevance.ranker import CandidateSettings
 from interlink_pipeline.defs.resources import Warehouse
-from interlink_pipeline.defs.tables import site_asset
+from interlink_pipeline.defs.tables import site_asset, table_key
+from interlink_pipeline.defs.trends import site_trend
 from interlink_pipeline.defs.writes import materialized, record_run, user_errors
 
 
@@ -128,7 +129,9 @@ def link_backtest(
         "baseline_search": result.baseline_search.described(),
         "seconds_by_step": MetadataValue.json(result.seconds),
     }
-    yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
+    yield from record_run(
+        context, warehouse, site, "graph.backtest_runs", row, _trended(context, metadata), started
+    )
     keep_measurement(warehouse, site, now, run_id)
 
 
@@ -146,7 +149,15 @@ def _standing(context, warehouse, site, crawl_id, earlier, why, started):
         "measured_in_run": row["measured_in_run"][0],
         "why": why,
     }
-    yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
+    yield from record_run(
+        context, warehouse, site, "graph.backtest_runs", row, _trended(context, metadata), started
+    )
+
+
+def _trended(context: AssetExecutionContext, metadata: dict) -> dict:
+    """The metadata with the site's own trend of its precision against the baseline's, run after run."""
+    figures = ("plan_precision", "baseline_precision", "plan_recall")
+    return {**metadata, "trend": site_trend(context, table_key("graph.backtest_runs"), metadata, figures)}
 
 
 # the comparison table's rows: our figure and the baseline's
