@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -21,6 +22,7 @@ import polars as pl
 import psutil
 import pytest
 
+from interlink_pipeline.cli.dead_runs import RunProcess, process_gone, run_process
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_page_text
 from interlink_pipeline.core.ingest.exclusions import rule_warnings
@@ -343,6 +345,11 @@ def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registere
         assert f"run {held.run_id} had stopped: its process (pid {killed.pid}) is gone" in done.stderr
         assert instance.get_run_by_id(held.run_id).status == dg.DagsterRunStatus.FAILURE
         assert not instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
+        # the process a later command judges is in the run's events (the UI shows its start as a date)
+        [ran] = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS]))
+        process = run_process(instance, ran)
+        assert process.cli and process.host == socket.gethostname() and process.pid not in (os.getpid(), None)
+        assert set(ran.tags) & {"interlink/pid", "interlink/host", "interlink/process_started"} == set()
     with duckdb.connect(env["INTERLINK_WAREHOUSE"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0] > 0
         recorded = con.execute("SELECT run_id, site FROM ops.run_failures").fetchall()
@@ -686,9 +693,13 @@ def test_a_killed_run_never_holds_its_site_whatever_the_dagster_home(
     assert call_cli(env, "register", str(light / "internal_all.csv")).returncode == 0
     killed = _materialize_in_background(env, tmp_path / "killed.log")
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        started = [dg.DagsterRunStatus.STARTED]
+        started = dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])
+        # working: started, and its process reported on it (a run killed in the moment between is judged
+        # by the in-process executor's own event, where the home is SQLite)
         _wait_while_running(
-            killed, tmp_path / "killed.log", lambda: instance.get_run_records(dg.RunsFilter(statuses=started))
+            killed,
+            tmp_path / "killed.log",
+            lambda: [run for run in instance.get_runs(started) if run_process(instance, run)],
         )
         os.kill(killed.pid, signal.SIGKILL)
         killed.wait()
@@ -764,14 +775,13 @@ def test_a_run_of_a_killed_make_dev_never_holds_its_site(registered):
 
 
 def test_a_run_whose_process_id_was_reused_is_dead():
-    from interlink_pipeline.cli.dead_runs import HOST_TAG, PID_TAG, PROCESS_STARTED_TAG, process_gone
 
-    here = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     now = psutil.Process().create_time()
-    assert not process_gone({**here, PROCESS_STARTED_TAG: f"{now:.2f}"})
-    assert process_gone({**here, PROCESS_STARTED_TAG: f"{now - 3600:.2f}"})  # another process, same id
-    assert not process_gone({**here, HOST_TAG: "another-machine", PROCESS_STARTED_TAG: "0"})
-    assert not process_gone({})  # a run of the UI or the daemon: their run monitoring's
+    here = RunProcess(os.getpid(), socket.gethostname(), now, cli=True)
+    assert not process_gone(here)
+    assert process_gone(replace(here, started=now - 3600))  # another process, same id
+    assert not process_gone(replace(here, host="another-machine", started=0))  # its own machine's to judge
+    assert not process_gone(replace(here, started=now + 3600, cli=False))  # a worker says it works later
 
 
 def _fill(folder: Path) -> None:

@@ -7,66 +7,77 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from dataclasses import dataclass
 
-# a CLI run's process (its id, machine and start time), so the next command can tell a run still working
-# from one that was killed, even once the id is reused
-PID_TAG, HOST_TAG, PROCESS_STARTED_TAG = "interlink/pid", "interlink/host", "interlink/process_started"
 IN_PROGRESS = ("STARTING", "STARTED", "CANCELING")  # DagsterRunStatus values of a run not finished
+# the engine event a CLI run reports when it starts: its process, so the next command can tell a run still
+# working from one that was killed, even once the id is reused (in the run's metadata, not its tags)
+CLI_PROCESS = "the interlink command runs this run"
 
 
-def process_tags() -> dict[str, str]:
-    """This process, as a CLI run's tags name it."""
+@dataclass(frozen=True)
+class RunProcess:
+    """The process a run works in, as its events name it."""
+
+    pid: int
+    host: str  # the machine it runs on
+    started: float  # when it started (epoch seconds), or at the latest when it said it worked
+    cli: bool  # an `interlink` command's; otherwise a run worker the UI or the daemon launched
+
+
+def announce_process(instance, run_id: str) -> None:
+    """Report, on the run, the CLI process it runs in: its id, machine and start time."""
+    import psutil
+    from dagster import MetadataValue
+    from dagster._core.events import EngineEventData
+
+    pid, host = os.getpid(), socket.gethostname()
+    metadata = {
+        "pid": MetadataValue.int(pid),
+        "host": MetadataValue.text(host),
+        "process_started": MetadataValue.timestamp(psutil.Process().create_time()),
+    }
+    run = instance.get_run_by_id(run_id)
+    instance.report_engine_event(f"{CLI_PROCESS}: process {pid} on {host}", run, EngineEventData(metadata))
+
+
+def run_process(instance, run) -> RunProcess | None:
+    """The process of an unfinished run: the one a CLI run announced; otherwise, where the Dagster home
+    keeps its history in SQLite (which one machine holds), the process a run worker or the in-process
+    executor said it works in ("Started process for run (pid: N)"). A shared PostgreSQL home's other runs
+    may work on other machines: they are their run monitoring's."""
+    from dagster import DagsterEventType
+    from dagster._core.storage.runs import SqliteRunStorage
+
+    said = [
+        (record.dagster_event.engine_event_data.metadata, record.timestamp)
+        for record in instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT)
+    ]
+    for metadata, _ in reversed(said):
+        if "host" in metadata and "process_started" in metadata:
+            pid, host, started = (metadata[k].value for k in ("pid", "host", "process_started"))
+            return RunProcess(int(pid), host, started, cli=True)
+    launched = [(metadata["pid"].value, at) for metadata, at in said if "pid" in metadata]
+    if not launched or not isinstance(instance.run_storage, SqliteRunStorage):
+        return None
+    pid, at = launched[-1]
+    return RunProcess(int(pid), socket.gethostname(), at, cli=False)
+
+
+def process_gone(process: RunProcess) -> bool:
+    """Whether a run's process on this machine is gone: no process of that id, or one that started after
+    the run's did (the id was reused). A process of another machine is never judged here."""
     import psutil
 
-    started = psutil.Process().create_time()
-    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), PROCESS_STARTED_TAG: f"{started:.2f}"}
-
-
-def process_gone(tags: dict[str, str]) -> bool:
-    """Whether the CLI run these tags name ran on this machine and its process is gone: no process of that
-    id, or one started at another time (the id was reused). A run of another machine, or not of the CLI, is
-    never judged here (the daemon's run monitoring watches those)."""
-    import psutil
-
-    if PID_TAG not in tags or tags.get(HOST_TAG) != socket.gethostname():
+    if process.host != socket.gethostname():
         return False
     try:
-        started = psutil.Process(int(tags[PID_TAG])).create_time()
+        started = psutil.Process(process.pid).create_time()
     except psutil.NoSuchProcess:
         return True
     except psutil.Error:  # another user's process: it is there
         return False
-    recorded = tags.get(PROCESS_STARTED_TAG)
-    return recorded is not None and abs(started - float(recorded)) > 1
-
-
-def launched_process_gone(instance, run) -> int | None:
-    """The process id of a run the UI or the daemon launched on this machine, when that process is gone
-    (`make dev` killed as a whole): read off the run's "Started process for run (pid: N)" event, told from a
-    reused id by its start time. Judged only where the Dagster home keeps its history in SQLite, which one
-    machine holds; a shared PostgreSQL home's runs may work on other machines (their run monitoring's)."""
-    import psutil
-    from dagster import DagsterEventType
-    from dagster._core.storage.runs import SqliteRunStorage
-
-    if PID_TAG in run.tags or not isinstance(instance.run_storage, SqliteRunStorage):
-        return None
-    started = instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT)
-    launched = [
-        (int(pid.value), record.timestamp)
-        for record in started
-        if (pid := record.dagster_event.engine_event_data.metadata.get("pid")) is not None
-    ]
-    if not launched:
-        return None
-    pid, at = launched[-1]
-    try:
-        alive_since = psutil.Process(pid).create_time()
-    except psutil.NoSuchProcess:
-        return pid
-    except psutil.Error:  # another user's process: it is there
-        return None
-    return pid if alive_since > at + 1 else None  # started after the run said it began: another process
+    return started > process.started + 1
 
 
 def release_dead_runs(instance, site: str | None = None) -> None:
@@ -94,9 +105,9 @@ def release_dead_runs(instance, site: str | None = None) -> None:
         else:
             runs[run_id] = run
     for run in runs.values():
-        pid = int(run.tags[PID_TAG]) if process_gone(run.tags) else launched_process_gone(instance, run)
-        if pid is not None:
-            message = f"its process (pid {pid}) is gone: it was killed or crashed before finishing"
+        process = run_process(instance, run)
+        if process is not None and process_gone(process):
+            message = f"its process (pid {process.pid}) is gone: it was killed or crashed before finishing"
             instance.report_run_failed(run, message)
             recorded = record_failure(failure_payload(run, [], message))
             storage.free_concurrency_slots_for_run(run.run_id)

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import TextIO
 
 from interlink_pipeline.cli.dead_runs import (
-    HOST_TAG,
     IN_PROGRESS,
-    PID_TAG,
-    process_tags,
+    announce_process,
     record_failure,
     release_dead_runs,
+    run_process,
 )
 from interlink_pipeline.cli.where import print_where
 from interlink_pipeline.core.environment import environment, use_dagster_home
@@ -126,7 +125,7 @@ def execute(
     from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
     from interlink_pipeline.defs.jobs import step_keys
 
-    tags = {"interlink/trigger": "cli", **process_tags()}
+    tags = {"interlink/trigger": "cli"}
     key = inbox_run_key(default_inbox(), site) if steps is None else run_key
     started = time.monotonic()
     job = defs.resolve_job_def("site_pipeline")
@@ -214,7 +213,8 @@ def _screen() -> Iterator[TextIO]:
 def _progress(instance, run_id: str, steps: int, screen: TextIO) -> Iterator[None]:
     """How far the run is while it goes: in a terminal, a bar with the step running, the steps done, the
     time spent and the step's latest message (a long step says how far it is: "embedded 20,000 of 81,515
-    new texts"); otherwise a line per finished step (logs, CI)."""
+    new texts"); otherwise a line per finished step (logs, CI). Once the run starts, its process is reported
+    on it (announce_process)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -238,6 +238,8 @@ def _progress(instance, run_id: str, steps: int, screen: TextIO) -> Iterator[Non
             if entry.step_key is not None and entry.user_message:
                 bar.update(task, said=entry.user_message.splitlines()[0][:PROGRESS_MESSAGE_CHARS])
             return
+        if event.event_type_value == "PIPELINE_START":  # DagsterEventType.RUN_START's value
+            announce_process(instance, run_id)  # the process, for a later command to tell if it was killed
         if event.step_key is None:
             return
         if event.event_type_value == "STEP_START":
@@ -287,9 +289,10 @@ def _site_lock(instance, site: str) -> Iterator[None]:
         in_progress = [DagsterRunStatus(status) for status in IN_PROGRESS]
         for record in site_runs(instance, site, statuses=in_progress)[:1]:
             run = record.dagster_run
+            process = run_process(instance, run)
             where = (
-                f"interlink, process {run.tags[PID_TAG]} on {run.tags.get(HOST_TAG, '?')}"
-                if PID_TAG in run.tags
+                f"interlink, process {process.pid} on {process.host}"
+                if process is not None and process.cli
                 else "in the UI or the daemon"
             )
             raise InputError(
