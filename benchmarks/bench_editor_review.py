@@ -42,7 +42,7 @@ import polars as pl
 from benchmarks.harness import DATA, print_table
 from interlink_pipeline.core.graph.anchors import url_like
 from interlink_pipeline.core.graph.link_evidence import related, with_shares
-from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, utility_pages
+from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, pages_matching
 from interlink_pipeline.core.graph.planner import SECTION_PAGES
 from interlink_pipeline.core.graph.sentences import placed_mention
 from interlink_pipeline.core.publish.page_drilldown import PLACEMENT_WORDS
@@ -133,7 +133,7 @@ def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame)
     below = dict(zip(pages["page_id"].to_list(), tree.descendants.tolist(), strict=True))
     floor = max(SECTION_PAGES, pages.height // 100)
     hubs = plan.filter(pl.col("reason") == "hub")["target_page_id"].to_list()
-    utility = set(pages.filter(pl.Series(utility_pages(pages["path"], UTILITY_PAGES)))["page_id"].to_list())
+    utility = set(pages.filter(pl.Series(pages_matching(pages["path"], UTILITY_PAGES)))["page_id"].to_list())
     rescues = plan.filter(pl.col("reason") == "orphan-rescue")
     from_utility = rescues["source_page_id"].is_in(list(utility)).sum()
     return {

@@ -34,7 +34,7 @@ from interlink_pipeline.core.graph.metrics import (
 )
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS, accepted_kept, check_plan
 from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, before_and_after, comparison
-from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, utility_pages
+from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, pages_matching
 from interlink_pipeline.core.graph.plan_stability import plan_changes
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import Planner, plan_links
@@ -456,7 +456,7 @@ def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_like
     existing = [(0, 1, False), (0, 2, False), (0, 3, False)]
     candidates = [(1, 4, 0.9, "similar"), (2, 4, 0.8, "similar"), (3, 4, 0.25, "similar")]
     site = _site(5, existing=existing, candidates=candidates)
-    site.utility = utility_pages(
+    site.utility = pages_matching(
         pl.Series(["/", "/about-us/", "/guides/a/", "/guides/b/", "/guides/c/"]), UTILITY_PAGES
     )
     planned, _ = plan_links(site, PlanOptions(hub_links=0, min_inlinks=0, max_inlinks=0))
@@ -468,7 +468,7 @@ def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_like
     # is left to the site's menus (the orphan check counts it apart)
     paths = ["/", "/guides/a/", "/guides/b/", "/client-form/", "/sample-page/"]
     site = _site(5, existing=[(0, 1, True), (0, 2, True), (0, 3, False)], candidates=[(1, 3, 0.9, "similar")])
-    site.utility = utility_pages(pl.Series(paths), UTILITY_PAGES)
+    site.utility = pages_matching(pl.Series(paths), UTILITY_PAGES)
     planned, planner = plan_links(site, PlanOptions(hub_links=0))
     assert planned.is_empty() and planner.stats.unreachable_after == 0
     checks = {c.name: c for c in check_plan(planned, _anchored([]), site.existing, planner, 1, PlanOptions())}
@@ -476,6 +476,37 @@ def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_like
     assert checks["link_plan_no_orphans"].figures["utility_pages_left_unlinked"] == 1
     with pytest.raises(Exception, match=r"utility_pages is not a regular expression \(missing \)"):
         plan_links(site, PlanOptions(utility_pages="/(about"))
+
+
+def test_a_generators_pages_are_never_a_links_source_but_still_take_links():
+    """A command reference the docs generator writes: a link added to one of its pages is lost at the next
+    build, so the plan links from the hand-written guides only; the reference pages still take links, and
+    a link an editor accepted from one stands (the editor will put it in the generator's source)."""
+    paths = ["/", "/guides/a/", "/guides/b/", "/commands/build/", "/commands/serve/"]
+    candidates = [
+        (3, 4, 0.9, "similar"),
+        (4, 3, 0.9, "similar"),
+        (1, 3, 0.8, "similar"),
+        (2, 1, 0.7, "similar"),
+    ]
+    existing = [(0, 1, True), (0, 2, True), (0, 3, True), (0, 4, True)]
+    site = _site(5, existing=existing, candidates=candidates)
+    options = PlanOptions(hub_links=0, min_inlinks=1, max_inlinks=2, generated_pages="^/commands/")
+    site.generated = pages_matching(pl.Series(paths), options.generated_pages)
+    planned, _ = plan_links(site, options)
+    assert planned.height and not set(planned["source"].to_list()) & {3, 4}
+    assert 3 in planned["target"].to_list()  # a reference page still takes a link
+    unmarked, _ = plan_links(dataclasses.replace(site, generated=None), options)
+    assert {3, 4} & set(unmarked["source"].to_list())  # without the setting, they were sources
+    accepted = pl.DataFrame(
+        [(4, 3, "topical", 0.9, "similar", "contextual", [])],
+        schema=["source", "target", "reason", "score", "evidence", "placement", "alternatives"],
+        orient="row",
+    ).with_columns(pl.col("score").cast(pl.Float32), pl.col("alternatives").cast(pl.List(pl.Int64)))
+    planned, _ = plan_links(dataclasses.replace(site, accepted=accepted), options)
+    assert _links(planned)[(4, 3)] == "topical"
+    with pytest.raises(Exception, match=r"generated_pages is not a regular expression"):
+        plan_links(site, PlanOptions(generated_pages="/(commands"))
 
 
 def test_the_least_linked_pages_and_those_in_striking_distance_take_likely_links_from_a_lower_bar():
@@ -901,7 +932,7 @@ def test_plan_on_the_sample(sample_site):
     # the privacy policy (a utility page, left to the menus)
     assert before["orphan_pages"] > 500 and after["orphan_pages"] == left.height
     named = left["near_duplicate_of"].is_not_null()
-    utility_left = pl.Series(utility_pages(left["path"], UTILITY_PAGES), dtype=pl.Boolean)
+    utility_left = pl.Series(pages_matching(left["path"], UTILITY_PAGES), dtype=pl.Boolean)
     assert named.any() and (named | utility_left).all()
     assert after["max_depth"] <= 4 and after["unreachable_pages"] == left.height
     assert after["inlink_gini"] < before["inlink_gini"]
@@ -917,7 +948,7 @@ def test_plan_on_the_sample(sample_site):
     assert (shared.filter(pl.col("targets") > 1)["names"] == 1).all()
     assert set(plan["placement"]) <= {"related", "home", "listing"}
     # no link is placed on a utility page (the sample's About Us, Contact, Privacy Policy)
-    utility = pages.filter(pl.Series(utility_pages(pages["path"], UTILITY_PAGES)))["page_id"]
+    utility = pages.filter(pl.Series(pages_matching(pages["path"], UTILITY_PAGES)))["page_id"]
     assert utility.len() >= 3 and not plan["source_page_id"].is_in(utility.implode()).any()
     # topical links are the ranker's probable ones; structure is met by the most probable source there is
     # (the sample's own in-content links are listings and menus: the ranker finds few topical pairs likely)

@@ -26,7 +26,7 @@ from interlink_pipeline.core.graph.metrics import GraphSummary, click_depth
 from interlink_pipeline.core.graph.plan_inputs import PlanInputs, indexed, read_plan_inputs
 from interlink_pipeline.core.graph.plan_invariants import check_plan
 from interlink_pipeline.core.graph.plan_metrics import before_and_after, page_metrics_rows, site_metrics_rows
-from interlink_pipeline.core.graph.plan_options import PlanOptions, utility_pages
+from interlink_pipeline.core.graph.plan_options import PlanOptions, pages_matching
 from interlink_pipeline.core.graph.plan_rows import navigation_pairs, placed_links, plan_rows
 from interlink_pipeline.core.graph.plan_stability import (
     links_to_keep,
@@ -106,7 +106,8 @@ def plan_site(
         counted_inlinks=inputs.counted_inlinks,
         tree=inputs.tree,
         priority=striking_distance(inputs.pages, inputs.search_console, options),
-        utility=utility_pages(inputs.pages["path"], options.utility_pages),
+        utility=pages_matching(inputs.pages["path"], options.utility_pages),
+        generated=pages_matching(inputs.pages["path"], options.generated_pages),
     )
     planned, planner = plan_links(graph, options)
     planned = planned.join(

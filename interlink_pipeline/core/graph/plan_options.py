@@ -107,6 +107,13 @@ class PlanOptions:
         "search, tag and archive pages and a blog engine's sample pages by default; an orphan among them is "
         "left to the site's menus, counted by the orphan check.",
     )
+    generated_pages: str = setting(
+        "",
+        "Pages a generator writes from other sources (an API or command-line reference: a regular expression "
+        "searched in each page's URL path, case ignored): never a planned link's source, since a link added "
+        "to them is lost at the next build (edit the generator's source instead); they still take links. "
+        "None by default: the site says which pages are generated, not their text.",
+    )
     max_target_share: float = setting(
         0.03,
         "Most of a plan's links one page may take, as a share of them (at least 2; its structural links "
@@ -146,14 +153,16 @@ def check_options(options: PlanOptions) -> None:
         raise InputError("min_probability must be between 0 and 1.")
     if options.striking_distance_from > options.striking_distance_to:
         raise InputError("striking_distance_from must not be above striking_distance_to.")
-    try:
-        re.compile(options.utility_pages)
-    except re.error as error:
-        raise InputError(f"utility_pages is not a regular expression ({error}).") from None
+    for name in ("utility_pages", "generated_pages"):
+        try:
+            re.compile(getattr(options, name))
+        except re.error as error:
+            raise InputError(f"{name} is not a regular expression ({error}).") from None
 
 
-def utility_pages(paths: pl.Series, pattern: str) -> np.ndarray:
-    """Which pages are utility pages (`pattern` searched in the URL path, case ignored)."""
+def pages_matching(paths: pl.Series, pattern: str) -> np.ndarray:
+    """Which pages a URL pattern names (utility_pages, generated_pages: searched in the path, case
+    ignored)."""
     if not pattern:
         return np.zeros(paths.len(), dtype=bool)
     return paths.fill_null("").str.contains(f"(?i){pattern}").to_numpy()

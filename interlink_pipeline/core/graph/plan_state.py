@@ -87,6 +87,7 @@ class SiteGraph:
     counted_inlinks: np.ndarray | None = None
     tree: UrlTree | None = None  # the pages' URL tree (None: every page a leaf of the home page)
     utility: np.ndarray | None = None  # pages that never take a planned link (about, contact, cart, …)
+    generated: np.ndarray | None = None  # pages a generator writes: never a planned link's source
     priority: np.ndarray | None = None  # pages in striking distance by the Search Console export
 
     def __post_init__(self) -> None:
@@ -118,7 +119,13 @@ class PlanState:
         # about, contact, cart: no editor links from them, nor to them in content
         self.utility = site.utility if site.utility is not None else np.zeros(self.page_count, dtype=bool)
         self.out_budget[: self.page_count][self.utility] = 0
-        self.hub_budget = max(0, options.hub_links - int(content_out[site.home]))
+        # a generator's pages: a link added there is lost at the next build
+        none = np.zeros(self.page_count, dtype=bool)
+        self.generated = site.generated if site.generated is not None else none
+        self.out_budget[: self.page_count][self.generated] = 0
+        self.hub_budget = (
+            0 if self.generated[site.home] else max(0, options.hub_links - int(content_out[site.home]))
+        )
         # the home page is its URL children's section index while they fit its hub links (with flat URLs,
         # every page's parent, it heads no section)
         children = int((site.tree.parent == site.home).sum()) if site.tree is not None else 0
@@ -146,7 +153,7 @@ class PlanState:
             else max(listing, float(np.quantile(content_out[: self.page_count], 0.9)))
         )
         self.is_index[: self.page_count] |= content_out[: self.page_count] > listing_above
-        self.is_index[: self.page_count][self.utility] = False
+        self.is_index[: self.page_count][self.utility | self.generated] = False
         self.orphans_before = np.flatnonzero(self.inbound[: self.page_count] == 0)
         self.new_in = np.zeros(self.node_count, dtype=np.int64)  # links the plan adds into each page
         # an orphan left unlinked because it says what another orphan, rescued, says (-1: none)

@@ -28,6 +28,7 @@ Steps, each adding links only where the source page has spare out-link budget an
 
 Utility pages (about, contact, cart: `utility_pages`) are never a link's source nor a topical link's target,
 and the structure steps leave them alone, as they leave an orphan that says what a rescued orphan says.
+Pages a generator writes (`generated_pages`) are never a link's source, but for links editors accepted.
 
 Structure comes before topical links so that the shallow pages' budgets build a wide, shallow tree. The
 candidates a plan may use are sensible_candidates': none into a same-named page in another branch, into a
@@ -138,6 +139,8 @@ class Planner(PlanState):
                     continue
                 elif not is_related:
                     self.refused[pair] = "no longer related: no evidence both pages are about the same thing"
+                elif self.generated[source] and not accepted:
+                    self.refused[pair] = "its source is written by a generator (generated_pages)"
                 elif not self.add(
                     source, target, reason, score, evidence, home=placement == "home",
                     alternatives=tuple(alternatives), listing=placement == "listing", accepted=accepted,
