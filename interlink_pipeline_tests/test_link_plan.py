@@ -37,7 +37,7 @@ from interlink_pipeline.core.graph.plan_metrics import SUMMARY_ROWS, before_and_
 from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, pages_matching
 from interlink_pipeline.core.graph.plan_stability import plan_changes
 from interlink_pipeline.core.graph.plan_state import SiteGraph
-from interlink_pipeline.core.graph.planner import Planner, plan_links
+from interlink_pipeline.core.graph.planner import Planner, plan_links, weak_topics
 from interlink_pipeline.core.graph.sentences import first_placed, heading_lead, placed_mention
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ingest.site_links import existing_links, links_from_crawl_counts
@@ -476,6 +476,23 @@ def test_utility_pages_never_take_a_link_and_a_rescued_orphan_gets_a_second_like
     assert checks["link_plan_no_orphans"].figures["utility_pages_left_unlinked"] == 1
     with pytest.raises(Exception, match=r"utility_pages is not a regular expression \(missing \)"):
         plan_links(site, PlanOptions(utility_pages="/(about"))
+
+
+def test_a_topic_linked_under_the_sites_median_gets_a_contested_budget_first():
+    """Page 1 has room for one link; its best candidate is a page of a well-linked topic (2, 3, 5: three
+    in-links each), its second a page of a topic linked under the site's median (4: one). The weak topic
+    takes the link; without topics, the best candidate does."""
+    links = [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (2, 3), (3, 2), (5, 2), (5, 3), (2, 5), (3, 5)]
+    existing = [(a, b, False) for a, b in links]
+    candidates = [(1, 2, 0.9, "similar"), (1, 4, 0.5, "similar")]
+    options = PlanOptions(hub_links=0, out_link_budget=1, min_inlinks=1, max_inlinks=1)
+    topics = [0, 1, 2, 2, 3, 2]
+    site = _site(6, existing=existing, candidates=candidates, clusters=topics)
+    inlinks = np.bincount([b for _, b in links], minlength=6)
+    assert weak_topics(inlinks, np.asarray(topics)).tolist() == [True, True, False, False, True, False]
+    assert _links(plan_links(site, options)[0]) == {(1, 4): "topical"}
+    untopical = _site(6, existing=existing, candidates=candidates)
+    assert _links(plan_links(untopical, options)[0]) == {(1, 2): "topical"}
 
 
 def test_a_generators_pages_are_never_a_links_source_but_still_take_links():

@@ -22,9 +22,10 @@ Steps, each adding links only where the source page has spare out-link budget an
    get a link from a related source anywhere. An index page (a menu parent, a paginated listing) takes the
    link in its list (`listing`) whatever its in-content budget. A page none of its related pages can link
    is left for an editor (left_for_editor.py), never linked from wherever there is room.
-4. **Topical links** (`topical`): candidates best first, while the target is under its in-content quota
-   (from `min_inlinks` for the least central pages to `max_inlinks` for the most), then beyond it outside
-   the best-linked quarter; no target takes more than `max_target_share` of the plan.
+4. **Topical links** (`topical`): candidates best first, those into topics linked under the site's median
+   before the others, while the target is under its in-content quota (from `min_inlinks` for the least
+   central pages to `max_inlinks` for the most), then beyond it outside the best-linked quarter; no target
+   takes more than `max_target_share` of the plan.
 
 Utility pages (about, contact, cart: `utility_pages`) are never a link's source nor a topical link's target,
 and the structure steps leave them alone, as they leave an orphan that says what a rescued orphan says.
@@ -184,7 +185,8 @@ class Planner(PlanState):
             self.add(index, member, "section", score, "menu")
 
     def _topical(self) -> None:
-        """The most probable candidates, best first, within the sources' budgets: first up to each target's
+        """The most probable candidates, best first (into topics linked under the site's median before the
+        others: weak_topics), within the sources' budgets: first up to each target's
         in-link quota, then beyond it for the targets outside the best-linked quarter. No target takes more
         than max_target_share of the links so planned (at least 2): a target past it keeps its most probable
         links, and the budgets freed go to the targets under it. A pair needs RELATED_EVIDENCE besides the
@@ -209,7 +211,12 @@ class Planner(PlanState):
             & pl.col("provenance").str.contains(RELATED_EVIDENCE)
             & (pl.col("tied") | pl.col("provenance").str.contains("mention"))
             & ~pl.Series(self.utility[candidates["target"].to_numpy()], dtype=pl.Boolean)
-        ).sort(["score", "source", "target"], descending=[True, False, False])
+        )
+        # links into the topics linked under the site's median go first, where sources' budgets compete
+        under = pl.Series(weak_topics(linked_before, self.site.cluster)[ordered["target"].to_numpy()])
+        ordered = ordered.with_columns(under.alias("weak_topic")).sort(
+            ["weak_topic", "score", "source", "target"], descending=[True, True, False, False]
+        )
         rows = ordered.select("source", "target", "score", "provenance").rows()
 
         def fill(cap: int) -> None:
@@ -228,6 +235,17 @@ class Planner(PlanState):
         if (self.new_in > cap).any():
             self.drop_topical_past(cap)
             fill(cap)
+
+
+def weak_topics(inlinks: np.ndarray, cluster: np.ndarray) -> np.ndarray:
+    """Whether each page's topic is linked under the site's median: its pages' median in-links below the
+    site's (pages of no topic: never)."""
+    site_median = float(np.median(inlinks)) if len(inlinks) else 0.0
+    weak = np.zeros(len(inlinks), dtype=bool)
+    for topic in np.unique(cluster[cluster >= 0]):
+        members = cluster == topic
+        weak[members] = float(np.median(inlinks[members])) < site_median
+    return weak
 
 
 def plan_links(site: SiteGraph, options: PlanOptions | None = None) -> tuple[pl.DataFrame, Planner]:
