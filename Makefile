@@ -10,12 +10,16 @@ export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 # Pinned install: requirements.lock constrains every transitive version (torch 2.13.0 resolves to the
 # CPU wheel on machines that carry it locally, the CUDA build elsewhere on Linux). uv installs what pip
 # would, from the same indexes and the wheel folder pip is given (PIP_FIND_LINKS), in seconds, not minutes.
+# Bytecode is compiled once here: where PYTHONDONTWRITEBYTECODE is set (CI images, this machine) Python
+# never caches it, and every command, test subprocess and dbt call compiled its imports again (half of
+# `interlink status`'s 8.7 s).
 UV_VERSION := 0.13.9
 $(VENV)/.installed: pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -c requirements.lock -e '.[dev]' \
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -c requirements.lock -e '.[dev]' \
 	  $(foreach folder,$(PIP_FIND_LINKS),--find-links $(folder))
+	$(BIN)/python -m compileall -q interlink_pipeline
 	touch $@
 
 # The dbt manifest is prepared here, never when the code location is imported.

@@ -63,7 +63,8 @@ def test_demo_materialises_the_sample(cli_env, tmp_path, sample_site):
     with duckdb.connect(cli_env["INTERLINK_WAREHOUSE"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM staging.pages").fetchone()[0] == 1700
     listing = call_cli(cli_env, "sites")
-    assert f"{SAMPLE_HOST}: raw.crawl_pages=1,962" in listing.stdout
+    [line] = [line for line in listing.stdout.splitlines() if line.startswith(f"{SAMPLE_HOST}: raw.")]
+    assert "raw.crawl_pages=1,962" in line and "marts.link_opportunities=" in line
     # status: the last run, the plan's figures, where the files are
     status = call_cli(cli_env, "status", "--site", SAMPLE_HOST)
     assert status.returncode == 0, status.stderr

@@ -231,25 +231,35 @@ def _check_generation(out: Path, pages: int, *, with_links: bool, overwrite: boo
         raise InputError(f"--out {out} cannot be written: {file_problem(exc)}.") from None
 
 
-def sites(args: argparse.Namespace) -> int:
-    import duckdb
+# the warehouse's schemas as the pipeline fills them, for listings
+_LAYERS = {
+    schema: order for order, schema in enumerate(("raw", "staging", "serp", "ml", "graph", "marts", "ops"))
+}
 
+
+def sites(args: argparse.Namespace) -> int:
     from interlink_pipeline.core.urls import display_host
-    from interlink_pipeline.core.warehouse.contract import table_columns
     from interlink_pipeline.core.warehouse.database import connect, default_warehouse, exists
-    from interlink_pipeline.core.warehouse.schemas import TABLES
     from interlink_pipeline.defs.partitions import site_partitions
 
-    per_site = [table for table in TABLES if "site" in table_columns(table)]
     sites = dagster_instance().get_dynamic_partitions(site_partitions.name)
     counts: dict[tuple[str, str], int] = {}
+    per_site: list[str] = []
     if exists(default_warehouse()):
         with connect(default_warehouse(), read_only=True) as con:
+            # the tables the file holds with a site column, the marts' too (not the dbt views over them):
+            # read off its catalogue, so that listing needs no table contract loaded
+            per_site = [
+                f"{schema}.{table}"
+                for schema, table in con.execute(
+                    "SELECT schema_name, table_name FROM duckdb_columns() JOIN duckdb_tables() "
+                    "USING (database_name, schema_name, table_name) WHERE column_name = 'site' "
+                    "AND database_name = current_database() ORDER BY ALL"
+                ).fetchall()
+            ]
+            per_site.sort(key=lambda table: _LAYERS.get(table.split(".")[0], len(_LAYERS)))
             for table in per_site:
-                try:
-                    rows = con.execute(f"SELECT site, count(*) FROM {table} GROUP BY site").fetchall()
-                except duckdb.CatalogException:
-                    continue
+                rows = con.execute(f"SELECT site, count(*) FROM {table} GROUP BY site").fetchall()
                 counts.update({(site, table): n for site, n in rows})
     for site in sites:
         tables = ", ".join(f"{t}={counts[(site, t)]:,}" for t in per_site if (site, t) in counts)

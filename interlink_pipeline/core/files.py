@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from interlink_pipeline.core.errors import InputError
+
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
 # what an operating system's refusal to read or write a file means for the user, and what to do
 FILE_PROBLEMS = {
@@ -104,3 +106,28 @@ def load_state(path: Path, kind: type) -> object | None:
     except Exception:  # a truncated or foreign file is as good as none: it is measured and written again
         return None
     return kept if isinstance(kept, kind) else None
+
+
+# the first bytes of a DuckDB file's header: a checksum, then the magic
+_DUCKDB_MAGIC, _MAGIC_AT = b"DUCK", 8
+_OTHER_FORMATS = {
+    SQLITE_HEADER: "a SQLite database",
+    b"PAR1": "a Parquet file",
+    b"PK\x03\x04": "a ZIP file",
+}
+
+
+def file_format(path: Path, what: str = "the warehouse") -> str | None:
+    """What the file at `path` holds when it is not a DuckDB database ('a SQLite database', 'not DuckDB'),
+    read off its first bytes before DuckDB reads it (it may take it for another format and look for an
+    extension to read that); None for a DuckDB file, an empty one or none."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(64)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(f"cannot open {what} {path}: {exc.strerror}.") from None
+    if not head or head[_MAGIC_AT : _MAGIC_AT + len(_DUCKDB_MAGIC)] == _DUCKDB_MAGIC:
+        return None
+    return next((name for magic, name in _OTHER_FORMATS.items() if head.startswith(magic)), "not DuckDB")

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.files import file_format
 from interlink_pipeline.core.warehouse import lake
-from interlink_pipeline.core.warehouse.database import file_format
 
 # what a one-off query prints (`interlink sql --csv "SELECT …" > file.csv`): the shell's output modes
 OUTPUT_MODES = ("csv", "json", "markdown")

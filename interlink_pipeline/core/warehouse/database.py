@@ -23,16 +23,9 @@ import tenacity
 
 from interlink_pipeline.core.environment import WAREHOUSE_ENV, Environment, environment
 from interlink_pipeline.core.errors import InputError
-from interlink_pipeline.core.files import SQLITE_HEADER
+from interlink_pipeline.core.files import file_format
 from interlink_pipeline.core.retries import retrying
 from interlink_pipeline.core.warehouse import lake
-from interlink_pipeline.core.warehouse.contract import (
-    duckdb_type,
-    table_columns,
-    table_description,
-    table_model,
-)
-from interlink_pipeline.core.warehouse.schemas import TABLES
 
 T = TypeVar("T")
 
@@ -128,15 +121,6 @@ def connect(
         con.close()
 
 
-# the first bytes of a DuckDB file's header: a checksum, then the magic
-_DUCKDB_MAGIC, _MAGIC_AT = b"DUCK", 8
-_OTHER_FORMATS = {
-    SQLITE_HEADER: "a SQLite database",
-    b"PAR1": "a Parquet file",
-    b"PK\x03\x04": "a ZIP file",
-}
-
-
 def _remove_empty(path: Path) -> None:
     """An empty warehouse file that no process holds is no warehouse: what a first write left when it
     could not write the file's header (a full disk). Removed, so the next run makes the warehouse anew
@@ -151,22 +135,6 @@ def _remove_empty(path: Path) -> None:
             path.unlink()
     except OSError:  # not there, held by a process, or not ours to remove: DuckDB says what it is
         return
-
-
-def file_format(path: Path, what: str = "the warehouse") -> str | None:
-    """What the file at `path` holds when it is not a DuckDB database ('a SQLite database', 'not DuckDB'),
-    read off its first bytes before DuckDB reads it (it may take it for another format and look for an
-    extension to read that); None for a DuckDB file, an empty one or none."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(64)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise InputError(f"cannot open {what} {path}: {exc.strerror}.") from None
-    if not head or head[_MAGIC_AT : _MAGIC_AT + len(_DUCKDB_MAGIC)] == _DUCKDB_MAGIC:
-        return None
-    return next((name for magic, name in _OTHER_FORMATS.items() if head.startswith(magic)), "not DuckDB")
 
 
 def _check_format(path: Path) -> None:
@@ -297,6 +265,11 @@ def _lake_database(location: str, read_only: bool, config: dict) -> duckdb.DuckD
 def ensure_tables(con: duckdb.DuckDBPyConnection, tables: list[str] | None = None) -> None:
     """Create missing schemas, tables and columns (never drops anything). In a lake, a site's tables are
     partitioned by site: each site's rows are files of their own."""
+    # the contract (pandera's models) is loaded where tables are made, not by every reader: a read-only
+    # command answers without it
+    from interlink_pipeline.core.warehouse.contract import duckdb_type, table_columns, table_description
+    from interlink_pipeline.core.warehouse.schemas import TABLES
+
     in_lake = con.execute("SELECT current_database()").fetchone()[0] == lake.ALIAS
     for table in tables or list(TABLES):
         schema_name, _ = table.split(".")
@@ -325,6 +298,8 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, tables: list[str] | None = Non
 
 
 def quoted_table(table: str) -> str:
+    from interlink_pipeline.core.warehouse.contract import table_model  # as in ensure_tables
+
     table_model(table)  # only registered tables ever reach SQL text
     schema_name, name = table.split(".")
     return f'"{schema_name}"."{name}"'
