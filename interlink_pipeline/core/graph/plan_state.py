@@ -108,52 +108,34 @@ class PlanState:
         # a link in the body is what the plan adds: one that exists only in navigation may be added too
         content = existing.filter(pl.col("content"))
         self.exists = set(zip(content["source"].to_list(), content["target"].to_list(), strict=True))
-        content_out = np.bincount(
-            existing.filter(pl.col("content"))["source"].to_numpy(), minlength=self.node_count
-        )
+        content_out = np.bincount(content["source"].to_numpy(), minlength=self.node_count)
         self.content_out = content_out  # each page's existing in-content links
         # pass-through nodes are never linked from
         self.room = link_room(content_out[: self.page_count], site.sections, options)
         self.out_budget = np.zeros(self.node_count, dtype=np.int64)
         self.out_budget[: self.page_count] = self.room.left(content_out[: self.page_count])
-        # about, contact, cart: no editor links from them, nor to them in content
-        self.utility = site.utility if site.utility is not None else np.zeros(self.page_count, dtype=bool)
-        self.out_budget[: self.page_count][self.utility] = 0
-        # a generator's pages: a link added there is lost at the next build
+        # about, contact, cart (no editor links from them, nor to them in content) and a generator's pages
+        # (a link added there is lost at the next build): never a link's source
         none = np.zeros(self.page_count, dtype=bool)
+        self.utility = site.utility if site.utility is not None else none
         self.generated = site.generated if site.generated is not None else none
-        self.out_budget[: self.page_count][self.generated] = 0
-        self.hub_budget = (
-            0 if self.generated[site.home] else max(0, options.hub_links - int(content_out[site.home]))
-        )
+        self.out_budget[: self.page_count][self.utility | self.generated] = 0
+        hub_room = 0 if self.generated[site.home] else options.hub_links - int(content_out[site.home])
+        self.hub_budget = max(0, hub_room)
         # the home page is its URL children's section index while they fit its hub links (with flat URLs,
         # every page's parent, it heads no section)
         children = int((site.tree.parent == site.home).sum()) if site.tree is not None else 0
         self.home_lists_children = 0 < children <= options.hub_links
         self.inbound = np.bincount(existing["target"].to_numpy(), minlength=self.node_count).astype(np.int64)
         # quotas count in-content links only: a sitewide menu link does not make a page well linked
-        self.contextual_in = np.bincount(
-            existing.filter(pl.col("content"))["target"].to_numpy(), minlength=self.node_count
-        ).astype(np.int64)
+        self.contextual_in = np.bincount(content["target"].to_numpy(), minlength=self.node_count).astype(
+            np.int64
+        )
         self.links: list[PlannedLink] = []
         self.planned: set[tuple[int, int]] = set()
         self.planned_sources: list[int] = []
         self.planned_targets: list[int] = []
-        # index pages list their members: menu parents, first pages of paginated listings, and pages whose
-        # content already links more pages than listing_links or out_link_budget, whichever is fewer (a
-        # category's product list; on a link-rich site, than nine in ten of its pages do too). A structural
-        # link may join an index's list beyond its budget when the index is a likely place for it or the
-        # target's own section index.
-        self.is_index = np.zeros(self.node_count, dtype=bool)
-        self.is_index[site.sections.indexes] = True
-        listing = min(options.listing_links, options.out_link_budget)
-        listing_above = (
-            listing
-            if self.room.rule == "total"
-            else max(listing, float(np.quantile(content_out[: self.page_count], 0.9)))
-        )
-        self.is_index[: self.page_count] |= content_out[: self.page_count] > listing_above
-        self.is_index[: self.page_count][self.utility | self.generated] = False
+        self.is_index = self._index_pages()
         self.orphans_before = np.flatnonzero(self.inbound[: self.page_count] == 0)
         self.new_in = np.zeros(self.node_count, dtype=np.int64)  # links the plan adds into each page
         # an orphan left unlinked because it says what another orphan, rescued, says (-1: none)
@@ -165,6 +147,22 @@ class PlanState:
         self.kept_centrality: KeptCentrality | None = None  # set by run: the estimate for the next run
         self.refused: dict[tuple[int, int], str] = {}  # links of the last plan not kept, and why
         self.accepted_pairs: set[tuple[int, int]] = set()  # links editors accepted, placed whatever the room
+
+    def _index_pages(self) -> np.ndarray:
+        """Index pages list their members: menu parents, first pages of paginated listings, and pages whose
+        content already links more pages than listing_links or out_link_budget, whichever is fewer (a
+        category's product list; on a link-rich site, than nine in ten of its pages do too). A structural
+        link may join an index's list beyond its budget when the index is a likely place for it or the
+        target's own section index. Never a utility page or a generator's."""
+        content_out, options = self.content_out[: self.page_count], self.options
+        is_index = np.zeros(self.node_count, dtype=bool)
+        is_index[self.site.sections.indexes] = True
+        listing = min(options.listing_links, options.out_link_budget)
+        if self.room.rule != "total":
+            listing = max(listing, float(np.quantile(content_out, 0.9)))
+        is_index[: self.page_count] |= content_out > listing
+        is_index[: self.page_count][self.utility | self.generated] = False
+        return is_index
 
     def _neighbour_lists(self) -> list[tuple[np.ndarray, np.ndarray, tuple[str, ...]]]:
         """For each page, the pages that may give it a structural link: its `structural_sources` most
