@@ -45,16 +45,16 @@ def test_the_serp_refresh_schedule_asks_for_every_site_and_everything_after_serp
 
 def test_the_freshness_sensor_asks_once_per_stale_plan_and_never_while_the_site_runs(tmp_path, instance):
     from interlink_pipeline.core.ingest.inbox import register_crawl, registered_crawl_id
+    from interlink_pipeline.core.publish.publication import site_folder
     from interlink_pipeline.definitions import build_defs
     from interlink_pipeline.defs.publish.freshness import plan_freshness_sensor
-    from interlink_pipeline.defs.publish.reports import site_folder
     from interlink_pipeline.sample import SAMPLE_HOST
 
     warehouse, inbox = tmp_path / "warehouse.duckdb", tmp_path / "inbox"
     defs = build_defs(str(warehouse), str(inbox))
     register_crawl(inbox, SAMPLE_HOST, SAMPLE_DIR / "internal_all.csv")
     instance.add_dynamic_partitions("sites", [SAMPLE_HOST])
-    published = site_folder(Warehouse(path=str(warehouse)), SAMPLE_HOST) / "published.json"
+    published = site_folder(warehouse, SAMPLE_HOST) / "published.json"
     published.parent.mkdir(parents=True)
     cursor = None
 

@@ -398,9 +398,14 @@ def test_a_warehouse_an_analyst_holds_open_for_writing_fails_the_run_in_seconds(
         started = time.monotonic()
         done = run_cli(env, "materialize", "--site", LIGHT)
         seconds = time.monotonic() - started
+        # status reads the warehouse once, without waiting on its holder, and says who holds it
+        status = call_cli(env, "status", "--site", LIGHT)
     finally:
         analyst.kill()
         analyst.wait()
+    assert status.returncode == 0, status.stderr
+    assert f"note: process {analyst.pid} (" in status.stdout
+    assert "is writing the warehouse now" in status.stdout
     assert done.returncode == 1 and seconds < 90  # 10 s for the run's step, 10 s to record the failure
     assert f"process {analyst.pid} (" in done.stderr and "has held it for 10s" in done.stderr
     assert "analysts query the read-only snapshot" in done.stderr

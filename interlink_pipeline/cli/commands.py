@@ -82,10 +82,11 @@ def register(args: argparse.Namespace) -> int:
 def _freshness(site: str):
     """The site's published plan against the crawl registered now (core/publish/freshness.py)."""
     from interlink_pipeline.core.ingest.inbox import default_inbox
-    from interlink_pipeline.defs.publish.freshness import site_freshness
-    from interlink_pipeline.defs.publish.reports import site_folder
+    from interlink_pipeline.core.publish.freshness import site_freshness
+    from interlink_pipeline.core.publish.publication import site_folder
+    from interlink_pipeline.core.warehouse.database import default_warehouse
 
-    return site_freshness(site_folder(warehouse_resource(), site), default_inbox(), site)
+    return site_freshness(site_folder(default_warehouse(), site), default_inbox(), site)
 
 
 def materialize(args: argparse.Namespace) -> int:
@@ -272,26 +273,26 @@ def sites(args: argparse.Namespace) -> int:
 def status(args: argparse.Namespace) -> int:
     """The site's last run (how it ended, when, how long), its plan's figures, whether the plan is fresh
     and where its files are; without --site, a line for each registered site."""
-    from interlink_pipeline.core.warehouse.database import describe
+    from interlink_pipeline.core.publish.publication import site_folder
+    from interlink_pipeline.core.warehouse.database import default_warehouse, describe
     from interlink_pipeline.core.warehouse.lake import is_lake
+    from interlink_pipeline.core.warehouse.snapshot import snapshot_path
 
     if args.site is None:
         return _every_site_status()
     site = registered(args.site)
     print(f"last run: {_last_run(site) or f'none yet (interlink materialize --site {site})'}")
-    warehouse = warehouse_resource()
-    from interlink_pipeline.defs.publish.reports import site_folder
-
+    warehouse = default_warehouse()
     folder = site_folder(warehouse, site)
     for line in _site_figures(site, folder):
         print(line)
     freshness = _freshness(site)
     again = "" if freshness.fresh else f" (interlink materialize --site {site})"
     print(f"{'freshness:':<11}{freshness.said}{again}")
-    print(f"{'warehouse:':<11}{describe(warehouse.path)}")
+    print(f"{'warehouse:':<11}{describe(warehouse)}")
     files = {"report": folder / "report.html", "workbook": folder / "interlink_plan.xlsx"}
-    if not is_lake(warehouse.path):  # analysts read a lake itself
-        files = {"snapshot": warehouse.analyst_snapshot(), **files}
+    if not is_lake(warehouse):  # analysts read a lake itself
+        files = {"snapshot": snapshot_path(warehouse), **files}
     for name, path in files.items():
         print(f"{name + ':':<11}{path.absolute()}{'' if path.exists() else ' (not written yet)'}")
     return 0
@@ -301,7 +302,7 @@ def _last_run(site: str) -> str | None:
     """The site's last run: its id, how it ended, when and how long it took."""
     from datetime import UTC, datetime
 
-    from interlink_pipeline.defs.publish.freshness import site_runs
+    from interlink_pipeline.defs.publish.site_runs import site_runs
 
     instance = dagster_instance()
     release_dead_runs(instance, site)  # a killed run shows as failed, not as running for ever
@@ -317,9 +318,9 @@ def _last_run(site: str) -> str | None:
 def _every_site_status() -> int:
     """A line per registered site: its last run, its published plan (links, within 3 clicks before and
     after, the backtest's precision) and whether the plan is fresh."""
-    from interlink_pipeline.core.publish.publication import read_manifest
+    from interlink_pipeline.core.publish.publication import read_manifest, site_folder
+    from interlink_pipeline.core.warehouse.database import default_warehouse
     from interlink_pipeline.defs.partitions import site_partitions
-    from interlink_pipeline.defs.publish.reports import site_folder
 
     sites = sorted(dagster_instance().get_dynamic_partitions(site_partitions.name))
     if not sites:
@@ -327,7 +328,7 @@ def _every_site_status() -> int:
     for site in sites:
         last = _last_run(site)
         run = f"last run {last.split(' ', 1)[1]}" if last else "no run yet"  # its id: `status --site`
-        published = read_manifest(site_folder(warehouse_resource(), site))
+        published = read_manifest(site_folder(default_warehouse(), site))
         if not published or not published.get("site_metrics"):
             print(f"{site}: {run}; no plan published")
             continue
@@ -351,23 +352,26 @@ def _site_figures(site: str, folder: Path) -> list[str]:
     from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES
     from interlink_pipeline.core.publish.publication import read_manifest
     from interlink_pipeline.core.publish.warehouse_reads import published_figures
-    from interlink_pipeline.core.warehouse.database import exists
+    from interlink_pipeline.core.warehouse.database import WarehouseHeld, default_warehouse, exists
 
-    warehouse = warehouse_resource()
-    published, current = read_manifest(folder), None
-    if exists(warehouse.path):
-        try:
-            current = published_figures(
-                warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s, read_only=True
-            )
+    warehouse = default_warehouse()
+    published, current, held = read_manifest(folder), None, None
+    if exists(warehouse):
+        try:  # once: a run writing the warehouse holds it, and status never waits on a run
+            current = published_figures(warehouse, site, lock_timeout_s=0, read_only=True)
         except duckdb.CatalogException:  # no plan was ever made in this warehouse
             current = None
+        except WarehouseHeld as exc:
+            held = exc.holder
     if current is not None and not current["site_metrics"]:
         current = None
     shown = published or current
+    busy = (
+        [f"note: {held} is writing the warehouse now; these figures are the published files'"] if held else []
+    )
     if shown is None:
-        return []
-    lines = [_published_line(folder, published)]
+        return busy
+    lines = [_published_line(folder, published), *busy]
     lines += [
         f"{row['scenario']:<7}{row['pages']:,} pages, {row['links']:,} links "
         f"({row['planned_links']:,} planned), {row['orphan_pages']:,} orphans, max depth {row['max_depth']}, "
@@ -413,11 +417,13 @@ def _snapshot_note(warehouse, site: str, published: dict) -> list[str]:
     stopped between replacing the one and switching the others in)."""
     from interlink_pipeline.core.publish.warehouse_reads import plan_made_at
     from interlink_pipeline.core.warehouse import lake
+    from interlink_pipeline.core.warehouse.database import LOCK_TIMEOUT_S
+    from interlink_pipeline.core.warehouse.snapshot import snapshot_path
 
-    snapshot = warehouse.analyst_snapshot()
-    if lake.is_lake(warehouse.path) or not snapshot.is_file():
+    snapshot = snapshot_path(warehouse)
+    if lake.is_lake(warehouse) or not snapshot.is_file():
         return []
-    held = plan_made_at(snapshot, site, lock_timeout_s=warehouse.lock_timeout_s)
+    held = plan_made_at(snapshot, site, lock_timeout_s=LOCK_TIMEOUT_S)
     if held is None or held == published["plan_computed_at"]:
         return []
     return [

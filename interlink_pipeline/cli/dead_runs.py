@@ -88,9 +88,6 @@ def release_dead_runs(instance, site: str | None = None) -> None:
     what the wait is for."""
     from dagster import DagsterRunStatus, RunsFilter
 
-    from interlink_pipeline.defs.publish.alerts import failure_payload
-    from interlink_pipeline.defs.tables import WRITER_POOL
-
     storage = instance.event_log_storage
     holding = set(storage.get_concurrency_run_ids())
     unfinished = RunsFilter(
@@ -107,6 +104,9 @@ def release_dead_runs(instance, site: str | None = None) -> None:
     for run in runs.values():
         process = run_process(instance, run)
         if process is not None and process_gone(process):
+            # the definitions' modules only once a run is found dead: status answers without them
+            from interlink_pipeline.defs.publish.alerts import failure_payload
+
             message = f"its process (pid {process.pid}) is gone: it was killed or crashed before finishing"
             instance.report_run_failed(run, message)
             recorded = record_failure(failure_payload(run, [], message))
@@ -116,6 +116,8 @@ def release_dead_runs(instance, site: str | None = None) -> None:
                 file=sys.stderr,
             )
         elif run.run_id in holding:
+            from interlink_pipeline.defs.tables import WRITER_POOL
+
             where = run.tags.get("dagster/partition", "?")
             print(f"waiting: run {run.run_id} ({where}) holds the {WRITER_POOL} pool", file=sys.stderr)
 

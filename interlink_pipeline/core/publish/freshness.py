@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from interlink_pipeline.core.environment import PLAN_MAX_AGE_ENV, Environment
+from interlink_pipeline.core.environment import PLAN_MAX_AGE_ENV, Environment, environment
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.ingest.inbox import registered_crawl_id
 from interlink_pipeline.core.numbers import whole_number
+from interlink_pipeline.core.publish.publication import read_manifest
 
 PLAN_MAX_AGE_DAYS = 30
 MOST_DAYS = 36_500  # a hundred years: "never stale by age"
@@ -61,3 +64,9 @@ def plan_freshness(
     if registered_crawl is None:
         return Freshness(True, f"fresh by its age: the plan was {when}; no crawl is registered here", age)
     return Freshness(True, f"fresh: the plan of the crawl registered now, {when}", age)
+
+
+def site_freshness(folder: Path, inbox_root: str | Path, site: str) -> Freshness:
+    """The plan published in `folder` against the crawl registered for `site` now."""
+    registered = registered_crawl_id(inbox_root, site)
+    return plan_freshness(read_manifest(folder), registered, datetime.now(UTC), plan_max_age(environment()))

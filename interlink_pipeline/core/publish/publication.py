@@ -33,10 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.publish.exports import DIGESTS_FILE
+from interlink_pipeline.core.warehouse.database import files_folder
 
 RELEASES = ".releases"
 MANIFEST = "published.json"
@@ -229,6 +231,13 @@ def _remove_staged(root: Path, run_id: str, running: Callable[[str], bool]) -> l
     with contextlib.suppress(OSError):  # another run's staging is still there
         root.rmdir()
     return removed
+
+
+def site_folder(warehouse_path: str | Path, site: str) -> Path:
+    """Where the site's plan is published: $INTERLINK_EXPORTS_DIR/<site>, else exports/<site> in the
+    warehouse's files folder (data/exports/<site>)."""
+    root = environment().exports_dir or files_folder(warehouse_path) / "exports"
+    return Path(root) / site
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:

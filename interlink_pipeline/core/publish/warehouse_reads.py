@@ -10,7 +10,6 @@ import polars as pl
 
 from interlink_pipeline.core.graph.decided_links import accepted_outcomes
 from interlink_pipeline.core.ingest.site_links import content_page_pairs, existing_links
-from interlink_pipeline.core.ml.page_embeddings import read_vectors
 from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
 from interlink_pipeline.core.publish.report import ReportData
 from interlink_pipeline.core.warehouse import store
@@ -111,6 +110,8 @@ def spreadsheet_tables(warehouse: str | Path, site: str, *, lock_timeout_s: floa
 def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s: float) -> ReportData:
     """Everything the site's HTML report draws (`run_id`: the run that writes it)."""
     rows = partial(_site_rows, warehouse, site, lock_timeout_s)
+    from interlink_pipeline.core.ml.page_embeddings import read_vectors  # not for status: its figures only
+
     pages, vectors = read_vectors(warehouse, site, ("page_id",))
     figures = ", ".join(column for _, *columns in PAGE_FIGURES for column in columns)
     scorecard = (

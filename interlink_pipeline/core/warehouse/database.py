@@ -171,6 +171,14 @@ def lock_conflict(exc: duckdb.Error) -> bool:
     return isinstance(exc, duckdb.IOException) and bool(_LOCK_CONFLICT.search(str(exc)))
 
 
+class WarehouseHeld(InputError):
+    """Another process holds the warehouse file's lock (a run writing, an analyst's write session)."""
+
+    def __init__(self, message: str, holder: str):
+        super().__init__(message)
+        self.holder = holder  # "process N (program)", or "another process"
+
+
 def waiting_for_lock(open_file: Callable[[], T], path: Path, lock_timeout_s: float) -> T:
     """open_file(), retried while another process holds the file's lock, for up to lock_timeout_s."""
     stop = tenacity.stop_after_delay(lock_timeout_s)
@@ -188,11 +196,12 @@ def waiting_for_lock(open_file: Callable[[], T], path: Path, lock_timeout_s: flo
         if lock_conflict(exc):
             holder = _LOCK_HOLDER.search(message)
             who = f"process {holder['pid']} ({holder['program']})" if holder else "another process"
-            raise InputError(
+            raise WarehouseHeld(
                 f"cannot open the warehouse {path}: {who} has held it for {lock_timeout_s:g}s and still "
                 "does (an analyst's write session, another program). Nothing was written. Close that "
                 "session and run again; analysts query the read-only snapshot instead (it never blocks "
-                "a run). To wait longer, raise the warehouse resource's lock_timeout_s."
+                "a run). To wait longer, raise the warehouse resource's lock_timeout_s.",
+                who,
             ) from None
         problem = storage_problem(message)
         reason = f"{problem} ({first})" if problem else first

@@ -17,7 +17,6 @@ from dagster import (
     DefaultSensorStatus,
     MetadataValue,
     RunRequest,
-    RunsFilter,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
@@ -28,25 +27,17 @@ from dagster import (
 )
 
 from interlink_pipeline.core.environment import environment
-from interlink_pipeline.core.ingest.inbox import latest_exports, registered_crawl_id
+from interlink_pipeline.core.ingest.inbox import latest_exports
 from interlink_pipeline.core.ingest.inbox import site_folder as inbox_folder
-from interlink_pipeline.core.publish.freshness import Freshness, plan_freshness, plan_max_age
-from interlink_pipeline.core.publish.publication import read_manifest
+from interlink_pipeline.core.publish.freshness import plan_freshness, plan_max_age, site_freshness
+from interlink_pipeline.core.publish.publication import read_manifest, site_folder
 from interlink_pipeline.defs.ingest.inbox_sensor import cached_digest
 from interlink_pipeline.defs.partitions import site_partitions
-from interlink_pipeline.defs.publish.reports import site_folder
+from interlink_pipeline.defs.publish.site_runs import FRESHNESS_TAG, site_runs
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 
 FRESHNESS_CHECK = "published_plan_is_fresh"
 FRESHNESS_SCAN_S = 60
-# the tag of a check's own run: not a run of the site's pipeline (interlink status, the CLI's run lock)
-FRESHNESS_TAG = {"interlink/trigger": "freshness"}
-
-
-def site_freshness(folder: Path, inbox_root: str | Path, site: str) -> Freshness:
-    """The plan published in `folder` against the crawl registered for `site` now."""
-    registered = registered_crawl_id(inbox_root, site)
-    return plan_freshness(read_manifest(folder), registered, datetime.now(UTC), plan_max_age(environment()))
 
 
 @asset_check(
@@ -61,7 +52,7 @@ def published_plan_is_fresh(
     context: AssetCheckExecutionContext, warehouse: Warehouse, inbox: CrawlInbox
 ) -> AssetCheckResult:
     site = context.partition_key
-    freshness = site_freshness(site_folder(warehouse, site), inbox.root, site)
+    freshness = site_freshness(site_folder(warehouse.path, site), inbox.root, site)
     hours = (
         {"age_hours": MetadataValue.text(f"{freshness.age.total_seconds() / 3600:.1f}")}
         if freshness.age
@@ -95,15 +86,6 @@ def _stale(folder: Path, inbox_root: str, site: str, now: datetime, known: dict,
     return None if freshness.fresh else freshness.said
 
 
-def site_runs(instance, site: str, statuses: list[DagsterRunStatus] | None = None, limit: int = 20) -> list:
-    """The site's runs (records, newest first) in `statuses`, but the freshness check's own: a check, not
-    a run of the site (`interlink status`' last run, the CLI's run lock, this sensor)."""
-    records = instance.get_run_records(
-        RunsFilter(tags={"dagster/partition": site}, statuses=statuses), limit=limit
-    )
-    return [r for r in records if not FRESHNESS_TAG.items() <= r.dagster_run.tags.items()]
-
-
 # a run of the site not finished yet, queued included (it evaluates the check itself once it publishes)
 NOT_FINISHED = [
     DagsterRunStatus.QUEUED,
@@ -127,7 +109,7 @@ def plan_freshness_sensor(context: SensorEvaluationContext, warehouse: Warehouse
     asked, known, files = cursor.get("asked", {}), cursor.get("files", {}), {}
     requests = []
     for site in sorted(context.instance.get_dynamic_partitions(site_partitions.name)):
-        reason = _stale(site_folder(warehouse, site), inbox.root, site, now, known, files)
+        reason = _stale(site_folder(warehouse.path, site), inbox.root, site, now, known, files)
         if reason is None:
             asked.pop(site, None)
         elif asked.get(site) != reason and not site_runs(context.instance, site, NOT_FINISHED, limit=1):

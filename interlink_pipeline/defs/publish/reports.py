@@ -11,10 +11,9 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from interlink_pipeline.core.environment import environment
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.publish import exports, report
-from interlink_pipeline.core.publish.publication import publish, staged_folder
+from interlink_pipeline.core.publish.publication import publish, site_folder, staged_folder
 from interlink_pipeline.core.publish.warehouse_reads import published_figures, report_data, spreadsheet_tables
 from interlink_pipeline.core.warehouse import lake
-from interlink_pipeline.core.warehouse.database import files_folder
 from interlink_pipeline.core.warehouse.snapshot import publish_snapshot, staged_snapshot
 from interlink_pipeline.defs.groups import PUBLISH
 from interlink_pipeline.defs.partitions import site_key, site_partitions
@@ -23,13 +22,6 @@ from interlink_pipeline.defs.publish.marts import after_marts, analyst_snapshot
 from interlink_pipeline.defs.resources import Warehouse
 from interlink_pipeline.defs.tables import WRITER_POOL, table_key
 from interlink_pipeline.defs.writes import readable, user_errors
-
-
-def site_folder(warehouse: Warehouse, site: str) -> Path:
-    """$INTERLINK_EXPORTS_DIR/<site>, else exports/<site> in the warehouse's files folder
-    (data/exports/<site>)."""
-    root = environment().exports_dir or files_folder(warehouse.path) / "exports"
-    return Path(root) / site
 
 
 @after_marts(
@@ -47,7 +39,7 @@ def spreadsheet_exports(context: AssetExecutionContext, warehouse: Warehouse) ->
     with user_errors():
         site = site_key(context)
         tables = spreadsheet_tables(warehouse.path, site, lock_timeout_s=warehouse.lock_timeout_s)
-        folder = site_folder(warehouse, site)
+        folder = site_folder(warehouse.path, site)
         staged = staged_folder(folder, context.run.run_id)
         run = exports.write_exports(folder, tables, "interlink_plan.xlsx", into=staged)
     csvs = {name: path for name, path in run.files.items() if name != "workbook"}
@@ -90,7 +82,7 @@ def html_report(context: AssetExecutionContext, warehouse: Warehouse) -> Materia
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        folder = site_folder(warehouse, site)
+        folder = site_folder(warehouse.path, site)
         staged = _rendered(context, warehouse, staged_folder(folder, context.run.run_id))
     return _report_result(site, folder / staged.name, staged, started)
 
@@ -164,7 +156,7 @@ def published_files(context: AssetExecutionContext, warehouse: Warehouse) -> Mat
     snapshot = _snapshot(warehouse, run_id)
     with user_errors():
         site = site_key(context)
-        folder = site_folder(warehouse, site)
+        folder = site_folder(warehouse.path, site)
         if not staged_folder(folder, run_id).is_dir() and not (snapshot and snapshot[0].exists()):
             raise InputError(
                 f"{site}: this run wrote no files to publish; materialise published_files with "
@@ -210,7 +202,7 @@ def published_measurement(context: AssetExecutionContext, warehouse: Warehouse) 
     run_id = context.run.run_id
     with user_errors():
         site = site_key(context)
-        folder = site_folder(warehouse, site)
+        folder = site_folder(warehouse.path, site)
         staged = _rendered(context, warehouse, staged_folder(folder, run_id + MEASURED))
         snapshot = _snapshot(warehouse, run_id + MEASURED)
         if snapshot is not None:  # the analysts' copy published with the plan, and the measurement
