@@ -16,7 +16,7 @@ from pathlib import Path
 
 from interlink_pipeline.cli import commands
 from interlink_pipeline.cli.run_config import SETTING_FLAGS
-from interlink_pipeline.cli.runs import PROJECT_ROOT
+from interlink_pipeline.cli.runs import PROJECT_ROOT, command_instances
 from interlink_pipeline.core.environment import environment
 
 SAMPLE_DIR = PROJECT_ROOT / "data" / "sample"
@@ -57,23 +57,27 @@ HOME_UNWRITABLE = (
 )
 
 
+_COMMANDS = {
+    "demo": commands.demo,
+    "register": commands.register,
+    "materialize": commands.materialize,
+    "backtest": commands.backtest,
+    "decisions": commands.decisions,
+    "generate-site": commands.generate,
+    "sites": commands.sites,
+    "status": commands.status,
+    "sql": commands.sql,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from interlink_pipeline.core.errors import InputError
 
     try:
         _check_locations()
-        return {
-            "demo": commands.demo,
-            "register": commands.register,
-            "materialize": commands.materialize,
-            "backtest": commands.backtest,
-            "decisions": commands.decisions,
-            "generate-site": commands.generate,
-            "sites": commands.sites,
-            "status": commands.status,
-            "sql": commands.sql,
-        }[args.command](args)
+        with command_instances():
+            return _COMMANDS[args.command](args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
