@@ -57,19 +57,6 @@ HOME_UNWRITABLE = (
 )
 
 
-_COMMANDS = {
-    "demo": commands.demo,
-    "register": commands.register,
-    "materialize": commands.materialize,
-    "backtest": commands.backtest,
-    "decisions": commands.decisions,
-    "generate-site": commands.generate,
-    "sites": commands.sites,
-    "status": commands.status,
-    "sql": commands.sql,
-}
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from interlink_pipeline.core.errors import InputError
@@ -77,7 +64,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _check_locations()
         with command_instances():
-            return _COMMANDS[args.command](args)
+            return {
+                "demo": commands.demo,
+                "register": commands.register,
+                "materialize": commands.materialize,
+                "backtest": commands.backtest,
+                "decisions": commands.decisions,
+                "generate-site": commands.generate,
+                "sites": commands.sites,
+                "status": commands.status,
+                "sql": commands.sql,
+            }[args.command](args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
