@@ -209,8 +209,9 @@ def test_every_accepted_link_is_kept_or_said_why_not():
         decided_at=pl.datetime(2026, 11, 1) + pl.duration(days=pl.int_range(4)),
     )  # fmt: skip
     plan = standing.filter(pl.col("link_id") == "in").select(
-        "link_id", "source_page_id", "target_page_id", "source_url", "target_url", "reason"
-    )
+        "link_id", "source_page_id", "target_page_id", "source_url", "target_url", "reason",
+        pl.lit("in the site's first plan").alias("added_because"),
+    )  # fmt: skip
     outcomes = accepted_outcomes(standing, plan, pl.DataFrame({"link_id": ["live"]}), pl.Series(ids))
     assert dict(zip(outcomes["link_id"], outcomes["outcome"], strict=True)) == {
         "in": "in the plan", "live": "live on the site",
@@ -218,7 +219,10 @@ def test_every_accepted_link_is_kept_or_said_why_not():
         "source": "not kept: its source page is gone from the crawl",
     }  # fmt: skip
     assert accepted_kept(outcomes).passed
-    previous = pl.concat([plan, standing.filter(pl.col("link_id") == "target").select(plan.columns)])
+    previous = pl.concat(
+        [plan, standing.filter(pl.col("link_id") == "target").select(plan.drop("added_because").columns)],
+        how="diagonal",
+    )
     dropped = pl.DataFrame(
         schema={"source_page_id": pl.String, "target_page_id": pl.String, "why": pl.String}
     )

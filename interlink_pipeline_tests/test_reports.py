@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import significant
-from interlink_pipeline.core.publish import exports, report
+from interlink_pipeline.core.publish import exports, report, report_parts, review_sections
 from interlink_pipeline.core.publish.publication import publish, read_manifest, release_root, staged_folder
 from interlink_pipeline.core.publish.report import PLAN_COLUMNS
 from interlink_pipeline.core.warehouse.vocabularies import PLAN_REASONS
@@ -74,6 +74,7 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
         "for_an_editor.csv",
         "interlink_plan.xlsx",
         "link_plan.csv",
+        "new_since_review.csv",
         "published.json",
         "report.html",
         "similar_pages.csv",
@@ -94,8 +95,8 @@ def test_exports_open_with_headers_fitted_columns_and_no_formulas(planned_site):
 
     workbook = openpyxl.load_workbook(folder / "interlink_plan.xlsx")
     assert workbook.sheetnames == [
-        "read_me", "link_plan", "to_do", "similar_pages", "topics", "changes_since_last_run",
-        "for_an_editor",
+        "read_me", "link_plan", "to_do", "similar_pages", "topics", "new_since_review",
+        "changes_since_last_run", "for_an_editor",
     ]  # fmt: skip
     # the pages left for an editor, each with why, as graph.page_metrics says
     with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
@@ -432,23 +433,23 @@ def test_the_report_says_what_changed_since_the_last_run():
     changes = pl.DataFrame(
         {
             "change": ["kept", "kept", "kept", "removed", "added"],
-            "why": ["still valid"] * 3 + ["page removed", "new in this plan"],
+            "why": ["still valid"] * 3 + ["page removed", "its source page is new in this crawl"],
             "source_url": ["/a", "/b", "/c", "/gone<script>", "/d"],
             "target_url": ["/x", "/y", "/z", "/x", "/gone-too"],
             "reason": ["topical"] * 5,
         }
     )
-    data = report.ReportData(
+    data = report_parts.ReportData(
         "s", pl.DataFrame(), np.zeros((0, 2)), pl.DataFrame(), pl.DataFrame(), pl.DataFrame(), pl.DataFrame()
     )
-    assert "first plan" in report.changes_section(data)
-    section = report.changes_section(dataclasses.replace(data, changes=changes))
+    assert "first plan" in review_sections.changes_section(data)
+    section = review_sections.changes_section(dataclasses.replace(data, changes=changes))
     assert "3 of the previous plan's 4 links are kept (75.0%)" in section
     assert (
         "<td>page removed</td>" in section and "/gone&lt;script&gt;" in section and "<script>" not in section
     )
     first_plan = changes.with_columns(pl.lit("added").alias("change"))
-    assert "first plan" in report.changes_section(dataclasses.replace(data, changes=first_plan))
+    assert "first plan" in review_sections.changes_section(dataclasses.replace(data, changes=first_plan))
 
 
 def _drill_to(page, url: str) -> dict[str, dict[str, set[str]]]:

@@ -23,6 +23,8 @@ select
     l.probability,
     l.confidence,
     l.confidence_note,
+    l.planned_since,
+    l.added_because,
     sim.score as similarity,
     tc.cluster_id as target_cluster_id,
     c.label as target_cluster,

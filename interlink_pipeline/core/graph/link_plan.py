@@ -36,6 +36,7 @@ from interlink_pipeline.core.graph.plan_stability import (
 )
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import Planner, plan_links
+from interlink_pipeline.core.graph.review_queue import ReviewedPages, reviewed_pages, why_added, with_history
 from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.ingest.site_links import (
@@ -59,7 +60,8 @@ from interlink_pipeline.core.warehouse.site_tables import SiteTables, standing_d
 CANDIDATE_COLUMNS = ["source_page_id", "target_page_id", "probability", "origins", "mention_offset",
                      "mention_words"]  # fmt: skip
 PREVIOUS_COLUMNS = ["link_id", "source_page_id", "target_page_id", "source_url", "target_url", "reason",
-                    "score", "evidence", "placement", "alternative_source_urls"]  # fmt: skip
+                    "score", "evidence", "placement", "alternative_source_urls", "planned_since",
+                    "added_because"]  # fmt: skip
 
 
 def plan_site(
@@ -70,13 +72,14 @@ def plan_site(
     kept: pl.DataFrame | None = None,
     kept_centrality: KeptCentrality | None = None,
     decided: DecidedLinks | None = None,
+    reviewed: ReviewedPages | None = None,
 ) -> tuple[pl.DataFrame, Planner]:
     """The plan from scored candidates (source, target, probability, origins) and the existing links,
     placing the links editors accepted and then the last plan's `kept` links first, never those they
-    rejected (`decided`), and reusing `kept_centrality` while it holds; the planned links carry the
-    candidate's probability (null when no signal proposed the pair). A candidate into a page of a shared
-    name outside the source's own branch, or into a broad page where the source's text does not name it,
-    is not planned (sensible_candidates)."""
+    rejected (`decided`), adding few links to the pages editors `reviewed` (review_queue.py), reusing
+    `kept_centrality` while it holds; the planned links carry the candidate's probability (null when no
+    signal proposed the pair). Only sensible_candidates are planned (a shared name in the source's branch,
+    a broad page where the source's text names it)."""
     decided = decided or DecidedLinks.none()
     sensible = sensible_candidates(
         inputs.pages, inputs.tree, inputs.name_groups, inputs.cluster_of, candidates, existing, options,
@@ -108,7 +111,8 @@ def plan_site(
         priority=striking_distance(inputs.pages, inputs.search_console, options),
         utility=pages_matching(inputs.pages["path"], options.utility_pages),
         generated=pages_matching(inputs.pages["path"], options.generated_pages),
-    )
+        reviewed=reviewed.pages if reviewed else None, settled=reviewed.settled if reviewed else frozenset(),
+    )  # fmt: skip
     planned, planner = plan_links(graph, options)
     planned = planned.join(
         candidates.select("source", "target", pl.col("probability").cast(pl.Float32)),
@@ -201,6 +205,8 @@ class PlanHistory:
     decisions: pl.DataFrame  # the standing decisions: graph.link_decisions' newest row per link
     live: pl.DataFrame  # graph.live_links rows: the links seen live so far
     measured: MeasuredConfidence  # what the site's last backtest measured of each kind of link
+    planned_at: datetime | None = None  # when the last plan was made (None: never)
+    ranker_fitted_at: datetime | None = None  # when the ranker scoring this plan's candidates was fitted
 
 
 @dataclass
@@ -236,24 +242,20 @@ def build_site_plan(
     previous = with_alternatives(history.previous, pages["url"])
     kept, dropped = links_to_keep(previous, history.fingerprints, fingerprints)
     decided = decided_links(history.decisions, pages, inputs.index, previous, options.rejected_returns_below)
-    planned, planner = plan_site(
-        inputs,
-        candidates,
-        inputs.existing,
-        options,
-        kept if options.keep_previous else None,
-        history.kept_centrality,
-        decided,
-    )
+    reviewed = reviewed_pages(history.decisions, history.previous, inputs.index)
+    planned, planner = plan_site(inputs, candidates, inputs.existing, options,
+                                 kept if options.keep_previous else None, history.kept_centrality, decided,
+                                 reviewed)  # fmt: skip
     planned, anchored = placed_links(inputs.pages, planned, planner, candidates, options, inputs.taken,
                                      inputs.parents, inputs.sense, inputs.anchor_rules)  # fmt: skip
     plan = plan_rows(site, inputs.pages, planned, anchored, options.min_probability,
                      navigation_pairs(inputs.existing), history.measured)  # fmt: skip
-    refused = refused_links(pages["page_id"], planner.refused)
+    let_go = pl.concat([dropped, refused_links(pages["page_id"], planner.refused)])
+    plan = plan_history(plan, history, fingerprints, let_go, computed_at)
     live = live_links(site, inputs, history, computed_at)
     accepted = accepted_outcomes(history.decisions, plan, live, pages["page_id"])
     not_kept = accepted.filter(pl.col("outcome").str.starts_with(NOT_KEPT))
-    changes = plan_changes(history.previous, plan, pl.concat([dropped, refused]), not_kept).with_columns(
+    changes = plan_changes(history.previous, plan, let_go, not_kept).with_columns(
         pl.lit(site).alias("site"), pl.lit(computed_at).dt.cast_time_unit("us").alias("computed_at")
     )
     before, after = before_and_after(planner)
@@ -262,13 +264,13 @@ def build_site_plan(
     orphans = after.summary.orphan_pages
     checks = check_plan(placed, anchored, inputs.existing, planner, orphans, options, inputs.taken, accepted,
                         inputs.anchor_rules)  # fmt: skip
+    site_rows = site_metrics_rows(site, pages["crawl_id"][0], computed_at, before, after, planned.height,
+                                  inputs.links_known, planner.waiting_for_review)  # fmt: skip
     return SitePlan(
         plan,
         changes,
         page_metrics_rows(site, pages, planner, planned, fingerprint_rows, before, after),
-        site_metrics_rows(
-            site, pages["crawl_id"][0], computed_at, before, after, planned.height, inputs.links_known
-        ),
+        site_rows,
         live,
         decided,
         accepted,
@@ -277,6 +279,22 @@ def build_site_plan(
         before.summary if before is not None else None,
         after.summary,
     )
+
+
+def plan_history(
+    plan: pl.DataFrame, history: PlanHistory, fingerprints: pl.DataFrame, let_go: pl.DataFrame, now: datetime
+) -> pl.DataFrame:
+    """graph.link_plan rows with when each link entered the plan and why it is new (review_queue.py), given
+    each page's `fingerprints` now (page_id, plan_fingerprint) and the last plan's links let go (`let_go`:
+    pairs, why)."""
+    same = fingerprints.join(history.fingerprints, on="page_id", how="left", suffix="_before").select(
+        "page_id", (pl.col("plan_fingerprint") == pl.col("plan_fingerprint_before")).alias("same")
+    )
+    since, fitted = history.planned_at, history.ranker_fitted_at
+    refit = since is not None and fitted is not None and fitted > since
+    learned = history.decisions.filter(pl.col("decided_at") > since).height if refit else None
+    added = why_added(plan, history.previous, same, let_go, learned)
+    return with_history(plan, history.previous, added, now, since)
 
 
 def live_links(site: str, inputs: PlanInputs, history: PlanHistory, now: datetime) -> pl.DataFrame:
@@ -332,6 +350,8 @@ def plan_for_site(
         standing_decisions(tables.read_site("graph.link_decisions", site)),
         tables.read_site("graph.live_links", site),
         MeasuredConfidence.of(tables.read_site("graph.backtest_runs", site).sort("ran_at").tail(1)),
+        tables.read_site("graph.site_metrics", site, ["computed_at"])["computed_at"].max(),
+        tables.read_site("ml.link_ranker_runs", site, ["trained_at"])["trained_at"].max(),
     )
     result = build_site_plan(
         site,

@@ -97,11 +97,12 @@ def site_metrics_rows(
     after: Measured,
     planned_links: int,
     links_known: str,
+    waiting_for_review: int = 0,
 ) -> pl.DataFrame:
     """graph.site_metrics: one row per scenario ('before' when the existing links are known, 'after');
-    `links_known` says how (see vocabularies.LINKS_KNOWN)."""
+    `links_known` says how (see vocabularies.LINKS_KNOWN); the links held back for review, after."""
 
-    def row(scenario: str, summary: GraphSummary, planned: int) -> dict:
+    def row(scenario: str, summary: GraphSummary, planned: int, waiting: int = 0) -> dict:
         return {
             "site": site,
             "scenario": scenario,
@@ -110,10 +111,11 @@ def site_metrics_rows(
             **dataclasses.asdict(summary),
             "planned_links": planned,
             "links_known": links_known,
+            "waiting_for_review": waiting,
         }
 
     rows = ([row("before", before.summary, 0)] if before is not None else []) + [
-        row("after", after.summary, planned_links)
+        row("after", after.summary, planned_links, waiting_for_review)
     ]
     return pl.DataFrame(rows).cast(
         {
@@ -124,6 +126,7 @@ def site_metrics_rows(
             "unreachable_pages": pl.Int32,
             "max_depth": pl.Int32,
             "computed_at": pl.Datetime("us"),
+            "waiting_for_review": pl.Int32,
         }
     )
 

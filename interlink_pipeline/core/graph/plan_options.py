@@ -100,6 +100,13 @@ class PlanOptions:
         "Keep the previous plan's links whose pages are unchanged (a plan the team has half shipped stays"
         " put); false plans from scratch.",
     )
+    new_links_per_reviewed_page: int = setting(
+        1,
+        "New links a re-run may add to a page an editor has decided links on, until they are decided too "
+        "(links editors accepted and those already there at the page's last review do not count): the "
+        "queue does not grow behind the editor; the others wait, counted in the plan's figures.",
+        ge=0,
+    )
     utility_pages: str = setting(
         UTILITY_PAGES,
         "Pages that never take a planned link, as source or target (a regular expression searched in each "

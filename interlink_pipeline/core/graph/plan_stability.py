@@ -63,7 +63,8 @@ def plan_changes(
     previous: pl.DataFrame, plan: pl.DataFrame, dropped: pl.DataFrame, not_kept: pl.DataFrame
 ) -> pl.DataFrame:
     """Each link of the last plan or this one: kept, added or removed, and why (`dropped`: the links
-    links_to_keep or the planner let go, with why; a link of both plans was kept); and each link editors
+    links_to_keep or the planner let go, with why; a link of both plans was kept; an added one says why it
+    is new: the plan's added_because); and each link editors
     accepted that this plan cannot hold (`not_kept`: accepted_outcomes' rows), removed if the last plan had
     it, else `not kept`, saying why."""
     pair = ["source_page_id", "target_page_id"]
@@ -76,7 +77,7 @@ def plan_changes(
     )
     kept = pl.concat([kept.join(dropped, on=pair, how="anti"), replanned])
     added = plan.join(previous, on=pair, how="anti").select(
-        *columns, pl.lit("added").alias("change"), pl.lit("new in this plan").alias("why")
+        *columns, pl.lit("added").alias("change"), pl.col("added_because").alias("why")
     )
     was_planned = previous.select(*pair).unique().with_columns(pl.lit("removed").alias("change"))
     accepted = not_kept.join(was_planned, on=pair, how="left", maintain_order="left").select(

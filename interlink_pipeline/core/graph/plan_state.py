@@ -89,6 +89,10 @@ class SiteGraph:
     utility: np.ndarray | None = None  # pages that never take a planned link (about, contact, cart, …)
     generated: np.ndarray | None = None  # pages a generator writes: never a planned link's source
     priority: np.ndarray | None = None  # pages in striking distance by the Search Console export
+    # pages an editor has decided links on (review_queue.py): they take new_links_per_reviewed_page new
+    # links at most, those of the last plan already there at the page's last review (`settled`) not counted
+    reviewed: np.ndarray | None = None
+    settled: frozenset[tuple[int, int]] = frozenset()
 
     def __post_init__(self) -> None:
         self.nodes = max(self.nodes, len(self.page_ids))
@@ -120,6 +124,10 @@ class PlanState:
         self.utility = site.utility if site.utility is not None else none
         self.generated = site.generated if site.generated is not None else none
         self.out_budget[: self.page_count][self.utility | self.generated] = 0
+        self.reviewed = site.reviewed if site.reviewed is not None else none
+        unbounded = np.iinfo(np.int64).max
+        self.review_room = np.where(self.reviewed, options.new_links_per_reviewed_page, unbounded)
+        self.held_back: set[tuple[int, int]] = set()  # refused: their reviewed page had its new links
         hub_room = 0 if self.generated[site.home] else options.hub_links - int(content_out[site.home])
         self.hub_budget = max(0, hub_room)
         # the home page is its URL children's section index while they fit its hub links (with flat URLs,
@@ -215,20 +223,25 @@ class PlanState:
         """Add a link if it is new and its place has room: the home page's hub budget (`home`), an index
         page's list (`listing`: no budget), else the source's in-content budget. A link an editor
         `accepted` is added whatever room is left (it uses up what there is): the editor decided to
-        publish it."""
+        publish it. A page an editor reviewed takes new_links_per_reviewed_page new links at most (the
+        others are held back: waiting_for_review)."""
         if not self.is_new(source, target):
             return False
         if listing and not self.is_index[source]:  # no longer an index: in-content, for an accepted link
             if not accepted:
                 return False
             listing = False
+        if not accepted and (self.hub_budget <= 0 if home else not listing and self.out_budget[source] <= 0):
+            return False
+        new_on_reviewed = self.new_on_reviewed(source, target, accepted)
+        if new_on_reviewed and self.review_room[source] <= 0:
+            self.held_back.add((source, target))
+            return False
+        if new_on_reviewed:
+            self.review_room[source] -= 1
         if home:
-            if self.hub_budget <= 0 and not accepted:
-                return False
             self.hub_budget = max(0, self.hub_budget - 1)
         elif not listing:
-            if self.out_budget[source] <= 0 and not accepted:
-                return False
             self.out_budget[source] = max(0, self.out_budget[source] - 1)
         if accepted:
             self.accepted_pairs.add((source, target))
@@ -243,6 +256,15 @@ class PlanState:
             PlannedLink(source, target, reason, float(score), evidence, placement, alternatives)
         )
         return True
+
+    def new_on_reviewed(self, source: int, target: int, accepted: bool) -> bool:
+        """A link its editor has not seen on a page they reviewed: neither accepted nor settled there."""
+        return not accepted and bool(self.reviewed[source]) and (source, target) not in self.site.settled
+
+    @property
+    def waiting_for_review(self) -> int:
+        """Links held back because their reviewed page had its new links (none of them planned since)."""
+        return len(self.held_back - self.planned)
 
     def drop_topical_past(self, cap: int) -> set[tuple[int, int]]:
         """Take out each target's least probable topical links past `cap` new in-links (its structural
@@ -269,6 +291,9 @@ class PlanState:
             if (link.source, link.target) not in pairs:
                 continue
             self.planned.discard((link.source, link.target))
+            accepted = (link.source, link.target) in self.accepted_pairs
+            if self.new_on_reviewed(link.source, link.target, accepted):
+                self.review_room[link.source] += 1
             if link.placement == "home":
                 self.hub_budget += 1
             elif link.placement == "contextual":

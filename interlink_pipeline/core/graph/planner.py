@@ -4,7 +4,9 @@ Steps, each adding links only where the source page has spare out-link budget an
 (nor did an editor reject it: see decided_links.py):
 
 0. **What stands.** The links editors accepted (past a page's budget if need be: the editor decided to publish
-   them; they use up the room there is), then the last plan's links whose pages are unchanged.
+   them; they use up the room there is), then the last plan's links whose pages are unchanged. A page an
+   editor has reviewed takes at most `new_links_per_reviewed_page` links its editor has not seen, in every
+   step: the queue does not grow behind the editor (review_queue.py).
 
 1. **Centrality.** Betweenness on the relatedness graph (link candidates and similar pairs, undirected):
    pages that sit between topics. Exact below `exact_centrality_below` pages, sampled above; a sampled
@@ -65,6 +67,7 @@ from interlink_pipeline.core.graph.structure import (
     shorten_depth,
 )
 
+WAITS_FOR_REVIEW = "waits: its page was reviewed and has its new links (new_links_per_reviewed_page)"
 SECTION_PAGES = 5  # the fewest pages below a page in the URL tree that make it a section for the home page
 # each reason as a person reads it (the report's plan table)
 REASON_WORDS = {
@@ -146,7 +149,9 @@ class Planner(PlanState):
                     source, target, reason, score, evidence, home=placement == "home",
                     alternatives=tuple(alternatives), listing=placement == "listing", accepted=accepted,
                 ):  # fmt: skip
-                    self.refused[pair] = "no link budget left on the source"
+                    self.refused[pair] = (
+                        WAITS_FOR_REVIEW if pair in self.held_back else "no link budget left on the source"
+                    )
 
     def _choose_hubs(self) -> list[int]:
         """The sections the home page does not link yet: the top level of the site's menu, the top-level

@@ -13,32 +13,29 @@ plan table (it escapes every cell).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
 import polars as pl
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from interlink_pipeline.core.files import replaced_atomically
-from interlink_pipeline.core.graph.decided_links import (
-    ACCEPTED_LIVE,
-    NOT_KEPT,
-    accepted_outcomes,
-    adoption_by_reason,
-)
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, equity_moved
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.publish import charts
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
+from interlink_pipeline.core.publish.report_parts import CHARTS, SECTIONS, TEMPLATES, ReportData
+from interlink_pipeline.core.publish.review_sections import (
+    adoption_section,
+    changes_section,
+    new_since_review_section,
+)
 from interlink_pipeline.core.relevance.confidence import probability_text
 from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT, STRUCTURAL_REASONS
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
 LABELLED_TOPICS = 12  # the largest topics are named on the map itself; the legend names them all
 PAGES_PER_HUB = 8
-CHANGES_SHOWN = 50  # the added and removed links listed
 PLAN_TABLE_ROWS = 20_000  # the plan table's rows (the most probable first); the exports hold every link
 PLAN_COLUMNS = {  # plan column -> the table's header
     "source_title": "on page",
@@ -51,26 +48,8 @@ PLAN_COLUMNS = {  # plan column -> the table's header
     "probability_percent": "probability, %",
     "status": "status",
 }
-ADOPTION_SHOWN = 50  # accepted links not live yet, listed
 # a planned link's standing decision as the plan table and the drill-down say it
 STATUS_WORDS = {"accept": "accepted", "reject": "rejected before; planned again: a page was rewritten"}
-
-
-@dataclass
-class ReportData:
-    site: str
-    pages: pl.DataFrame  # page_id, url, title, cluster (label), is_hub and the drill-down's PAGE_FIGURES
-    vectors: np.ndarray  # aligned with pages
-    site_metrics: pl.DataFrame  # graph.site_metrics rows (scenario before/after)
-    plan: pl.DataFrame  # marts.link_opportunities rows
-    backtest: pl.DataFrame  # the latest graph.backtest_runs row (empty: never backtested)
-    content_links: pl.DataFrame  # the in-content links the site has: source_page_id, target_page_id
-    changes: pl.DataFrame | None = None  # graph.link_plan_changes rows (None: not known)
-    decisions: pl.DataFrame | None = None  # marts.decisions rows: each decided link's standing decision
-    live: pl.DataFrame | None = None  # graph.live_links rows
-    adoption: pl.DataFrame | None = None  # marts.adoption_by_week rows
-    run_id: str = "–"  # the run that writes the report
-    left_for_editor: int | None = None  # pages the plan left for an editor (None: not known)
 
 
 def topic_map(data: ReportData) -> str:
@@ -148,27 +127,6 @@ def hub_tree(data: ReportData) -> str:
     return CHARTS.hubs("hub-tree", title, tree)
 
 
-def _cell(value) -> str:
-    if value is None:
-        return "–"
-    return (
-        f"{value:.3f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
-    )
-
-
-TEMPLATES = Environment(
-    loader=PackageLoader(__package__, "templates"),
-    autoescape=select_autoescape(["html", "j2"]),
-    undefined=StrictUndefined,  # a name the template misspells fails the report, not prints nothing
-)
-TEMPLATES.filters.update(cell=_cell, percent=lambda share, digits: f"{share:.{digits}%}")
-# `tojson` as compact as json.dumps can (the drill-down's data is most of the file's text); it still escapes
-# <, >, & and ' so that no title ends its <script> element
-TEMPLATES.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
-SECTIONS = TEMPLATES.get_template("sections.html.j2").module  # its macros, each returning escaped HTML
-CHARTS = TEMPLATES.get_template("charts.html.j2").module
-
-
 def reasons_table(data: ReportData) -> str:
     """Links by reason: how many, how probable the site's ranker finds them, and how many structural ones
     have no likely source (weak), counted apart."""
@@ -242,47 +200,6 @@ def backtest_section(data: ReportData) -> str:
                "reachable_precision": "precision within reach"}  # fmt: skip
     by_reason = by_reason.select([c for c in columns if c in by_reason.columns]).rename(columns, strict=False)
     return SECTIONS.backtest(row, figures, by_reason, earlier=row["run_id"] != data.run_id)
-
-
-def changes_section(data: ReportData) -> str:
-    """How this plan differs from the previous run's: links kept, added and removed, and why."""
-    changes = data.changes
-    if changes is None or changes.is_empty() or (changes["change"] == "added").all():
-        return SECTIONS.changes()
-    counts = (
-        changes.group_by("change", "why")
-        .agg(pl.len().alias("links"))
-        .sort("change", "links", descending=[False, True])
-    )
-    kept = int((changes["change"] == "kept").sum())
-    previous = kept + int((changes["change"] == "removed").sum())
-    moved = (
-        changes.filter(pl.col("change") != "kept")
-        .sort("change", "source_url", "target_url")
-        .head(CHANGES_SHOWN)
-        .select("change", "why", "source_url", "target_url", "reason")
-    )
-    return SECTIONS.changes(counts, moved, kept, previous)
-
-
-def adoption_section(data: ReportData) -> str:
-    """What editors made of the plan: decisions and acceptance by reason, week by week, the planned links
-    live on the site, and the accepted ones not live yet."""
-    decisions = data.decisions if data.decisions is not None else pl.DataFrame()
-    live = data.live if data.live is not None else pl.DataFrame()
-    if decisions.is_empty() and live.is_empty():
-        return SECTIONS.adoption()
-    by_reason = adoption_by_reason(data.plan, decisions, live)
-    total = by_reason.row(by_reason.height - 1, named=True)
-    outcomes = accepted_outcomes(decisions, data.plan, live, data.pages["page_id"])
-    waiting = outcomes.filter(pl.col("outcome") != ACCEPTED_LIVE).select(
-        "source_url", "target_url", "decided_at", "outcome"
-    )
-    not_kept = int(waiting["outcome"].str.starts_with(NOT_KEPT).sum())
-    weeks = data.adoption.drop("week_key", "site") if data.adoption is not None else pl.DataFrame()
-    # the links the plan cannot hold first: the editor's to know of
-    shown = waiting.sort(pl.col("outcome").str.starts_with(NOT_KEPT), descending=True, maintain_order=True)
-    return SECTIONS.adoption(total, by_reason, weeks, shown.head(ADOPTION_SHOWN), waiting.height, not_kept)
 
 
 def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
@@ -428,6 +345,7 @@ def render(data: ReportData, path: Path) -> Path:
         topics=topics_table(data),
         backtest=backtest_section(data),
         changes=changes_section(data),
+        new_since_review=new_since_review_section(data),
         adoption=adoption_section(data),
         itables_init=generate_init_offline_itables_html(options.dt_bundle),
         plan=plan_table(data),

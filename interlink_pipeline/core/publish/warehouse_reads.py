@@ -11,7 +11,7 @@ import polars as pl
 from interlink_pipeline.core.graph.decided_links import accepted_outcomes
 from interlink_pipeline.core.ingest.site_links import content_page_pairs, existing_links
 from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
-from interlink_pipeline.core.publish.report import ReportData
+from interlink_pipeline.core.publish.report_parts import ReportData
 from interlink_pipeline.core.warehouse import store
 
 # each link's standing decision: the newest of a file's current version (site_tables.standing_decisions)
@@ -83,6 +83,21 @@ CHANGES_SQL = """
 SELECT change, why, source_url, target_url, reason, computed_at
 FROM graph.link_plan_changes WHERE site = ? AND change <> 'kept' ORDER BY change, source_url, target_url
 """
+# the links planned since the site's last decisions, newest first, to decide (the file imports as it is);
+# none before any decision (the whole plan is new then)
+NEW_SQL = f"""
+WITH {STANDING_SQL},
+reviewed AS (SELECT max(decided_at) AS at FROM standing)
+SELECT l.planned_since, l.added_because, l.source_url, l.anchor_text, l.target_url, l.placement, l.reason,
+       l.confidence, l.probability, d.decision, d.note, l.link_id
+FROM graph.link_plan l CROSS JOIN reviewed LEFT JOIN standing d USING (link_id)
+WHERE l.site = $1 AND l.planned_since > reviewed.at
+ORDER BY l.planned_since DESC, l.source_url, l.target_url
+"""
+WAITING_SQL = (
+    "SELECT coalesce(sum(waiting_for_review), 0)::BIGINT AS links FROM graph.site_metrics "
+    "WHERE site = ? AND scenario = 'after'"
+)
 # the pages the plan left for an editor: the problem is the sentence's start (left_for_editor.py)
 EDITOR_SQL = """
 SELECT url, split_part(left_for_editor, ':', 1) AS problem, left_for_editor AS why
@@ -94,6 +109,7 @@ SPREADSHEETS = {
     "to_do": TODO_SQL,
     "similar_pages": PAIRS_SQL,
     "topics": CLUSTERS_SQL,
+    "new_since_review": NEW_SQL,
     "changes_since_last_run": CHANGES_SQL,
     "for_an_editor": EDITOR_SQL,
 }
@@ -130,6 +146,7 @@ def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s
         ),
         backtest=rows(LAST_BACKTEST),
         changes=store.read_site(warehouse, "graph.link_plan_changes", site, lock_timeout_s=lock_timeout_s),
+        new_since_review=rows(NEW_SQL),
         content_links=content_links(warehouse, site, lock_timeout_s=lock_timeout_s),
         decisions=rows("SELECT * FROM marts.decisions WHERE site = ?"),
         live=store.read_site(warehouse, "graph.live_links", site, lock_timeout_s=lock_timeout_s),
@@ -167,10 +184,17 @@ def decision_figures(
         read(sql="SELECT page_id FROM staging.pages WHERE site = ?")["page_id"],
     )
     counts = outcomes.group_by("outcome").len().sort("len", "outcome", descending=[True, False])
+    try:
+        new = read(sql=f"SELECT count(*) AS links FROM ({NEW_SQL})")["links"][0]
+        waiting = read(sql=WAITING_SQL)["links"][0]
+    except duckdb.BinderException:  # a warehouse of an earlier version: its next plan adds the columns
+        new = waiting = None
     return {
         "accepted": outcomes.height,
         "rejected": int((standing["decision"] == "reject").sum()),
         "accepted_outcomes": dict(counts.iter_rows()),
+        "new_since_review": new,
+        "waiting_for_review": waiting,
     }
 
 

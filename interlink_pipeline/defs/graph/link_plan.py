@@ -183,6 +183,7 @@ def _adoption(result: SitePlan, history: PlanHistory) -> dict:
         else "none",
         "accepted_not_kept": not_kept.height,
         "accepted_not_kept_why": table_preview(why, 10) if not_kept.height else "none",
+        **_review_queue(result, standing),
     }
     if not_kept.height:
         counts = "; ".join(f"{n:,} {outcome.removeprefix(NOT_KEPT)}" for outcome, n in why.iter_rows())
@@ -191,6 +192,20 @@ def _adoption(result: SitePlan, history: PlanHistory) -> dict:
             f"plan: {counts} (graph.link_plan_changes lists them: why 'accepted by an editor, not kept: …')"
         )
     return metadata
+
+
+def _review_queue(result: SitePlan, standing: pl.DataFrame) -> dict:
+    """The links new since the editors' last review, by why they are new, and those held back behind the
+    pages they reviewed (new_links_per_reviewed_page)."""
+    if standing.is_empty():
+        return {"new_since_review": "no review yet"}
+    new = result.plan.filter(pl.col("planned_since") > standing["decided_at"].max())
+    why = new.group_by("added_because").len("links").sort("links", "added_because", descending=[True, False])
+    return {
+        "new_since_review": MetadataValue.int(new.height),
+        "new_since_review_why": table_preview(why, 10) if new.height else "none",
+        "waiting_for_review": MetadataValue.int(result.planner.waiting_for_review),
+    }
 
 
 def _trends(result: SitePlan) -> dict:

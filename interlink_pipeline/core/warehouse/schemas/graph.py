@@ -95,6 +95,16 @@ class PlannedLink(PairTable, unique=("site", "source_page_id", "target_page_id")
         description="The band in a sentence, with what the backtest measured of it ('high: 7 in 10 orphan "
         "rescue links were the editors' own in the backtest (69 of 71)')."
     )
+    planned_since: pl.Datetime = pa.Field(
+        description="When the link entered the site's plan (UTC); a re-run keeps it with the link: those "
+        "planned after the site's last decisions are new since the editors' last review."
+    )
+    added_because: str = pa.Field(
+        description="Why it entered the plan then: in the site's first plan; its source (target) page is new "
+        "in that crawl or changed; in place of a link its page lost (and why); the ranker was fitted again "
+        "since the plan before (learning from the decisions made since); or newly chosen as the site's "
+        "links, the candidates or the settings changed."
+    )
 
 
 class LinkDecision(PairTable, unique=("site", "link_id", "source_file", "file_digest")):
@@ -210,12 +220,13 @@ class LinkPlanChange(PairTable, unique=("site", "source_page_id", "target_page_i
     reason: str = pa.Field(isin=list(PLAN_REASONS), description="Why the plan holding it chose it.")
     change: str = pa.Field(
         isin=list(PLAN_CHANGES),
-        description="kept: in both plans; added: new in this plan; removed: in the previous plan only; not "
-        "kept: accepted by an editor, in neither plan (one of its pages is gone).",
+        description="kept: in both plans; added: new in this plan (why: its added_because); removed: in the "
+        "previous plan only; not kept: accepted by an editor, in neither plan (one of its pages is gone).",
     )
     why: str = pa.Field(
-        description="still valid, planned again after a change, new in this plan, page removed, page "
-        "changed: planned anew, now on the site, rejected by an editor, no link budget left on the source, "
+        description="still valid, planned again after a change, why a link is new (graph.link_plan's "
+        "added_because), page removed, page changed: planned anew, now on the site, rejected by an editor, "
+        "no link budget left on the source, waits: its page was reviewed and has its new links, "
         "no longer chosen; for a link an editor accepted that this plan cannot hold: 'accepted by an editor, "
         "not kept: its source page (its target page, both its pages) is gone from the crawl'."
     )
@@ -246,6 +257,13 @@ class SiteMetrics(SiteTable, unique=("site", "scenario")):
         isin=list(LINKS_KNOWN),
         description="How the existing links are known: links (an All Inlinks export), counts (no export: "
         "the crawl's in-link counts and click depths only) or none (neither).",
+    )
+    waiting_for_review: pl.Int32 = pa.Field(
+        nullable=True,
+        ge=0,
+        description="Links the plan would add on pages editors have reviewed, held back until the new ones "
+        "there are decided (new_links_per_reviewed_page; 0 before the plan; null: a plan made before this "
+        "was counted).",
     )
 
 
