@@ -46,6 +46,7 @@ from interlink_pipeline.core.relevance.link_ranker import (
     fit_ranker,
     negative_sample,
     settings_fingerprint,
+    site_state,
     still_fits,
     training_examples,
 )
@@ -436,9 +437,15 @@ def test_decisions_are_weighted_examples_and_never_about_hidden_links(light_inpu
     ignored = RankerOptions(accepted_weight=0, rejected_weight=0)
     simulated = training_examples(builder, visible, ignored)
     assert_frame_equal(training_examples(builder, visible, ignored, learned), simulated)
-    settings = CandidateSettings().options()
-    fingerprints = {settings_fingerprint(settings, options, "m", d) for d in (learned, None)}
-    assert len(fingerprints) == 2
+    # a decision is an example like a link: it moves the site's state, and the model is fitted again once
+    # the decisions and the site's changes add up to more than refit_above
+    ids = inputs.pages["page_id"]
+    settings = settings_fingerprint(CandidateSettings().options(), options, "m")
+    before, after = (site_state(ids, inputs.signals, visible, d) for d in (None, learned))
+    moved = drift(before, after)[1]
+    assert moved > 0
+    assert still_fits(("a", settings, before), ("b", settings, after), moved * 2)[0]
+    assert not still_fits(("a", settings, before), ("b", settings, after), moved / 2)[0]
 
     result = _backtest(inputs, visible, hiding, base, RankerOptions(), decided)
     assert result.figures["decisions_learned"] == 9
@@ -702,7 +709,8 @@ def test_ranker_and_candidates_assets_say_what_they_did(light_and_nutri, instanc
     kept = materialization_metadata(recrawled, "link_ranker")
     assert kept["reused"] is True and kept["fitted_in_run"] == repaired.run_id
     assert re.fullmatch(
-        r"\d\.\d% of the pages and \d\.\d% of the in-content links changed since \(kept up to 5%\)",
+        r"\d\.\d% of the pages and \d\.\d% of the in-content links and decisions changed since "
+        r"\(kept up to 5%\)",
         kept["reused_or_fitted_because"],
     ), kept["reused_or_fitted_because"]
     strict = {"ops": {"link_ranker": {"config": {"min_positives": 5, "refit_above": 0.0}}}}
@@ -729,11 +737,15 @@ def test_a_model_still_fits_a_site_that_moved_little():
     assert drift(before, moved) == pytest.approx((0.05, 6 / 202))  # 3 changed, 1 gone, 1 new; 2 + 4 links
     assert still_fits(("a", "s", before), ("a", "s", moved), 0.0) == (True, "its inputs are unchanged")
     fits, why = still_fits(("a", "s", before), ("b", "s", moved), 0.05)
-    assert fits and why == "5.0% of the pages and 3.0% of the in-content links changed since (kept up to 5%)"
+    assert (
+        fits
+        and why
+        == "5.0% of the pages and 3.0% of the in-content links and decisions changed since (kept up to 5%)"
+    )
     assert not still_fits(("a", "s", before), ("b", "s", moved), 0.04)[0]
     assert still_fits(("a", "s", before), ("b", "t", before), 1.0) == (
         False,
-        "the features, settings, embedding model or editors' decisions changed",
+        "the features, settings or embedding model changed",
     )
     assert not still_fits(("a", "s", None), ("b", "s", before), 1.0)[0]
 

@@ -43,7 +43,6 @@ from interlink_pipeline.core.relevance.link_ranker import (
     Ranker,
     RankerOptions,
     SiteState,
-    decisions_digest,
     fit_ranker,
     site_state,
     still_fits,
@@ -499,12 +498,12 @@ def measured_inputs(
     and the site's state; an earlier backtest stands while they still fit (see link_ranker.still_fits)."""
     measured = json.dumps(
         {**setup.settings(), "fraction": setup.fraction, "orphan_fraction": setup.orphan_fraction,
-         "k": setup.k, "model": model_id, "decisions": decisions_digest(decided)}
+         "k": setup.k, "model": model_id}
     )  # fmt: skip
     return (
         training_fingerprint(signals, links, setup.candidates, setup.ranker, model_id, decided),
         hashlib.sha256(measured.encode()).hexdigest(),
-        site_state(page_ids, signals, links),
+        site_state(page_ids, signals, links, decided),
     )
 
 

@@ -124,8 +124,8 @@ def site_ranker(
     fingerprint = training_fingerprint(
         inputs.signals, inputs.links, request.candidates, request.ranker, model_id, inputs.decided
     )
-    settings = settings_fingerprint(request.candidates, request.ranker, model_id, inputs.decided)
-    state = site_state(inputs.pages["page_id"], inputs.signals, inputs.links)
+    settings = settings_fingerprint(request.candidates, request.ranker, model_id)
+    state = site_state(inputs.pages["page_id"], inputs.signals, inputs.links, inputs.decided)
     kept, why = (
         (None, "retrain was set")
         if request.retrain

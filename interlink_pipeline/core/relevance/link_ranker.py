@@ -220,20 +220,14 @@ def training_fingerprint(
     return digest.hexdigest()
 
 
-def settings_fingerprint(
-    candidate_options: CandidateOptions,
-    options: RankerOptions,
-    model_id: str,
-    decided: pl.DataFrame | None = None,
-) -> str:
-    """A digest of what a fitted ranker depends on besides the site itself: features, settings and the
-    editors' decisions (a new decision is a reason to fit again, however little else changed)."""
+def settings_fingerprint(candidate_options: CandidateOptions, options: RankerOptions, model_id: str) -> str:
+    """A digest of what a fitted ranker depends on besides the site itself (its pages, links and editors'
+    decisions, whose drift SiteState measures): features, settings and the embedding model."""
     described = {
         "features": FEATURES,
         "candidates": asdict(candidate_options),
         "ranker": asdict(options),
         "embedding_model": model_id,
-        "decisions": decisions_digest(decided),
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -249,13 +243,16 @@ def decisions_digest(decided: pl.DataFrame | None) -> str:
 @dataclass(frozen=True)
 class SiteState:
     """A site as a model saw it: a hash per page of what the candidates read of it, and one per in-content
-    link (source, target). Compared with the site now, it says how far the site has moved."""
+    link (source, target) and per editor's decision (source, target, decision): both are the examples it
+    learns from. Compared with the site now, it says how far the site has moved."""
 
     pages: pl.DataFrame  # page_id, fingerprint
-    links: np.ndarray  # sorted distinct hashes of the in-content (source page id, target page id) pairs
+    links: np.ndarray  # sorted distinct hashes of the in-content pairs and of the decided ones
 
 
-def site_state(page_ids: pl.Series, signals: SiteSignals, links: LinkGraph) -> SiteState:
+def site_state(
+    page_ids: pl.Series, signals: SiteSignals, links: LinkGraph, decided: pl.DataFrame | None = None
+) -> SiteState:
     fields = pl.DataFrame(
         {
             "path": signals.paths,
@@ -268,12 +265,20 @@ def site_state(page_ids: pl.Series, signals: SiteSignals, links: LinkGraph) -> S
     pairs = pl.DataFrame(
         {"source": ids.gather(links.source[links.content]), "target": ids.gather(links.target[links.content])}
     )
-    return SiteState(pages, sorted_unique(pairs.hash_rows(seed=0).to_numpy()))
+    hashes = pairs.hash_rows(seed=0).to_numpy()
+    if decided is not None and decided.height:
+        decisions = decided.select(
+            ids.gather(decided["source"]).alias("source"),
+            ids.gather(decided["target"]).alias("target"),
+            "decision",
+        )
+        hashes = np.concatenate([hashes, decisions.hash_rows(seed=0).to_numpy()])
+    return SiteState(pages, sorted_unique(hashes))
 
 
 def drift(before: SiteState, now: SiteState) -> tuple[float, float]:
-    """(share of pages added, removed or changed, share of in-content links added or removed) since
-    `before`, each of the larger of the two sites."""
+    """(share of pages added, removed or changed, share of in-content links and editors' decisions added,
+    removed or changed) since `before`, each of the larger of the two sites."""
     pages = before.pages.join(now.pages, on="page_id", how="full", suffix="_now")
     changed = pages.filter(
         pl.col("fingerprint").is_null()
@@ -290,16 +295,18 @@ def still_fits(
 ) -> tuple[bool, str]:
     """Whether a model fitted on `fitted` (inputs fingerprint, settings fingerprint, site state) serves the
     inputs `now`, and why: the same inputs, or the same settings on a site that has moved by at most
-    `refit_above` (share of pages, and of in-content links) since the fit. A model fitted on 99% of the
-    same examples is the same model in all but noise, and refitting it costs most of a re-run."""
+    `refit_above` (share of pages, and of in-content links and editors' decisions) since the fit. A model
+    fitted on 99% of the same examples is the same model in all but noise, and refitting it costs most of a
+    re-run: a few decisions steer the plan at once (accepted links placed, rejected ones refused) and teach
+    the ranker once they, and the site's changes, add up to more than `refit_above`."""
     if fitted[0] == now[0]:
         return True, "its inputs are unchanged"
     if fitted[1] != now[1]:
-        return False, "the features, settings, embedding model or editors' decisions changed"
+        return False, "the features, settings or embedding model changed"
     if fitted[2] is None:
         return False, "the kept model does not record the site it was fitted on"
     pages, links = drift(fitted[2], now[2])
-    moved = f"{pages:.1%} of the pages and {links:.1%} of the in-content links changed since"
+    moved = f"{pages:.1%} of the pages and {links:.1%} of the in-content links and decisions changed since"
     if max(pages, links) <= refit_above:
         return True, f"{moved} (kept up to {refit_above:.0%})"
     return False, f"{moved}, more than {refit_above:.0%}"
