@@ -718,7 +718,7 @@ def test_a_killed_run_never_holds_its_site_whatever_the_dagster_home(
     # the next command that needs the site goes ahead (here it says what it needs: pages)
     decisions = tmp_path / "decisions.csv"
     decisions.write_text("source_url,target_url,decision\n")
-    after = call_cli(env, "decisions", "import", str(decisions), "--site", LIGHT)
+    after = call_cli(env, "decisions", "import", str(decisions), "--site", LIGHT, "--no-plan")
     assert after.returncode == 2 and "already in progress" not in after.stderr, after.stderr
     assert f"{LIGHT} has no pages yet: materialise it first" in after.stderr
 
@@ -764,7 +764,9 @@ def test_a_run_of_a_killed_make_dev_never_holds_its_site(registered):
         [run] = instance.get_runs()
         decisions = tmp_path / "decisions.csv"
         decisions.write_text("source_url,target_url,decision\n")
-        refused = call_cli(env, "decisions", "import", str(decisions), "--site", LIGHT)  # the worker works
+        refused = call_cli(
+            env, "decisions", "import", str(decisions), "--site", LIGHT, "--no-plan"
+        )  # the worker works
         assert (
             f"a run of {LIGHT} is already in progress (run {run.run_id}, in the UI or the daemon)"
             in refused.stderr
@@ -772,7 +774,7 @@ def test_a_run_of_a_killed_make_dev_never_holds_its_site(registered):
         worker.kill()
         worker.wait()
         assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED
-        after = call_cli(env, "decisions", "import", str(decisions), "--site", LIGHT)
+        after = call_cli(env, "decisions", "import", str(decisions), "--site", LIGHT, "--no-plan")
         assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
     said = f"run {run.run_id} had stopped: its process (pid {worker.pid}) is gone: it was killed or crashed"
     assert said in after.stderr and "already in progress" not in after.stderr, after.stderr

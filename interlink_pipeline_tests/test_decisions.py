@@ -90,7 +90,9 @@ def test_an_edited_workbook_round_trips_and_the_newest_decision_stands(sample_cl
     edited = tmp_path / "plan_reviewed.xlsx"
     workbook.save(edited)
 
-    done = run_cli(env, "decisions", "import", str(edited), "--site", SAMPLE_HOST)  # it runs a step
+    done = run_cli(
+        env, "decisions", "import", str(edited), "--site", SAMPLE_HOST, "--no-plan"
+    )  # it runs a step
     assert done.returncode == 0, done.stderr
     assert "plan_reviewed.xlsx: 20 accepted and 20 rejected links imported" in done.stdout
     stored = _decisions(sample)
@@ -109,7 +111,7 @@ def test_an_edited_workbook_round_trips_and_the_newest_decision_stands(sample_cl
     pl.DataFrame(
         {"source_url": [first["source_url"]], "target_url": [first["target_url"]], "decision": ["rejected"]}
     ).write_csv(later)
-    done = run_cli(env, "decisions", "import", str(later), "--site", SAMPLE_HOST)
+    done = run_cli(env, "decisions", "import", str(later), "--site", SAMPLE_HOST, "--no-plan")
     assert done.returncode == 0, done.stderr
     history = _decisions(sample).filter(pl.col("link_id") == changed)
     assert history["decision"].to_list() == ["accept", "reject"]  # both kept, oldest first
@@ -198,7 +200,9 @@ def test_a_bad_decisions_file_is_refused_whole_and_nothing_is_kept(sample_cli, t
     make, message = BAD_FILES[case]
     bad = tmp_path / ("bad.xlsx" if "workbook" in case else "bad.csv")
     make(sample, bad)
-    done = call_cli(env, "decisions", "import", str(bad), "--site", SAMPLE_HOST)  # refused before any run
+    done = call_cli(
+        env, "decisions", "import", str(bad), "--site", SAMPLE_HOST, "--no-plan"
+    )  # refused before any run
     assert done.returncode == 2 and done.stderr.startswith(f"error: {message}"), done.stderr
     assert _decisions(sample).is_empty() and not (sample.inbox / SAMPLE_HOST / "decisions").exists()
 
@@ -373,7 +377,9 @@ def test_the_plan_keeps_accepted_links_refuses_rejected_ones_and_a_recrawl_finds
         sheet.cell(row, header.index("decision") + 1, word)
         decided[sheet.cell(row, header.index("link_id") + 1).value] = word
     workbook.save(tmp_path / "reviewed.xlsx")
-    done = run_cli(env, "decisions", "import", str(tmp_path / "reviewed.xlsx"), "--site", SAMPLE_HOST)
+    done = run_cli(
+        env, "decisions", "import", str(tmp_path / "reviewed.xlsx"), "--site", SAMPLE_HOST, "--no-plan"
+    )
     assert done.returncode == 0, done.stderr
     accepted = {link for link, word in decided.items() if word == "accept"}
     rejected = set(decided) - accepted
@@ -428,6 +434,59 @@ def test_the_plan_keeps_accepted_links_refuses_rejected_ones_and_a_recrawl_finds
     assert "now: live, from the plan" in drilled
 
 
+def test_ten_decisions_change_only_what_they_decide_and_each_new_link_says_why(sample_cli, tmp_path):
+    """The issue's stable plan: 10 decisions on the three pages with the most planned links, imported (the
+    command plans again). Every undecided link off the pages the decisions touch
+    stands as it was (anchor and placement); the decided links are kept or gone; each new link says why in
+    the plan and its changes, and a reviewed page takes at most new_links_per_reviewed_page of them; the
+    workbook and the report list them as new since the review."""
+    env, sample = sample_cli
+    before = _plan(sample)
+    busiest = before.group_by("source_url").len().sort("len", "source_url", descending=[True, False])
+    chosen = before.filter(pl.col("source_url").is_in(busiest["source_url"].head(3).implode())).head(10)
+    words = ["accept", "reject"] * 5
+    chosen.select("link_id", "source_url", "target_url").with_columns(
+        pl.Series("decision", words), pl.lit("checked by hand").alias("note")
+    ).write_csv(tmp_path / "review.csv")
+    done = run_cli(env, "decisions", "import", str(tmp_path / "review.csv"), "--site", SAMPLE_HOST)
+    assert done.returncode == 0, done.stderr  # it plans again, and publishes the plan
+    assert "5 accepted and 5 rejected links imported" in done.stdout and "succeeded" in done.stdout
+    after = _plan(sample)
+    decided = dict(zip(chosen["link_id"], words, strict=True))
+    planned = set(after["link_id"])
+    assert {k for k, w in decided.items() if w == "accept"} <= planned
+    assert not {k for k, w in decided.items() if w == "reject"} & planned
+    touched = pl.concat([chosen["source_page_id"], chosen["target_page_id"]]).implode()
+    untouched = before.filter(
+        ~pl.col("link_id").is_in(list(decided))
+        & ~pl.col("source_page_id").is_in(touched)
+        & ~pl.col("target_page_id").is_in(touched)
+    )
+    place = ["link_id", "anchor_text", "placement", "planned_since"]
+    assert untouched.height > 100
+    assert untouched.select(place).join(after.select(place), on=place, how="anti").is_empty()
+    added = after.join(before.select("link_id"), on="link_id", how="anti")
+    with duckdb.connect(str(sample.warehouse), read_only=True) as con:
+        changes = con.execute(
+            "SELECT source_page_id, target_page_id, why FROM graph.link_plan_changes WHERE change = 'added'"
+        ).pl()
+        last_review = con.execute("SELECT max(decided_at) FROM graph.link_decisions").fetchone()[0]
+    pair = ["source_page_id", "target_page_id"]
+    said = added.join(changes, on=pair).filter(pl.col("why") == pl.col("added_because"))
+    assert said.height == added.height and (added["planned_since"] > last_review).all()
+    assert not added["added_because"].str.contains("first plan|before reasons").any()
+    on_reviewed = added.filter(pl.col("source_page_id").is_in(chosen["source_page_id"].implode()))
+    assert (on_reviewed.group_by("source_page_id").len()["len"].max() or 0) <= 1
+    exports = sample.warehouse.parent / "exports" / SAMPLE_HOST
+    sheet = openpyxl.load_workbook(exports / "interlink_plan.xlsx", read_only=True)["new_since_review"]
+    header, *rows = sheet.iter_rows(values_only=True)
+    assert {row[header.index("link_id")] for row in rows} == set(added["link_id"])
+    with opened(exports / "report.html") as shown:
+        tab = shown.page.locator("#new-since-review")
+        shown_rows, heading = tab.locator("tbody tr").count(), tab.locator("h2").inner_text()
+    assert shown_rows == added.height and f"{added.height:,} new since your last review" in heading
+
+
 def test_decisions_made_in_the_report_download_as_a_file_the_import_takes_and_the_next_plan_honours(
     sample_cli, tmp_path
 ):
@@ -447,7 +506,7 @@ def test_decisions_made_in_the_report_download_as_a_file_the_import_takes_and_th
         file = tmp_path / downloading.value.suggested_filename
         downloading.value.save_as(file)
     assert file.name == f"decisions-{SAMPLE_HOST}.csv"
-    done = run_cli(env, "decisions", "import", str(file), "--site", SAMPLE_HOST)
+    done = run_cli(env, "decisions", "import", str(file), "--site", SAMPLE_HOST, "--no-plan")
     assert done.returncode == 0, done.stderr
     assert "3 accepted and 2 rejected links imported" in done.stdout
     with instance_at(tmp_path / "home") as instance:
@@ -485,7 +544,9 @@ def test_an_import_refused_while_the_site_runs_leaves_nothing_and_the_same_conte
     )
     try:
         assert holder.stdout.readline().strip() == "held"
-        during_cli_run = call_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
+        during_cli_run = call_cli(
+            env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST, "--no-plan"
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -502,20 +563,22 @@ def test_an_import_refused_while_the_site_runs_leaves_nothing_and_the_same_conte
             tags={"dagster/partition": SAMPLE_HOST},
         )
         instance.add_run(running)
-        during_ui_run = call_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
+        during_ui_run = call_cli(
+            env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST, "--no-plan"
+        )
         instance.delete_run(running.run_id)
     assert during_ui_run.returncode == 2
     assert f"already in progress (run {running.run_id}, in the UI or the daemon)" in during_ui_run.stderr
     assert not folder.exists() and _decisions(sample).is_empty()  # refused: nothing kept, nothing read
 
-    done = run_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
+    done = run_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST, "--no-plan")
     assert done.returncode == 0, done.stderr
     assert done.stderr == (
         "warning: reviewed.csv: 1 note(s) are longer than a workbook cell holds (32,767 characters; rows 1): "
         "kept whole in the warehouse and the CSV files, cut in interlink_plan.xlsx.\n"
     )
     [kept] = folder.iterdir()
-    again = call_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST)
+    again = call_cli(env, "decisions", "import", str(reviewed), "--site", SAMPLE_HOST, "--no-plan")
     assert again.returncode == 0, again.stderr
     assert (
         again.stdout
@@ -538,7 +601,9 @@ def test_accepted_links_are_kept_past_a_budget_and_those_whose_page_is_gone_are_
     rows = [(source, target, "accept") for target in pages[1:15]] + [(pages[1], gone, "accept")]
     decisions = tmp_path / "accepted.csv"
     pl.DataFrame(rows, schema=["source_url", "target_url", "decision"], orient="row").write_csv(decisions)
-    done = run_cli(env, "decisions", "import", str(decisions), "--site", SAMPLE_HOST)  # it runs a step
+    done = run_cli(
+        env, "decisions", "import", str(decisions), "--site", SAMPLE_HOST, "--no-plan"
+    )  # it runs a step
     assert done.returncode == 0, done.stderr
     crawl = tmp_path / "recrawl" / "internal_all.csv"  # the same site crawled again, without one page
     crawl.parent.mkdir()
@@ -597,7 +662,9 @@ def test_a_workbook_is_read_on_its_link_plan_sheet_and_refused_in_a_decisions_fi
     assert decided["link_id"].to_list() == [sheet.cell(2, header.index("link_id") + 1).value]
     del workbook["link_plan"]  # no sheet has a decision column: said in a decisions file's terms
     workbook.save(tmp_path / "no_plan.xlsx")
-    refused = call_cli(env, "decisions", "import", str(tmp_path / "no_plan.xlsx"), "--site", SAMPLE_HOST)
+    refused = call_cli(
+        env, "decisions", "import", str(tmp_path / "no_plan.xlsx"), "--site", SAMPLE_HOST, "--no-plan"
+    )
     assert refused.returncode == 2 and "column_map" not in refused.stderr
     # (named: the sheet with the plan's URL columns, not the read_me before it)
     assert refused.stderr.startswith("error: no_plan.xlsx: no decision column on sheet 'to_do'")
@@ -605,7 +672,9 @@ def test_a_workbook_is_read_on_its_link_plan_sheet_and_refused_in_a_decisions_fi
     # the site's decisions path is a file someone made
     (sample.inbox / SAMPLE_HOST / "decisions").write_text("not a folder")
     _plan_csv(sample, tmp_path / "reviewed.csv", ["accept"])
-    blocked = call_cli(env, "decisions", "import", str(tmp_path / "reviewed.csv"), "--site", SAMPLE_HOST)
+    blocked = call_cli(
+        env, "decisions", "import", str(tmp_path / "reviewed.csv"), "--site", SAMPLE_HOST, "--no-plan"
+    )
     folder = sample.inbox / SAMPLE_HOST / "decisions"
     assert blocked.returncode == 2 and blocked.stderr == (
         f"error: {folder} is a file, not a folder: move it aside (decisions files go in a folder so named); "
@@ -616,7 +685,8 @@ def test_a_workbook_is_read_on_its_link_plan_sheet_and_refused_in_a_decisions_fi
 
 def test_a_warehouse_of_the_last_version_read_only_has_no_decision_figures_yet(tmp_path):
     """status opens the warehouse read-only: decisions stored before file versions were kept have no
-    superseded_at until the next run's write adds it, and status says nothing of them rather than fail."""
+    superseded_at until the next run's write adds it, nor a plan of the last version planned_since, and
+    status says nothing of them rather than fail."""
     from interlink_pipeline.core.publish.warehouse_reads import decision_figures
     from interlink_pipeline.core.warehouse.database import connect, ensure_tables
 
@@ -628,4 +698,10 @@ def test_a_warehouse_of_the_last_version_read_only_has_no_decision_figures_yet(t
     with connect(warehouse) as con:  # a run's write adds the column
         ensure_tables(con)
     figures = decision_figures(warehouse, SAMPLE_HOST, lock_timeout_s=1, read_only=True)
-    assert figures == {"accepted": 0, "rejected": 0, "accepted_outcomes": {}}
+    assert figures == {
+        "accepted": 0, "rejected": 0, "accepted_outcomes": {}, "new_since_review": 0, "waiting_for_review": 0
+    }  # fmt: skip
+    with connect(warehouse) as con:  # a plan made before links knew when they were planned
+        con.execute("ALTER TABLE graph.link_plan DROP COLUMN planned_since")
+    figures = decision_figures(warehouse, SAMPLE_HOST, lock_timeout_s=1, read_only=True)
+    assert figures["new_since_review"] is None and figures["waiting_for_review"] is None

@@ -26,6 +26,7 @@ from interlink_pipeline_tests.helpers import (
     PROJECT_ROOT,
     changed_light_crawl,
     chromium_path,
+    run_cli,
 )
 from interlink_pipeline_tests.services import free_port, http_ok, service, step_spans, wait_for
 
@@ -63,6 +64,7 @@ def dev_server(tmp_path_factory, model_cache):
         wait_for(lambda: http_ok(f"{url}/server_info"), 180, "the webserver", log)
         with dg.DagsterInstance.from_config(str(home)) as instance:
             yield {
+                "env": env,
                 "url": url,
                 "port": port,
                 "inbox": inbox,
@@ -207,6 +209,31 @@ def test_two_drops_run_end_to_end_and_the_ui_launches_and_shows_a_materialisatio
         metadata = page.locator("tr", has_text="rows raw.crawl_pages")
         expect(metadata.first).to_contain_text(str(crawled))
         browser.close()
+
+
+def test_the_readmes_commands_in_order_work_with_make_dev_running(dev_server, tmp_path):
+    """Issue 71: with the UI up, `register` started a sensor run and the README's next line, `materialize`,
+    was refused; `status` then said to run materialize. Now register names the sensor's run, status says
+    it runs and at which step, and `materialize --wait` waits for it and has nothing left to run."""
+    site = "www.readme.example"
+    env = dev_server["env"]
+    files = write_site(generate_site(200, seed=11, host=site), tmp_path / "site")
+    registered = run_cli(env, "register", str(files["crawl"]), "--links", str(files["links"]))
+    assert registered.returncode == 0, registered.stderr
+    run_id = re.search(
+        r"the inbox sensor started it: run (\S+) \(started by the inbox sensor\)", registered.stdout
+    )
+    assert run_id, registered.stdout
+    during = run_cli(env, "status", "--site", site)
+    assert during.returncode == 0, during.stderr
+    assert f"running:  run {run_id[1]} (started by the inbox sensor) is " in during.stdout, during.stdout
+    assert f"(interlink materialize --site {site})" not in during.stdout
+    waited = run_cli(env, "materialize", "--site", site, "--wait")
+    assert waited.returncode == 0, waited.stderr
+    assert f"waiting for run {run_id[1]}" in waited.stdout
+    assert f"run {run_id[1]} materialised {site}'s registered exports: nothing left to run" in waited.stdout
+    after = run_cli(env, "status", "--site", site)
+    assert f"last run: {run_id[1]} SUCCESS" in after.stdout and "running:" not in after.stdout, after.stdout
 
 
 def test_a_run_killed_under_make_dev_is_failed_its_slot_freed_and_the_next_run_proceeds(

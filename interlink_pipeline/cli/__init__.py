@@ -37,8 +37,9 @@ DECISIONS_SUMMARY = "import an editor's decisions (accept, reject) about planned
 DECISIONS_DESCRIPTION = (
     "Read the plan's workbook or CSV with its decision column filled in (accept, reject, or blank for no "
     "decision; a note column is kept), check it against the site's pages, keep it in the site's decisions/ "
-    "folder and write graph.link_decisions. A file with an unknown URL or decision word, a link decided both "
-    "ways, another site's URLs or formulas in its cells is refused whole."
+    "folder, write graph.link_decisions and plan again with them (--no-plan: not now). A file with an "
+    "unknown URL or decision word, a link decided both ways, another site's URLs or formulas in its cells "
+    "is refused whole."
 )
 SQL_SUMMARY = "a read-only DuckDB shell on the analysts' snapshot (.quit leaves), or one query's result"
 SQL_DESCRIPTION = (
@@ -175,8 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     register.add_argument("--run", action="store_true", help="materialise the pipeline for the site now")
     _settings_options(register)
     run = command("materialize", "materialise the whole pipeline for a registered site")
-    run.add_argument("--site", required=True, help="a registered site (see: interlink sites)")
-    _settings_options(run)
+    _materialize_command(run)
     backtest = command(
         "backtest",
         "measure the plan on the site's own links: hide some, rebuild, score against them",
@@ -196,11 +196,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _materialize_command(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--site", required=True, help="a registered site (see: interlink sites)")
+    run.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for a run of the site in progress (the inbox sensor's, the UI's) instead of refusing; "
+        "nothing is run again when it materialised the registered exports",
+    )
+    _settings_options(run)
+
+
 def _decisions_command(decisions: argparse.ArgumentParser) -> None:
     action = decisions.add_subparsers(dest="action", required=True)
     imported = action.add_parser("import", help="import one decisions file (CSV or XLSX)")
     imported.add_argument("file", type=Path, help="the edited link_plan CSV or interlink_plan.xlsx")
     imported.add_argument("--site", required=True, help="a materialised site")
+    imported.add_argument(
+        "--no-plan",
+        action="store_true",
+        help="only record the decisions (default: plan again with them, and publish the plan)",
+    )
 
 
 def _generate_command(generate: argparse.ArgumentParser) -> None:

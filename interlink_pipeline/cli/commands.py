@@ -62,7 +62,7 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def register(args: argparse.Namespace) -> int:
-    config = run_config(args)
+    config, since = run_config(args), time.time()
     site = _register_files(
         args.crawl,
         args.links,
@@ -75,7 +75,34 @@ def register(args: argparse.Namespace) -> int:
     )
     if args.run:
         return run_site(site, run_config=config)
-    print(f"the inbox sensor starts its run (make dev), or run it now: interlink materialize --site {site}")
+    return _follow_sensor_run(site, since)
+
+
+def _follow_sensor_run(site: str, since: float) -> int:
+    """Say which run the inbox sensor of `make dev` started for the exports just registered (at `since`),
+    and how to follow it; else how to run them."""
+    from interlink_pipeline.cli.site_activity import SENSOR_GRACE_S, sensor_daemon_alive, sensor_run
+    from interlink_pipeline.cli.where import ui_address
+    from interlink_pipeline.core.ingest.inbox import default_inbox
+    from interlink_pipeline.defs.ingest.inbox_sensor import inbox_run_key, inbox_scan_seconds
+
+    instance, key = dagster_instance(), inbox_run_key(default_inbox(), site)
+    run = None
+    if key and sensor_daemon_alive(instance):
+        seconds = inbox_scan_seconds() + SENSOR_GRACE_S
+        print(
+            f"make dev is running: waiting up to {seconds}s for its inbox sensor to start the run of {site}"
+        )
+        run = sensor_run(instance, site, key, since, seconds)
+    if run is None:
+        print(
+            f"the inbox sensor starts its run (make dev), or run it now: interlink materialize --site {site}"
+        )
+        return 0
+    print(
+        f"the inbox sensor started it: {run.said()}. Follow it with interlink status --site {site} or in "
+        f"the UI ({ui_address()}); interlink materialize --site {site} --wait waits for it."
+    )
     return 0
 
 
@@ -90,8 +117,34 @@ def _freshness(site: str):
 
 
 def materialize(args: argparse.Namespace) -> int:
-    config = run_config(args)
-    return run_site(registered(args.site), run_config=config)
+    config, site = run_config(args), registered(args.site)
+    if args.wait and _waited_for_a_run_of_it(site) and not config:
+        return 0
+    return run_site(site, run_config=config)
+
+
+def _waited_for_a_run_of_it(site: str) -> bool:
+    """Wait for the site's run in progress, if any; whether the run waited for materialised the exports
+    registered now, so that nothing is left to run."""
+    from dagster import DagsterRunStatus
+
+    from interlink_pipeline.cli.runs import site_held
+    from interlink_pipeline.cli.site_activity import wait_for_site
+    from interlink_pipeline.core.ingest.inbox import default_inbox
+    from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
+
+    instance = dagster_instance()
+    waited = wait_for_site(instance, site, lambda: site_held(instance, site), print)
+    run = instance.get_run_by_id(waited) if waited else None
+    if run is None:
+        return False
+    key = inbox_run_key(default_inbox(), site)
+    whole = run.asset_selection is None and key is not None and run.tags.get(RUN_KEY_TAG) == key
+    if run.status == DagsterRunStatus.SUCCESS and whole:
+        print(f"run {run.run_id} materialised {site}'s registered exports: nothing left to run")
+        return True
+    print(f"run {run.run_id} ended {run.status.value}: running {site} now")
+    return False
 
 
 def backtest(args: argparse.Namespace) -> int:
@@ -126,10 +179,29 @@ def backtest(args: argparse.Namespace) -> int:
     return code
 
 
+# what a decisions file changes, re-made after its import: the ranker (only once the decisions add up:
+# refit_above), the candidates, the plan and what is published of it; the backtest stands until then
+REPLAN_STEPS = ["link_ranker", "link_candidates", "link_plan", "marts", "analyst_snapshot",
+                "spreadsheet_exports", "html_report", "published_files", "link_backtest",
+                "published_measurement"]  # fmt: skip
+
+
+def _plan_again(instance, site: str, not_now: bool) -> int:
+    """The plan made again with the decisions just recorded (REPLAN_STEPS), unless `not_now`."""
+    if not_now:
+        print(f"the site's next run plans with them: interlink materialize --site {site}")
+        return 0
+    code = execute(instance, site, REPLAN_STEPS)
+    if code != 0:
+        print(f"the decisions stand; plan again with: interlink materialize --site {site}")
+    return code
+
+
 def decisions(args: argparse.Namespace) -> int:
     """Check an editor's decisions file against the site's pages, keep it in the site's decisions/ folder
-    and run link_decisions for the site, all while the site is held: a file refused, or an import refused
-    because the site is running, leaves nothing behind; the same content again changes nothing."""
+    and run link_decisions for the site, then plan again (REPLAN_STEPS; not with --no-plan), all while the
+    site is held: a file refused, or an import refused because the site is running, leaves nothing behind;
+    the same content again changes nothing."""
     from datetime import UTC, datetime
 
     from interlink_pipeline.core.errors import InputError
@@ -162,14 +234,16 @@ def decisions(args: argparse.Namespace) -> int:
                 placed.unlink(missing_ok=True)
         if code != 0:
             return code
-    said = rows["decision"].value_counts()
-    counts = dict(zip(said["decision"], said["count"], strict=True))
-    print(
-        f"{args.file.name}: {counts.get('accept', 0):,} accepted and {counts.get('reject', 0):,} rejected "
-        f"links imported for {site} (kept as {placed}); the site's next plan keeps every accepted link (past "
-        f"a page's link budget if need be) and leaves the rejected ones out, and its ranker learns from "
-        f"both: interlink materialize --site {site}"
-    )
+        said = rows["decision"].value_counts()
+        counts = dict(zip(said["decision"], said["count"], strict=True))
+        print(
+            f"{args.file.name}: {counts.get('accept', 0):,} accepted and {counts.get('reject', 0):,} "
+            f"rejected links imported for {site} (kept as {placed}); the plan keeps every accepted link "
+            "(past a page's link budget if need be) and leaves the rejected ones out, and its ranker learns "
+            "from both"
+        )
+        if (code := _plan_again(instance, site, args.no_plan)) != 0:
+            return code
     long_notes = rows.filter(rows["note"].str.len_chars() > XLSX_MAX_CELL_CHARS)["row_number"]
     if long_notes.len():
         print(
@@ -273,6 +347,7 @@ def sites(args: argparse.Namespace) -> int:
 def status(args: argparse.Namespace) -> int:
     """The site's last run (how it ended, when, how long), its plan's figures, whether the plan is fresh
     and where its files are; without --site, a line for each registered site."""
+    from interlink_pipeline.cli.site_activity import active_run
     from interlink_pipeline.core.publish.publication import site_folder
     from interlink_pipeline.core.warehouse.database import default_warehouse, describe
     from interlink_pipeline.core.warehouse.lake import is_lake
@@ -282,12 +357,15 @@ def status(args: argparse.Namespace) -> int:
         return _every_site_status()
     site = registered(args.site)
     print(f"last run: {_last_run(site) or f'none yet (interlink materialize --site {site})'}")
+    running = active_run(dagster_instance(), site)
+    if running is not None:
+        print(f"{'running:':<11}{running.said()} (interlink materialize --site {site} --wait waits for it)")
     warehouse = default_warehouse()
     folder = site_folder(warehouse, site)
     for line in _site_figures(site, folder):
         print(line)
     freshness = _freshness(site)
-    again = "" if freshness.fresh else f" (interlink materialize --site {site})"
+    again = "" if freshness.fresh or running else f" (interlink materialize --site {site})"
     print(f"{'freshness:':<11}{freshness.said}{again}")
     print(f"{'warehouse:':<11}{describe(warehouse)}")
     files = {"report": folder / "report.html", "workbook": folder / "interlink_plan.xlsx"}
@@ -447,6 +525,13 @@ def _decision_lines(figures: dict | None) -> list[str]:
         f"{'decisions:':<11}{figures['accepted']:,} links accepted ({kept or 'none kept'}), "
         f"{figures['rejected']:,} rejected (never planned again)"
     ]
+    if figures.get("new_since_review") is not None:
+        waiting = figures["waiting_for_review"]
+        lines.append(
+            f"{'review:':<11}{figures['new_since_review']:,} links new since your last review (the "
+            "new_since_review sheet and CSV, each with why)"
+            + (f"; {waiting:,} more wait behind the pages you reviewed" if waiting else "")
+        )
     if not_kept:
         lines.append(
             f"note: {sum(not_kept.values()):,} accepted links are not kept: "

@@ -295,8 +295,7 @@ def _site_lock(instance, site: str) -> Iterator[None]:
     from interlink_pipeline.defs.publish.site_runs import site_runs
 
     busy = f"a run of {site} is already in progress"
-    path = Path(instance.root_directory) / "site_locks" / f"{site}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = _lock_path(instance, site)
     try:
         held = FileLock(path, blocking=False, on_acquired=_write_pid).acquire()
     except Timeout:
@@ -318,6 +317,23 @@ def _site_lock(instance, site: str) -> Iterator[None]:
                 f"{busy} (run {run.run_id}, {where}); wait for it to finish, or cancel it there."
             )
         yield
+
+
+def _lock_path(instance, site: str) -> Path:
+    path = Path(instance.root_directory) / "site_locks" / f"{site}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def site_held(instance, site: str) -> bool:
+    """Whether another interlink process holds the site now (its run lock)."""
+    from filelock import FileLock, Timeout
+
+    try:
+        FileLock(_lock_path(instance, site), blocking=False).acquire().release()
+    except Timeout:
+        return True
+    return False
 
 
 def _write_pid(fd: int) -> None:

@@ -1,0 +1,105 @@
+"""What a site's runs are doing now, for the commands that say it or wait on it: the run in progress and
+the steps it is at (`status`), waiting for it to end (`materialize --wait`), and the run the inbox sensor
+of `make dev` starts after a registration (`register`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from interlink_pipeline.cli.dead_runs import IN_PROGRESS
+
+POLL_S = 1.0  # how often a waiting command looks again
+SENSOR_GRACE_S = 15  # past the sensor's scan interval: its tick, the settling of the files, the launch
+TRIGGERS = {  # the interlink/trigger tag -> who started the run
+    "cli": "an interlink command",
+    "inbox": "the inbox sensor",
+    "inbox-decisions": "the inbox sensor (decisions)",
+    "schedule": "a schedule",
+}
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    """A run of the site not finished yet."""
+
+    run_id: str
+    started_by: str
+    steps: tuple[str, ...]  # the steps started and not finished (none yet: it is starting)
+    since: float  # when it started (epoch seconds)
+
+    def said(self) -> str:
+        at = f"at step {', '.join(self.steps)}" if self.steps else "starting"
+        return f"run {self.run_id} (started by {self.started_by}) is {at}, {time.time() - self.since:.0f}s in"
+
+
+def active_run(instance, site: str) -> ActiveRun | None:
+    """The site's run in progress (the newest, if several), with the steps it is at."""
+    from dagster import DagsterEventType, DagsterRunStatus
+
+    from interlink_pipeline.defs.publish.site_runs import site_runs
+
+    records = site_runs(instance, site, statuses=[DagsterRunStatus(s) for s in IN_PROGRESS], limit=1)
+    if not records:
+        return None
+    record, run = records[0], records[0].dagster_run
+    events = instance.all_logs(
+        run.run_id,
+        of_type={DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE},
+    )
+    running: dict[str, None] = {}
+    for event in events:
+        if event.dagster_event.event_type == DagsterEventType.STEP_START:
+            running[event.step_key] = None
+        else:
+            running.pop(event.step_key, None)
+    trigger = run.tags.get("interlink/trigger")
+    started_by = TRIGGERS.get(trigger, f"'{trigger}'") if trigger else "the UI"
+    since = record.start_time or record.create_timestamp.timestamp()
+    return ActiveRun(run.run_id, started_by, tuple(running), since)
+
+
+def wait_for_site(instance, site: str, held: Callable[[], bool], say: Callable[[str], None]) -> str | None:
+    """Wait until the site has no run in progress and `held()` (its CLI lock taken) is false, saying each
+    run waited for once; the id of the last run waited for (None: there was none)."""
+    from interlink_pipeline.cli.dead_runs import release_dead_runs
+
+    waited, told = None, set()
+    while True:
+        release_dead_runs(instance, site)  # a killed run is not waited for
+        run = active_run(instance, site)
+        if run is None and not held():
+            return waited
+        if run is not None and run.run_id not in told:
+            told.add(run.run_id)
+            waited = run.run_id
+            say(f"waiting for {run.said()}")
+        time.sleep(POLL_S)
+
+
+def sensor_run(instance, site: str, key: str, after: float, seconds: float) -> ActiveRun | None:
+    """The run the inbox sensor starts for the exports just registered (its run key `key`, created after
+    `after`), waited for up to `seconds` while a sensor daemon beats (`make dev`); None when no daemon runs
+    the sensor, or it started no run in time."""
+    from dagster import RunsFilter
+
+    from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG
+
+    if not sensor_daemon_alive(instance):
+        return None
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        records = instance.get_run_records(RunsFilter(tags={RUN_KEY_TAG: key}), limit=1)
+        if records and records[0].create_timestamp.timestamp() >= after:
+            started = ActiveRun(records[0].dagster_run.run_id, TRIGGERS["inbox"], (), time.time())
+            return active_run(instance, site) or started
+        time.sleep(POLL_S)
+    return None
+
+
+def sensor_daemon_alive(instance, within_s: float = 60) -> bool:
+    """Whether a Dagster daemon running sensors beat in the last `within_s` seconds."""
+    beats = instance.get_daemon_heartbeats()
+    beat = beats.get("SENSOR")
+    return beat is not None and time.time() - beat.timestamp < within_s
