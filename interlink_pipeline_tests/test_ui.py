@@ -226,10 +226,10 @@ def test_the_readmes_commands_in_order_work_with_make_dev_running(dev_server, tm
     assert run_id, registered.stdout
     during = run_cli(env, "status", "--site", site)
     assert during.returncode == 0, during.stderr
-    assert f"running:  run {run_id[1]} (started by the inbox sensor) is " in during.stdout, during.stdout
+    assert f"running:   run {run_id[1]} (started by the inbox sensor) is " in during.stdout, during.stdout
     assert f"(interlink materialize --site {site})" not in during.stdout
     waited = run_cli(env, "materialize", "--site", site, "--wait")
-    assert waited.returncode == 0, waited.stderr
+    assert waited.returncode == 0, waited.stdout + waited.stderr[-3000:]
     assert f"waiting for run {run_id[1]}" in waited.stdout
     assert f"run {run_id[1]} materialised {site}'s registered exports: nothing left to run" in waited.stdout
     after = run_cli(env, "status", "--site", site)

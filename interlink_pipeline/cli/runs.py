@@ -329,10 +329,12 @@ def site_held(instance, site: str) -> bool:
     """Whether another interlink process holds the site now (its run lock)."""
     from filelock import FileLock, Timeout
 
+    lock = FileLock(_lock_path(instance, site), blocking=False)
     try:
-        FileLock(_lock_path(instance, site), blocking=False).acquire().release()
+        lock.acquire()
     except Timeout:
         return True
+    lock.release()
     return False
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from interlink_pipeline.cli.dead_runs import IN_PROGRESS
 
+# a run not finished: waiting in make dev's queue, or at work
+NOT_FINISHED = ("NOT_STARTED", "QUEUED", *IN_PROGRESS)
 POLL_S = 1.0  # how often a waiting command looks again
 SENSOR_GRACE_S = 15  # past the sensor's scan interval: its tick, the settling of the files, the launch
 TRIGGERS = {  # the interlink/trigger tag -> who started the run
@@ -27,20 +29,22 @@ class ActiveRun:
     run_id: str
     started_by: str
     steps: tuple[str, ...]  # the steps started and not finished (none yet: it is starting)
-    since: float  # when it started (epoch seconds)
+    since: float  # when it started, or was queued (epoch seconds)
+    queued: bool = False  # waiting in the run queue (make dev runs one run per site at a time)
 
     def said(self) -> str:
-        at = f"at step {', '.join(self.steps)}" if self.steps else "starting"
+        at = "queued" if self.queued else f"at step {', '.join(self.steps)}" if self.steps else "starting"
         return f"run {self.run_id} (started by {self.started_by}) is {at}, {time.time() - self.since:.0f}s in"
 
 
 def active_run(instance, site: str) -> ActiveRun | None:
-    """The site's run in progress (the newest, if several), with the steps it is at."""
+    """The site's run not finished yet — queued or at work — (the newest, if several), with the steps it
+    is at."""
     from dagster import DagsterEventType, DagsterRunStatus
 
     from interlink_pipeline.defs.publish.site_runs import site_runs
 
-    records = site_runs(instance, site, statuses=[DagsterRunStatus(s) for s in IN_PROGRESS], limit=1)
+    records = site_runs(instance, site, statuses=[DagsterRunStatus(s) for s in NOT_FINISHED], limit=1)
     if not records:
         return None
     record, run = records[0], records[0].dagster_run
@@ -57,7 +61,8 @@ def active_run(instance, site: str) -> ActiveRun | None:
     trigger = run.tags.get("interlink/trigger")
     started_by = TRIGGERS.get(trigger, f"'{trigger}'") if trigger else "the UI"
     since = record.start_time or record.create_timestamp.timestamp()
-    return ActiveRun(run.run_id, started_by, tuple(running), since)
+    queued = run.status.value in ("NOT_STARTED", "QUEUED")
+    return ActiveRun(run.run_id, started_by, tuple(running), since, queued)
 
 
 def wait_for_site(instance, site: str, held: Callable[[], bool], say: Callable[[str], None]) -> str | None:
