@@ -34,8 +34,9 @@ READ_ME = {
     "similar_pages": "Each page's most similar pages (by the embeddings of their text).",
     "topics": "The topics the pages were grouped into, with their size and depth.",
     "new_since_review": "The links planned since your last decisions, newest first, each with why it is new "
-    "(added_because): decide them here or in link_plan. A page you reviewed takes at most "
-    "new_links_per_reviewed_page new links until you decide them.",
+    "(added_because). Decide them in link_plan (the workbook's import reads that sheet), or fill in "
+    "new_since_review.csv and import it. A page you reviewed takes at most new_links_per_reviewed_page new "
+    "links until you decide them.",
     "changes_since_last_run": "Links added and removed since the last plan, and why.",
     "for_an_editor": "Pages the plan left for you rather than link them anyway: an orphan or a page too "
     "deep whose related pages could not link it (its best candidate sources and why each was passed over: "
