@@ -33,6 +33,7 @@ from interlink_pipeline.core.graph.plan_stability import (
     page_fingerprints,
     plan_changes,
     refused_links,
+    unchanged_pages,
 )
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import Planner, plan_links
@@ -285,11 +286,9 @@ def plan_history(
     plan: pl.DataFrame, history: PlanHistory, fingerprints: pl.DataFrame, let_go: pl.DataFrame, now: datetime
 ) -> pl.DataFrame:
     """graph.link_plan rows with when each link entered the plan and why it is new (review_queue.py), given
-    each page's `fingerprints` now (page_id, plan_fingerprint) and the last plan's links let go (`let_go`:
+    each page's `fingerprints` now (page_id, plan_fingerprint, i) and the last plan's links let go (`let_go`:
     pairs, why)."""
-    same = fingerprints.join(history.fingerprints, on="page_id", how="left", suffix="_before").select(
-        "page_id", (pl.col("plan_fingerprint") == pl.col("plan_fingerprint_before")).alias("same")
-    )
+    same = unchanged_pages(history.fingerprints, fingerprints).drop("i")
     since, fitted = history.planned_at, history.ranker_fitted_at
     refit = since is not None and fitted is not None and fitted > since
     learned = history.decisions.filter(pl.col("decided_at") > since).height if refit else None

@@ -22,6 +22,14 @@ def page_fingerprints(pages: pl.DataFrame) -> pl.Series:
     ).to_series()
 
 
+def unchanged_pages(before: pl.DataFrame, now: pl.DataFrame) -> pl.DataFrame:
+    """page_id, i, same: whether each page's fingerprint now (`now`: page_id, plan_fingerprint, i) is the one
+    it had (`before`: page_id, plan_fingerprint); null for a page the last plan did not know."""
+    return now.join(before, on="page_id", how="left", suffix="_before").select(
+        "page_id", "i", (pl.col("plan_fingerprint") == pl.col("plan_fingerprint_before")).alias("same")
+    )
+
+
 def links_to_keep(
     previous: pl.DataFrame, before: pl.DataFrame, now: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -30,11 +38,7 @@ def links_to_keep(
     then (`before`) and now (`now`: page_id, plan_fingerprint, i). A link is kept while both its pages
     stand unchanged; one whose page changed is decided anew (and often planned again), one whose page is
     gone is dropped."""
-    fingerprints = now.join(before, on="page_id", how="left", suffix="_before").select(
-        "page_id",
-        "i",
-        (pl.col("plan_fingerprint") == pl.col("plan_fingerprint_before")).fill_null(False).alias("same"),
-    )
+    fingerprints = unchanged_pages(before, now).with_columns(pl.col("same").fill_null(False))
     joined = previous.with_row_index("order")
     for side in ("source", "target"):
         joined = joined.join(

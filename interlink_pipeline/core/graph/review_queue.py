@@ -23,7 +23,6 @@ class ReviewedPages:
 
     pages: np.ndarray  # bool per page
     settled: frozenset[tuple[int, int]]
-    last_review: datetime | None  # the site's newest decision (None: never reviewed)
 
 
 def reviewed_pages(standing: pl.DataFrame, previous: pl.DataFrame, index: pl.DataFrame) -> ReviewedPages:
@@ -40,7 +39,7 @@ def reviewed_pages(standing: pl.DataFrame, previous: pl.DataFrame, index: pl.Dat
         .filter(pl.col("planned_since").is_null() | (pl.col("planned_since") <= pl.col("reviewed_at")))
     )
     settled = frozenset(zip(seen["source"].to_list(), seen["target"].to_list(), strict=True))
-    return ReviewedPages(pages, settled, standing["decided_at"].max() if standing.height else None)
+    return ReviewedPages(pages, settled)
 
 
 def why_added(
