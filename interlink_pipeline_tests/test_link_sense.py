@@ -175,15 +175,25 @@ def test_a_name_alone_is_evidence_only_where_a_sentence_can_take_the_link():
     )  # fmt: skip
     assert sorted(usable.select("source", "needs_sentence").rows()) == [(1, True), (4, False)]
     assert usable["tied"].all()  # without the site's links, nothing says two pages are not tied
-    # with them, a pair neither their links (no shared neighbours: no `graph` signal) nor the URL tree
-    # (`hierarchy`) tie takes no entry in the related links: the planner adds it only where the source's
+
+    # with them, a pair takes an entry in the related links only where their links (shared neighbours:
+    # the `graph` signal) or the URL tree (`hierarchy`) tie it, and the target's page links back to the
+    # source in its content or returns no link at all; else the planner adds it only where the source's
     # text names the target
-    known = sensible_candidates(
-        pages, UrlTree(pages["path"].to_list()), np.full(5, -1), np.full(5, -1),
-        candidates.with_columns(pl.Series("origins", ["mention", "hierarchy+mention", "graph+similar"])),
-        existing, PlanOptions(), _sense(pages), True,
-    )  # fmt: skip
-    assert sorted(known.select("source", "tied").rows()) == [(1, False), (2, True), (4, True)]
+    def tied(*links: tuple[int, int, bool]) -> list[tuple[int, bool]]:
+        known = sensible_candidates(
+            pages, UrlTree(pages["path"].to_list()), np.full(5, -1), np.full(5, -1),
+            candidates.with_columns(pl.Series("origins", ["mention", "hierarchy+mention", "graph+similar"])),
+            pl.DataFrame(links, schema=existing.schema, orient="row"), PlanOptions(), _sense(pages), True,
+        )  # fmt: skip
+        return sorted(known.select("source", "tied").rows())
+
+    # Memory's page links to no page that links to it: its silence about 2 and 4 says nothing
+    assert tied((0, 3, True)) == [(1, False), (2, True), (4, True)]
+    # it links back to the home page that links to it, but to neither 2 nor 4 (a menu's link is no editor's)
+    returning = ((0, 3, True), (3, 0, True))
+    assert tied(*returning, (3, 4, False)) == [(1, False), (2, False), (4, False)]
+    assert tied(*returning, (3, 2, True)) == [(1, False), (2, True), (4, False)]
     linked = [(0, page, True) for page in range(1, 5)]
     untied = _site(5, candidates=[(2, 3, 0.6, "similar"), (4, 3, 0.4, "similar")], existing=linked)
     untied.candidates = untied.candidates.with_columns(pl.Series("tied", [False, True]))

@@ -4,9 +4,12 @@ that can take the link: those into a broad page (broad_targets.py), and those wh
 the text names the target — a name in a bibliography line or inside a longer name is no evidence at all,
 and would become a related-links entry nothing supports. And, on a site whose links are known, a topical
 link goes in the source's related links only where the site's own structure ties the two pages (they
-share linked neighbours, the `graph` signal, or the URL tree puts them together): a page the text makes
-similar but the editors' links never bring near is no entry a reader of the source looks for (a
-technique's page listing one engine of hundreds that use it); elsewhere it needs a sentence."""
+share linked neighbours, the `graph` signal, or the URL tree puts them together) and the target's page
+does not leave the source out: it links back to the source, or to none of the pages that link to it
+(returns_or_silent). A page the text makes similar but the editors' links never bring near is no entry a
+reader of the source looks for (a technique's page listing one engine of hundreds that use it), nor is a
+sibling whose page links back to its related pages but not to the source (two of one maker's machines,
+two render hooks): the list they share is where a reader finds it. Elsewhere it needs a sentence."""
 
 from __future__ import annotations
 
@@ -60,10 +63,30 @@ def sensible_candidates(
         None,  # its sentence is judged once the link is planned (plan_rows.placed_links)
     ).filter(pl.col("mention_text").is_not_null())
     placed = near.filter(in_text_only).join(named.select("source", "target"), on=["source", "target"])
-    tied = pl.lit(True) if not links_known else pl.col("origins").str.contains(SITE_TIES)
-    return pl.concat(
+    usable = pl.concat(
         [
             near.filter(~in_text_only).with_columns(pl.lit(False).alias("needs_sentence")),
             placed.with_columns(pl.lit(True).alias("needs_sentence")),
         ]
-    ).with_columns(tied.alias("tied"))
+    )
+    if not links_known:
+        return usable.with_columns(pl.lit(True).alias("tied"))
+    ties = usable["origins"].str.contains(SITE_TIES) & returns_or_silent(usable, existing)
+    return usable.with_columns(ties.alias("tied"))
+
+
+def returns_or_silent(pairs: pl.DataFrame, existing: pl.DataFrame) -> pl.Series:
+    """For each pair (source, target), whether its target's page links back to the source in its content,
+    or returns no in-content link at all (it links to none of the pages that link to it): a silent page's
+    silence about the source says nothing (a floor plan's page that lists no home built on it), where a
+    page that links back to the pages it is related to but not to this source was written without it."""
+    content = existing.filter("content").select("source", "target").unique()
+    back = content.select(pl.col("target").alias("source"), pl.col("source").alias("target"))
+    returners = content.join(back, on=["source", "target"], how="semi")["target"].unique()
+    joined = pairs.select("source", "target").join(
+        back.with_columns(pl.lit(True).alias("back")),
+        on=["source", "target"],
+        how="left",
+        maintain_order="left",
+    )
+    return (joined["back"].fill_null(False) | ~joined["target"].is_in(returners.implode())).alias("returns")
