@@ -183,6 +183,45 @@ def sense(sets: list[str], warehouse: str | None, site: str | None) -> None:
     _table("What an editor reading the plan sees", rows)
 
 
+def page_openings(set_name: str | None, warehouse: str, site: str, chars: int) -> dict[str, str]:
+    """Each page's URL -> the first `chars` characters of its text, cut at a word: what a site's editor
+    knows of the pages a link joins and the titles alone do not say (who a person is, what a program
+    does): its meta description, then its text, from the set's own text export where it has one (a plan
+    made without page text is judged by an editor who knows the pages all the same), else the
+    warehouse's."""
+    from urllib.parse import unquote
+
+    from benchmarks.bench_link_quality import SETS, _folder
+
+    _, pages, _ = _plan_frames(warehouse, site)
+    texts = {unquote(url): text for url, text in pages.select("url", "body_text").iter_rows() if text}
+    base = (set_name or "").removesuffix("-no-text").removesuffix("-no-links")
+    export = SETS.get(base, (None, None, None))[2]
+    if export:
+        exported = pl.read_csv(_folder(base) / export, infer_schema=False)
+        texts |= {unquote(url): text for url, text in exported.select("Address", "Text").iter_rows() if text}
+
+    def opening(description: str | None, text: str) -> str:
+        description, text = " ".join((description or "").split()), " ".join(text.split())
+        if description and not text.startswith(description[:40]):
+            text = f"{description} {text}"
+        return text if len(text) <= chars else text[: chars + 1].rsplit(" ", 1)[0] + " …"
+
+    return {
+        url: opening(description, texts.get(unquote(url), ""))
+        for url, description in pages.select("url", "meta_description").iter_rows()
+    }
+
+
+def with_openings(rows: pl.DataFrame, openings: dict[str, str]) -> pl.DataFrame:
+    """A review sample with what each of its pages is about (page_openings) beside its title."""
+    about = {end: rows[f"{end}_url"].replace_strict(openings, default="") for end in ("source", "target")}
+    return rows.with_columns(
+        about["source"].alias("source_about"), about["target"].alias("target_about")
+    ).select(*(["row"] if "row" in rows.columns else []), "source_title", "source_url", "source_about",
+             "link", "target_title", "target_url", "target_about", "verdict", "why")  # fmt: skip
+
+
 def review_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFrame:
     """A seeded random sample of the plan, as a reviewer reads it: no reason, no probability."""
     plan, pages, _ = _plan_frames(warehouse, site)
@@ -383,6 +422,10 @@ def main() -> None:
         "--editors", type=int, default=0,
         help="also this many of the site's own in-content links, shuffled in (their origin: a key file)",
     )  # fmt: skip
+    sample.add_argument(
+        "--about", type=int, default=0, metavar="CHARS",
+        help="also the first CHARS characters of each page's text (the set's own export where it has one)",
+    )  # fmt: skip
     sample.add_argument("--out", required=True)
     scored = commands.add_parser("score")
     scored.add_argument("files", nargs="+")
@@ -399,6 +442,8 @@ def main() -> None:
         if args.editors:
             rows, key = blind_mix(rows, editors_sample(warehouse, site, args.editors, args.seed), args.seed)
             key.write_csv(key_file(Path(args.out)))
+        if args.about:
+            rows = with_openings(rows, page_openings(args.set, warehouse, site, args.about))
         rows.write_csv(args.out)
         print(f"wrote {args.out}" + (f" and its key {key_file(Path(args.out))}" if args.editors else ""))
     elif args.command == "striking":
