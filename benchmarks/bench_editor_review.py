@@ -13,6 +13,9 @@
   With `--editors N`, N of the links the site's editors wrote in its pages' content are shuffled in, in the
   same form, and which row is whose goes to a key file beside the sample (`<name>.key.csv`, not for the
   reviewer): the share of the editors' own links a reviewer refuses is the floor to read the plan's against.
+  With `--about CHARS`, each page's opening (its meta description, then its text, from the set's own
+  export even where the plan was made without it) sits beside its title: what the site's editor knows of
+  the two pages, which a title alone does not say (who a person is, what a program does).
 - `score`: the counts of a filled sample (the plan's and the editors' apart where a key file is beside it).
 - `striking`: what a Search Console export does to a plan: a seeded export is made for the set's pages
   (positions uniform over 1–40, impressions log-normal), and the plan is made again on a copy of the set's
@@ -22,6 +25,8 @@
     python -m benchmarks.bench_editor_review sense --sets hugodocs sample
     python -m benchmarks.bench_editor_review sample --set hugodocs --links 30 --seed 0 --out review.csv
     python -m benchmarks.bench_editor_review sample --set hugodocs --links 30 --editors 30 --out review.csv
+    python -m benchmarks.bench_editor_review sample --set cpwiki-no-text --links 30 --editors 10 --about 240 \
+        --out review.csv
     python -m benchmarks.bench_editor_review score benchmarks/reviews/*.csv
     python -m benchmarks.bench_editor_review striking --sets hugodocs sample --seed 0
 """
