@@ -34,7 +34,8 @@ SCIENTIFIC = re.compile(r"\d\.?\d*e-\d+", re.IGNORECASE)
 def workbench(name: str, out: Path) -> list[str]:
     from playwright.sync_api import sync_playwright
 
-    from interlink_pipeline.core.graph.decisions import decision_rows, read_decisions
+    from interlink_pipeline.core.graph.decision_files import read_decisions
+    from interlink_pipeline.core.graph.decisions import decision_rows
     from interlink_pipeline_tests.helpers import chromium_path
 
     site, work = SITES[name], Path(tempfile.mkdtemp()) / name

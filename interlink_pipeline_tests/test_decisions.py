@@ -14,7 +14,8 @@ import polars as pl
 import pytest
 from playwright.sync_api import expect
 
-from interlink_pipeline.core.graph.decisions import link_ids, read_decisions
+from interlink_pipeline.core.graph.decision_files import read_decisions
+from interlink_pipeline.core.graph.decisions import link_ids
 from interlink_pipeline.core.publish.warehouse_reads import spreadsheet_tables
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
@@ -490,30 +491,56 @@ def test_ten_decisions_change_only_what_they_decide_and_each_new_link_says_why(s
 def test_decisions_made_in_the_report_download_as_a_file_the_import_takes_and_the_next_plan_honours(
     sample_cli, tmp_path
 ):
-    """In Chromium, on the page the report opens on: 3 links accepted and 2 rejected with its buttons;
-    the downloaded file is imported by the command, and the plan made again keeps the 3 and drops the 2."""
+    """In Chromium, on the page the report opens on: all its links accepted at once with a note, then 2 of
+    them rejected one by one, one with its own note; then all the links into a page rejected at once. The
+    downloaded file, notes included, is imported by the command, and the plan made again keeps the accepted
+    and drops the rejected."""
     env, sample = sample_cli
     report = sample.warehouse.parent / "exports" / SAMPLE_HOST / "report.html"
     with opened(report) as shown:
         page = shown.page
         actions = page.locator("#drilldown-view li.action")
-        ids = [actions.nth(i).get_attribute("data-link-id") for i in range(5)]
-        for i, word in enumerate(["accept"] * 3 + ["reject"] * 2):
-            actions.nth(i).get_by_label(word, exact=True).check()
-        expect(page.locator("#decision-counts")).to_have_text("3 accepted · 2 rejected")
+        count = actions.count()
+        on_page = [actions.nth(i).get_attribute("data-link-id") for i in range(count)]
+        bulk = page.locator("#drilldown-view .bulk")
+        bulk.get_by_label("note for these decisions").fill("fits the guide")
+        bulk.locator(".bulk-group").first.get_by_role("button", name="accept all").click()
+        expect(page.locator("#decision-counts")).to_have_text(f"{count} accepted · 0 rejected")
+        for i in (0, 1):
+            actions.nth(i).get_by_label("reject", exact=True).check()
+        actions.nth(1).get_by_label("note", exact=True).fill("wrong sense of the word")
+        expect(page.locator("#decision-counts")).to_have_text(f"{count - 2} accepted · 2 rejected")
+        # the page the third link goes to, its links in: all rejected at once
+        target = actions.nth(2).locator(".where .url").inner_text()
+        page.get_by_label("links into this page").check()
+        picker = page.locator("#drilldown-page")
+        picker.fill(target)
+        picker.press("Enter")
+        expect(page.locator("#drilldown-view .page-url")).to_have_text(target)
+        into = [a.get_attribute("data-link-id") for a in page.locator("#drilldown-view li.action").all()]
+        page.locator("#drilldown-view .bulk").get_by_role("button", name="reject all").click()
         with page.expect_download() as downloading:
             page.locator("#decisions-download").click()
         file = tmp_path / downloading.value.suggested_filename
         downloading.value.save_as(file)
-    assert file.name == f"decisions-{SAMPLE_HOST}.csv"
+    rejected = {*on_page[:2], *into}
+    accepted = set(on_page) - rejected
+    assert file.name == f"decisions-{SAMPLE_HOST}.csv" and accepted and len(into) > 1
+    downloaded = pl.read_csv(file)
+    assert downloaded.columns == ["link_id", "source_url", "target_url", "decision", "note"]
     done = run_cli(env, "decisions", "import", str(file), "--site", SAMPLE_HOST, "--no-plan")
     assert done.returncode == 0, done.stderr
-    assert "3 accepted and 2 rejected links imported" in done.stdout
+    assert f"{len(accepted)} accepted and {len(rejected)} rejected links imported" in done.stdout
+    stored = {row[0]: row[1:] for row in _decisions(sample).select("link_id", "decision", "note").rows()}
+    assert stored[on_page[1]] == ("reject", "wrong sense of the word")
+    assert stored[on_page[0]] == ("reject", "fits the guide")  # the bulk note stays with the link
+    assert {stored[link] for link in accepted} == {("accept", "fits the guide")}
+    assert {stored[link][0] for link in into} == {"reject"}
     with instance_at(tmp_path / "home") as instance:
         result = run_site(sample.warehouse, sample.inbox, instance, SAMPLE_HOST, steps=["link_plan"])
         assert result.success, failure_message(result)
     planned = set(_plan(sample)["link_id"])
-    assert set(ids[:3]) <= planned and not set(ids[3:]) & planned
+    assert accepted <= planned and not rejected & planned
 
 
 # Another `interlink` process holding a site, as a run of it does, until the test kills it.
@@ -641,12 +668,12 @@ def test_accepted_links_are_kept_past_a_budget_and_those_whose_page_is_gone_are_
     assert "note: 1 accepted links are not kept: 1 its target page is gone from the crawl" in status
 
 
-def test_a_workbook_is_read_on_its_link_plan_sheet_and_refused_in_a_decisions_files_terms(
+def test_a_workbook_is_read_on_its_decision_sheets_and_refused_in_a_decisions_files_terms(
     sample_cli, tmp_path
 ):
     """Issue 56: a workbook whose link_plan sheet was not first was refused with another sheet's columns
     and advice (column_map) that the command cannot take; a `decisions` path that is a file gave a
-    16-line traceback."""
+    16-line traceback. Issue 71: the work list (to_do) is decided in as well."""
     env, sample = sample_cli
     workbook = openpyxl.load_workbook(_workbook(sample))
     sheet = workbook["link_plan"]
@@ -659,16 +686,37 @@ def test_a_workbook_is_read_on_its_link_plan_sheet_and_refused_in_a_decisions_fi
     workbook.save(tmp_path / "reordered.xlsx")
     decided = read_decisions(tmp_path / "reordered.xlsx", SAMPLE_HOST)
     assert decided["decision"].to_list() == ["accept"]
-    assert decided["link_id"].to_list() == [sheet.cell(2, header.index("link_id") + 1).value]
-    del workbook["link_plan"]  # no sheet has a decision column: said in a decisions file's terms
+    accepted = sheet.cell(2, header.index("link_id") + 1).value
+    assert decided["link_id"].to_list() == [accepted]
+    # the work list is read too: its decision for the same link stands over link_plan's (which is exported
+    # with the standing decisions filled in), with its note; another link decided there only
+    todo = workbook["to_do"]
+    columns = [cell.value for cell in todo[1]]
+    assert columns[-3:] == ["decision", "note", "link_id"] and "status" in columns
+    rows = {todo.cell(r, len(columns)).value: r for r in range(2, todo.max_row + 1)}
+    other = next(link for link in rows if link != accepted)
+    for link, word, why in ((accepted, "reject", "not this page's subject"), (other, "accept", None)):
+        todo.cell(rows[link], columns.index("decision") + 1, word)
+        todo.cell(rows[link], columns.index("note") + 1, why)
+    workbook.save(tmp_path / "worked.xlsx")
+    worked = read_decisions(tmp_path / "worked.xlsx", SAMPLE_HOST).sort("link_id")
+    assert worked.select("link_id", "decision", "note", "at").rows() == sorted(
+        [
+            (accepted, "reject", "not this page's subject", f"to_do row {rows[accepted] - 1}"),
+            (other, "accept", None, f"to_do row {rows[other] - 1}"),
+        ]
+    )
+    for name in ("link_plan", "to_do", "new_since_review"):  # the sheets with a decision column
+        del workbook[name]  # none left: said in a decisions file's terms
     workbook.save(tmp_path / "no_plan.xlsx")
     refused = call_cli(
         env, "decisions", "import", str(tmp_path / "no_plan.xlsx"), "--site", SAMPLE_HOST, "--no-plan"
     )
     assert refused.returncode == 2 and "column_map" not in refused.stderr
     # (named: the sheet with the plan's URL columns, not the read_me before it)
-    assert refused.stderr.startswith("error: no_plan.xlsx: no decision column on sheet 'to_do'")
-    assert "a decisions file is the plan's link_plan.csv, or its workbook (sheet link_plan)" in refused.stderr
+    said = "error: no_plan.xlsx: no decision column on sheet 'changes_since_last_run'"
+    assert refused.stderr.startswith(said)
+    assert "a decisions file is the plan's link_plan.csv (or to_do.csv" in refused.stderr
     # the site's decisions path is a file someone made
     (sample.inbox / SAMPLE_HOST / "decisions").write_text("not a folder")
     _plan_csv(sample, tmp_path / "reviewed.csv", ["accept"])

@@ -43,7 +43,7 @@ from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ingest.site_links import existing_links, links_from_crawl_counts
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.numbers import significant
-from interlink_pipeline.core.publish.report import plan_in_words
+from interlink_pipeline.core.publish.plan_table import plan_in_words
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.sorted_sets import shared_count, sorted_unique
 from interlink_pipeline.core.text import function_words

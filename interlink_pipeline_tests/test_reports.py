@@ -17,8 +17,8 @@ from playwright.sync_api import expect
 from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.publish import exports, report, report_parts, review_sections
+from interlink_pipeline.core.publish.plan_table import SHOWN_COLUMNS
 from interlink_pipeline.core.publish.publication import publish, read_manifest, release_root, staged_folder
-from interlink_pipeline.core.publish.report import PLAN_COLUMNS
 from interlink_pipeline.core.warehouse.vocabularies import PLAN_REASONS
 from interlink_pipeline.defs.writes import readable
 from interlink_pipeline_tests.helpers import LIGHT, opened, register_lightchiropractic, run_site
@@ -277,51 +277,90 @@ def test_the_report_draws_its_charts_in_headless_chromium_without_network(planne
     assert (planned_site.exports / "report.html").stat().st_size < 2_000_000
 
 
-def test_the_plan_table_sorts_filters_by_column_searches_and_downloads(planned_site, tmp_path):
+def test_the_plan_table_is_one_line_a_row_sorts_filters_searches_expands_and_downloads(
+    planned_site, tmp_path
+):
     assert list(REASON_WORDS) == list(PLAN_REASONS)  # every reason has its words
     with duckdb.connect(str(planned_site.warehouse), read_only=True) as con:
         plan = con.execute("SELECT * FROM marts.link_opportunities").pl()
+    plan = plan.with_columns(pl.col("target_url").str.replace(r"^https?://[^/]*", "").alias("target_path"))
     rescued = plan.filter(pl.col("reason") == "orphan-rescue")
     # a page the plan links to, other than a hub (which reasons a site's plan has depends on its ranker)
-    target = plan.filter(pl.col("reason") != "hub")["target_url"].sort()[0]
-    linking_to = plan.filter(pl.col("target_url").str.contains(target, literal=True)).height
-    probability = list(PLAN_COLUMNS).index("probability_percent")
+    target = plan.filter(pl.col("reason") != "hub").sort("target_url").row(0, named=True)
+    linking_to = plan.filter(pl.col("target_path").str.contains(target["target_path"], literal=True)).height
+    shown = list(SHOWN_COLUMNS.values())
     with opened(planned_site.exports / "report.html") as report:
         page = report.page
+        page.set_viewport_size({"width": 1280, "height": 900})
         info = page.locator("#plan_wrapper .dt-info")
         assert f"of {plan.height:,} entries" in info.inner_text()
-        # sort: the probability header twice, the most probable first
-        header = page.locator("#plan thead th", has_text="probability")
+        # one line a row, the table within the page
+        lines = page.evaluate(  # each row's height, and the most lines of text a cell of it takes
+            "[...document.querySelectorAll('#plan tbody tr')].map(r => [r.offsetHeight,"
+            " Math.max(...[...r.cells].map(c => { const range = document.createRange();"
+            " range.selectNodeContents(c);"
+            " return new Set([...range.getClientRects()].map(b => Math.round(b.top))).size; }))])"
+        )
+        fits = page.evaluate(
+            "document.querySelector('#plan').offsetWidth"
+            " <= document.querySelector('#plan_wrapper').clientWidth"
+        )
+        headers = page.locator("#plan thead th").all_inner_texts()
+        # every column sorts
+        for name in shown:
+            header = page.locator("#plan thead th").nth(shown.index(name))
+            header.click()
+            expect(header).to_have_attribute("aria-sort", "ascending")
+        # the most probable first: the probability header twice
+        header = page.locator("#plan thead th", has_text="prob. %")
         header.click()
         header.click()
-        first = float(page.locator("#plan tbody tr").first.locator("td").nth(probability).inner_text())
-        # filter by reason, in words
+        first = float(
+            page.locator("#plan tbody tr").first.locator("td").nth(shown.index("prob. %")).inner_text()
+        )
+        # a click opens the row: its sentence or place, why, and both pages in full
+        page.locator("#plan tbody tr").first.click()
+        expansion = page.locator("#plan tbody tr.expansion").inner_text()
+        page.locator("#plan tbody tr").first.click()
+        closed = page.locator("#plan tbody tr.expansion").count()
+        # search by reason, in words (a hidden column, searched too)
         search = page.locator("#plan_wrapper input[type=search]")
         search.fill("orphan rescue")
         expect(info).to_contain_text("filtered")
         filtered = info.inner_text()
-        reasons = {row.locator("td").nth(5).inner_text() for row in page.locator("#plan tbody tr").all()}
+        whys = page.evaluate(
+            "[...document.querySelectorAll('#plan tbody tr.expandable')]"
+            ".map(r => Object.fromEntries(JSON.parse(r.dataset.expansion)).why)"
+        )
         # search a URL, and download what is shown
-        search.fill(target)
+        search.fill(target["target_url"])
         expect(info).not_to_have_text(filtered)  # redrawn
         found = [row.inner_text() for row in page.locator("#plan tbody tr").all()]
         with page.expect_download() as download:
             page.get_by_text("Download CSV").click()
-        downloaded = pl.read_csv(download.value.path()).filter(pl.col("on page URL").is_not_null())
-        # one column filtered: the box under "link to URL", typed into
+        downloaded = pl.read_csv(download.value.path()).filter(pl.col("on page").is_not_null())
+        # one column filtered: the box under "link to", typed into
         search.fill("")
-        page.locator("#plan_wrapper tfoot input").nth(4).press_sequentially(target)
+        page.locator("#plan_wrapper tfoot input").nth(shown.index("link to")).press_sequentially(
+            target["target_path"]
+        )
         expect(info).to_contain_text(re.compile(rf"of {linking_to:,} entr(y|ies) \(filtered"))
-        by_column = {row.locator("td").nth(4).inner_text() for row in page.locator("#plan tbody tr").all()}
+        by_column = {row.locator("td").nth(2).inner_text() for row in page.locator("#plan tbody tr").all()}
+    assert headers == shown and fits
+    assert len(lines) == min(plan.height, 25) and {height for height, _ in lines} == {lines[0][0]}
+    assert {most for _, most in lines} == {1}  # every row the same height, one line of text in each cell
     assert first == round(plan["probability"].max() * 100, 1)  # as a percentage
+    best = plan.sort(["probability", "score"], descending=True, nulls_last=True).row(0, named=True)
+    assert best["target_url"] in expansion and best["source_url"] in expansion and "why" in expansion
+    assert closed == 0
     assert rescued.height > 0
     assert f"of {rescued.height:,} entries (filtered from {plan.height:,} total" in filtered
-    assert reasons and all(why.startswith(REASON_WORDS["orphan-rescue"]) for why in reasons)
-    assert found and all(target in row for row in found)
-    assert downloaded.columns[:3] == ["on page", "on page URL", "anchor"]
+    assert whys and all(why.startswith(REASON_WORDS["orphan-rescue"]) for why in whys)
+    assert found and all(target["target_path"] in row for row in found)
+    assert downloaded.columns[:3] == ["on page", "anchor", "link to"] and "link to URL" in downloaded.columns
     assert downloaded.height == len(found) < plan.height  # the rows shown, not the whole plan
-    assert all(target.lower() in " ".join(map(str, row)).lower() for row in downloaded.rows())
-    assert target in by_column and all(target in url for url in by_column)
+    assert all(target["target_url"] in " ".join(map(str, row)) for row in downloaded.rows())
+    assert target["target_path"] in by_column and all(target["target_path"] in path for path in by_column)
 
 
 def test_the_hub_chart_draws_the_hubs_the_home_page_links_already(planned_site):
@@ -381,9 +420,10 @@ def test_titles_holding_markup_show_as_text_and_run_nothing(planned_site):
             _drill_to(page, url)
             if page.locator("#drilldown-view h3").inner_text() == title:
                 shown["#drilldown-view"].append(title)
-        for title in titles & in_table:  # searched for, so that its row is on the page shown
+        for title in titles & in_table:  # searched for, its row opened: the title in the row's expansion
             page.locator("#plan_wrapper input[type=search]").fill(title)
-            if page.locator("#plan").get_by_text(title, exact=True).first.is_visible():
+            page.locator("#plan tbody tr.expandable").first.click()
+            if page.locator("#plan tr.expansion").get_by_text(title, exact=True).first.is_visible():
                 shown["#plan"].append(title)
         injected = page.locator("img[src=x], svg a, #plan b, #plan script, #drilldown-view b").count()
     assert report.dialogs == [] and injected == 0  # no script ran, no element was made from a title

@@ -205,7 +205,8 @@ def decisions(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.graph.decisions import decision_rows, read_decisions
+    from interlink_pipeline.core.graph.decision_files import read_decisions
+    from interlink_pipeline.core.graph.decisions import decision_rows
     from interlink_pipeline.core.ingest.inbox import decision_files, default_inbox, place_decisions
     from interlink_pipeline.core.ingest.tabular_files import file_digest
     from interlink_pipeline.core.publish.exports import XLSX_MAX_CELL_CHARS

@@ -1,10 +1,9 @@
-"""Editors' decisions about planned links: each planned link's stable id, and the decisions files (the plan's
-CSV or workbook with its `decision` column filled in, or any file with the same columns) read and checked.
+"""Editors' decisions about planned links: each planned link's stable id, and the decisions of a file
+(decision_files.read_decisions) as rows of the site's pages, or of the decisions folder, file by file.
 
-A file is refused whole, with every row that is wrong named, when it is for another site, names URLs that
-are not the site's pages, gives one link two decisions, says something other than accept or reject, gives a
-link id that is not the link of its URLs, or is a workbook whose cells hold formulas (their values are what
-the editor's spreadsheet last computed, not what the editor typed). A blank decision is no decision.
+A file is refused whole, with every row that is wrong named, when it names URLs that are not the site's
+pages, gives one link two decisions, or gives a link id that is not the link of its URLs (what the file
+itself says wrong: decision_files).
 """
 
 from __future__ import annotations
@@ -17,94 +16,19 @@ import polars as pl
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.graph.decided_links import SKETCH_TEXT, with_decided_context
-from interlink_pipeline.core.ingest.crawl_columns import Field, fold_header
-from interlink_pipeline.core.ingest.crawl_exports import MIN_SITE_SHARE, host_counts
+from interlink_pipeline.core.graph.decision_files import SHOWN, listed, read_decisions
 from interlink_pipeline.core.ingest.inbox import DecisionFolder
-from interlink_pipeline.core.ingest.tabular_files import (
-    XLSX_SUFFIXES,
-    NoHeaderRow,
-    NotUnicodeText,
-    TableFile,
-    detect_encoding,
-    file_digest,
-    mapped_positions,
-    open_table,
-    read_columns,
-    sheet_names,
-)
+from interlink_pipeline.core.ingest.tabular_files import file_digest
 from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.urls import stable_ids, url_parts
 from interlink_pipeline.core.warehouse.contract import empty_frame
 from interlink_pipeline.core.warehouse.site_tables import SiteTables
-from interlink_pipeline.core.warehouse.vocabularies import DECISIONS
-
-DECISION_FIELDS = (
-    Field("source_url", ("source_url", "Source URL", "Source", "From"), required=True),
-    Field("target_url", ("target_url", "Target URL", "Target", "To"), required=True),
-    Field("decision", ("decision", "Decision"), required=True),
-    Field("link_id", ("link_id", "Link ID", "Link")),
-    Field("note", ("note", "Note", "Notes", "Comment", "Comments")),
-)
-# the words a decision cell may hold (any case), and the decision each means
-DECISION_WORDS = {
-    **{word: "accept" for word in ("accept", "accepted", "yes", "y")},
-    **{word: "reject" for word in ("reject", "rejected", "no", "n")},
-}
-SHOWN = 10  # rows named in an error, at most
-PLAN_SHEET = "link_plan"  # the plan's sheet in its workbook (core/publish/exports), which editors fill in
-FILL_IN = (
-    "a decisions file is the plan's link_plan.csv, or its workbook (sheet link_plan), with the decision "
-    "column filled in (accept, reject or blank) and its source_url and target_url columns kept."
-)
-NOT_DECISIONS = "no header row with the source_url, target_url and decision columns {where}: " + FILL_IN
-assert set(DECISION_WORDS.values()) == set(DECISIONS)
 
 
 def link_ids(site: str, source_page_ids: pl.Series, target_page_ids: pl.Series) -> pl.Series:
     """Each link's stable id: the same site and pages (the same URLs) give the same id in every plan."""
     keys = pl.lit(f"{site}|") + source_page_ids.cast(pl.String) + "|" + target_page_ids.cast(pl.String)
     return stable_ids(pl.select(keys.alias("link_id")).to_series()).alias("link_id")
-
-
-def read_decisions(path: Path, site: str) -> pl.DataFrame:
-    """row_number, link_id, source_url, target_url, decision, note: the rows of a decisions file that say
-    accept or reject, checked (see the module's docstring); InputError naming every wrong row else."""
-    path = Path(path)
-    if path.suffix.lower() in XLSX_SUFFIXES:
-        _refuse_formulas(path)
-    elif path.is_file():
-        try:
-            detect_encoding(path)
-        except NotUnicodeText as exc:
-            raise InputError(
-                f"{path.name}: {exc.problem}: save it from the spreadsheet as CSV UTF-8 (or import the "
-                "workbook itself)."
-            ) from None
-    table = _decisions_table(path)
-    positions = mapped_positions(table, DECISION_FIELDS, None)
-    rows = read_columns(table, positions).with_row_index("row_number", offset=1)
-    rows = rows.with_columns(pl.col("row_number").cast(pl.Int64))
-    for name in ("link_id", "note"):
-        if name not in rows.columns:
-            rows = rows.with_columns(pl.lit(None, dtype=pl.String).alias(name))
-    _check_site(rows, site, path)
-    decided = rows.filter(pl.col("decision").is_not_null()).with_columns(
-        pl.col("decision").str.to_lowercase().replace_strict(DECISION_WORDS, default=None).alias("meaning")
-    )
-    unknown = decided.filter(pl.col("meaning").is_null())
-    if unknown.height:
-        raise InputError(
-            f"{path.name}: a decision is accept or reject (or blank for none), not "
-            + _listed(unknown, lambda r: f"row {r['row_number']}: '{r['decision']}'")
-        )
-    decided = decided.with_columns(pl.col("meaning").alias("decision")).drop("meaning")
-    missing = decided.filter(pl.col("source_url").is_null() | pl.col("target_url").is_null())
-    if missing.height:
-        raise InputError(
-            f"{path.name}: a decision needs both the source and the target URL: "
-            + _listed(missing, lambda r: f"row {r['row_number']}")
-        )
-    return decided.select("row_number", "link_id", "source_url", "target_url", "decision", "note")
 
 
 def decision_rows(
@@ -118,7 +42,7 @@ def decision_rows(
     (InputError): URLs that are not pages of the site (`page_ids`), a link id that is not its URLs' link,
     one link decided twice."""
     source, target = url_parts(decisions["source_url"]), url_parts(decisions["target_url"])
-    rows = decisions.with_columns(
+    rows = decisions.with_row_index("order").with_columns(
         stable_ids(source["url_key"].fill_null("")).alias("source_page_id"),
         stable_ids(target["url_key"].fill_null("")).alias("target_page_id"),
         source["url_valid"].alias("source_valid"),
@@ -271,16 +195,15 @@ def _refuse_unknown_pages(rows: pl.DataFrame, page_ids: pl.Series, site: str, so
     unknown = pl.concat(
         [
             rows.filter(~pl.col(f"{end}_valid") | ~pl.col(f"{end}_page_id").is_in(known)).select(
-                "row_number", pl.col(f"{end}_url").alias("url")
+                "order", "at", pl.col(f"{end}_url").alias("url")
             )
             for end in ("source", "target")
         ]
-    ).sort("row_number")
+    ).sort("order")
     if unknown.height:
         raise InputError(
             f"{source_file}: {unknown['url'].n_unique()} URL(s) are not pages of {site} in its latest crawl "
-            "(a page the crawl excluded, or a typo?): "
-            + _listed(unknown, lambda r: f"row {r['row_number']}: {r['url']}")
+            "(a page the crawl excluded, or a typo?): " + listed(unknown, lambda r: f"{r['at']}: {r['url']}")
         )
 
 
@@ -291,89 +214,20 @@ def _refuse_inconsistent(rows: pl.DataFrame, source_file: str) -> None:
         raise InputError(
             f"{source_file}: a link id is not the id of its row's URLs (were rows sorted or pasted with only "
             "some of their columns?): "
-            + _listed(wrong, lambda r: f"row {r['row_number']}: {r['link_id']} (its URLs': {r['computed']})")
+            + listed(wrong, lambda r: f"{r['at']}: {r['link_id']} (its URLs': {r['computed']})")
         )
     self_links = rows.filter(pl.col("source_page_id") == pl.col("target_page_id"))
     if self_links.height:
         raise InputError(
-            f"{source_file}: a page cannot link to itself: "
-            + _listed(self_links, lambda r: f"row {r['row_number']}")
+            f"{source_file}: a page cannot link to itself: " + listed(self_links, lambda r: r["at"])
         )
-    twice = rows.filter(pl.col("computed").is_duplicated()).sort("computed", "row_number")
+    twice = rows.filter(pl.col("computed").is_duplicated()).sort("computed", "order")
     conflicting = twice.filter(pl.col("decision").n_unique().over("computed") > 1)
     if conflicting.height:
         raise InputError(
             f"{source_file}: rows decide the same link both ways: "
-            + _listed(
+            + listed(
                 conflicting,
-                lambda r: f"row {r['row_number']}: {r['decision']} {r['source_url']} -> {r['target_url']}",
+                lambda r: f"{r['at']}: {r['decision']} {r['source_url']} -> {r['target_url']}",
             )
         )
-
-
-def _decisions_table(path: Path) -> TableFile:
-    """The file's table of decisions: in a workbook, its link_plan sheet (the plan's), else the first sheet
-    with the columns; refused in a decisions file's terms, showing none of the file's content."""
-    sheet = None
-    if path.suffix.lower() in XLSX_SUFFIXES:
-        names = sheet_names(path)
-        sheet = PLAN_SHEET if PLAN_SHEET in names else None
-    try:
-        table = open_table(path, DECISION_FIELDS[0], sheet=sheet)
-    except NoHeaderRow:
-        where = "on any sheet" if path.suffix.lower() in XLSX_SUFFIXES else "in its first rows"
-        raise InputError(f"{path.name}: {NOT_DECISIONS.format(where=where)}") from None
-    found = {fold_header(header) for header in table.headers}
-    missing = [
-        field.name
-        for field in DECISION_FIELDS
-        if field.required and not found & {fold_header(alias) for alias in field.aliases}
-    ]
-    if missing:
-        where = f"on sheet '{table.sheet}'" if table.sheet else "in its header row"
-        raise InputError(f"{path.name}: no {' or '.join(missing)} column {where}: {FILL_IN}")
-    return table
-
-
-def _refuse_formulas(path: Path) -> None:
-    """A workbook whose cells hold formulas is refused: the stored values are the editor's spreadsheet's
-    last computation, not what was typed (and a decision cell =IF(…) is no decision)."""
-    import openpyxl
-
-    try:
-        workbook = openpyxl.load_workbook(path, read_only=True, data_only=False)
-    except Exception as exc:  # openpyxl raises many types for damaged workbooks
-        raise InputError(f"{path.name}: not a readable XLSX workbook: {exc}") from None
-    try:
-        formulas = [
-            f"{sheet.title}!{cell.coordinate}"
-            for sheet in workbook.worksheets
-            for row in sheet.iter_rows()
-            for cell in row
-            if cell.data_type == "f"
-        ]
-    finally:
-        workbook.close()
-    if formulas:
-        raise InputError(
-            f"{path.name}: {len(formulas)} cell(s) hold formulas ({', '.join(formulas[:SHOWN])}"
-            f"{', …' if len(formulas) > SHOWN else ''}); decisions are read as typed: paste them as values "
-            "(Paste Special > Values) and save again."
-        )
-
-
-def _check_site(rows: pl.DataFrame, site: str, path: Path) -> None:
-    found, on_site, top = host_counts(pl.concat([rows["source_url"], rows["target_url"]]), site)
-    if not found:
-        raise InputError(f"{path.name}: none of its URLs is an http(s) URL.")
-    if on_site / found < MIN_SITE_SHARE:
-        raise InputError(
-            f"{path.name}: these decisions are not for {site}: {found - on_site} of its {found} URLs are on "
-            f"other hosts, most on '{top[0]}' ({top[1]}). Import it for its own site: --site {top[0]}."
-        )
-
-
-def _listed(rows: pl.DataFrame, line) -> str:
-    shown = [line(row) for row in rows.head(SHOWN).iter_rows(named=True)]
-    more = f"; and {rows.height - SHOWN} more" if rows.height > SHOWN else ""
-    return "; ".join(shown) + more + "."

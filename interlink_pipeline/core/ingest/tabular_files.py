@@ -126,7 +126,7 @@ def read_columns(table: TableFile, positions: dict[str, int]) -> pl.DataFrame:
         for name in positions
     )
     if frame.height == 0:
-        raise InputError(f"{table.path}: the header row was found but there are no data rows.")
+        raise NoDataRows(f"{table.path}: the header row was found but there are no data rows.")
     return frame
 
 
@@ -143,6 +143,10 @@ class NotUnicodeText(InputError):
     def __init__(self, message: str, problem: str):
         super().__init__(message)
         self.problem = problem
+
+
+class NoDataRows(InputError):
+    """A header row and nothing under it."""
 
 
 class NoHeaderRow(InputError):

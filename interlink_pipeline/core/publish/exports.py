@@ -26,17 +26,20 @@ DIGESTS_FILE = ".export_digests.json"  # what each file was written from, beside
 # what the workbook's read_me sheet says of each sheet and of the columns people ask about
 READ_ME = {
     "read_me": "This sheet: what the others hold, and how to send your decisions back.",
-    "link_plan": "Every link the plan adds, one row each. Write accept or reject in `decision` (a dropdown) "
-    "and import the file: interlink decisions import interlink_plan.xlsx --site SITE. The next plan keeps "
-    "what you accepted and never plans what you rejected.",
+    "link_plan": "Every link the plan adds, one row each, with its standing decision. Write accept or reject "
+    "in `decision` (a dropdown), here or in to_do or new_since_review, and import the file: interlink "
+    "decisions import interlink_plan.xlsx --site SITE. The next plan keeps what you accepted and never plans "
+    "what you rejected. To decide in bulk, filter a sheet (source_url: a page's links; target_url: the links "
+    "into a page; how or placement: a list's additions) and fill the first decision down.",
     "to_do": "The same links as a work list, page by page (every other page shaded), in reading order on the "
-    "page; rejected links left out. `how` says where each goes.",
+    "page; rejected links left out. `how` says where each goes, `status` what was decided; a decision and "
+    "note you write here stand over link_plan's for the same link.",
     "similar_pages": "Each page's most similar pages (by the embeddings of their text).",
     "topics": "The topics the pages were grouped into, with their size and depth.",
     "new_since_review": "The links planned since your last decisions, newest first, each with why it is new "
-    "(added_because). Decide them in link_plan (the workbook's import reads that sheet), or fill in "
-    "new_since_review.csv and import it. A page you reviewed takes at most new_links_per_reviewed_page new "
-    "links until you decide them.",
+    "(added_because). Decide them here (the workbook's import reads every sheet with a decision column), "
+    "or fill in new_since_review.csv and import it. A page you reviewed takes at most "
+    "new_links_per_reviewed_page new links until you decide them.",
     "changes_since_last_run": "Links added and removed since the last plan, and why.",
     "for_an_editor": "Pages the plan left for you rather than link them anyway: an orphan or a page too "
     "deep whose related pages could not link it (its best candidate sources and why each was passed over: "

@@ -35,8 +35,8 @@ def drilldown_data(
 ) -> dict:
     """The view's data: `pages` (page_id, url, title and the PAGE_FIGURES columns), the in-content links the
     site has (`links`: source_page_id, target_page_id, anchor), the plan (marts.link_opportunities rows in
-    words: report.plan_in_words, with each link's status and confidence) and the links of a plan a crawl has
-    shown live (`live`: graph.live_links rows), with pages as row numbers. The page the plan adds most
+    words: plan_table.plan_in_words, with each link's status and confidence) and the links of a plan a crawl
+    has shown live (`live`: graph.live_links rows), with pages as row numbers. The page the plan adds most
     links to or on comes first (the view opens on it). Past DRILL_DOWN_PAGES, those pages are kept, and
     only the links between kept pages are listed (the counts stay whole)."""
     touched = pl.concat([plan["source_page_id"], plan["target_page_id"]]).value_counts(name="planned")

@@ -21,9 +21,9 @@ import polars as pl
 
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, equity_moved
-from interlink_pipeline.core.graph.planner import REASON_WORDS
 from interlink_pipeline.core.publish import charts
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
+from interlink_pipeline.core.publish.plan_table import PLAN_TABLE_ROWS, plan_in_words, plan_table
 from interlink_pipeline.core.publish.report_parts import CHARTS, SECTIONS, TEMPLATES, ReportData
 from interlink_pipeline.core.publish.review_sections import (
     adoption_section,
@@ -31,25 +31,11 @@ from interlink_pipeline.core.publish.review_sections import (
     new_since_review_section,
 )
 from interlink_pipeline.core.relevance.confidence import probability_text
-from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT, STRUCTURAL_REASONS
+from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
 LABELLED_TOPICS = 12  # the largest topics are named on the map itself; the legend names them all
 PAGES_PER_HUB = 8
-PLAN_TABLE_ROWS = 20_000  # the plan table's rows (the most probable first); the exports hold every link
-PLAN_COLUMNS = {  # plan column -> the table's header
-    "source_title": "on page",
-    "source_url": "on page URL",
-    "anchor_text": "anchor",
-    "target_title": "link to",
-    "target_url": "link to URL",
-    "why": "why",
-    "confidence_note": "confidence",
-    "probability_percent": "probability, %",
-    "status": "status",
-}
-# a planned link's standing decision as the plan table and the drill-down say it
-STATUS_WORDS = {"accept": "accepted", "reject": "rejected before; planned again: a page was rewritten"}
 
 
 def topic_map(data: ReportData) -> str:
@@ -202,74 +188,9 @@ def backtest_section(data: ReportData) -> str:
     return SECTIONS.backtest(row, figures, by_reason, earlier=row["run_id"] != data.run_id)
 
 
-def plan_in_words(plan: pl.DataFrame) -> pl.DataFrame:
-    """Plan rows as people read them: the reason in words (`why`) — a structural link also says whether
-    its source is one the site's editors would choose, or weak and which pages could carry it instead —,
-    the probability as a percentage, and the editors' standing decision (`status`, from a `decision`
-    column when the rows have one); the confidence is the plan's own (`confidence`, `confidence_note`)."""
-    words = pl.col("reason").replace_strict(REASON_WORDS)
-    weak = (
-        words
-        + pl.lit("; weak: no page is a likely place for it")
-        + pl.when(pl.col("alternative_source_urls").list.len() > 0)
-        .then(pl.lit("; it could also go on ") + pl.col("alternative_source_urls").list.join(", "))
-        .otherwise(pl.lit(""))
-    )
-    status = (
-        pl.col("decision").replace_strict(STATUS_WORDS, default="to decide")
-        if "decision" in plan.columns
-        else pl.lit("to decide")
-    )
-    return plan.with_columns(
-        status.alias("status"),
-        pl.when(pl.col("weak"))
-        .then(weak)
-        .when(pl.col("reason").is_in(STRUCTURAL_REASONS))
-        .then(words + pl.lit("; the site's editors would link it from here"))
-        .otherwise(words)
-        .alias("why"),
-        probability_text(pl.col("probability")).alias("probability"),
-    )
-
-
-def plan_table(data: ReportData) -> str:
-    """Every planned link (up to PLAN_TABLE_ROWS, the most probable first), with its reason in words: a
-    table to sort, filter, search and download as CSV, drawn by ITables (DataTables) with no network."""
-    import itables
-
-    most_probable = data.plan.sort(["probability", "score"], descending=True, nulls_last=True).with_columns(
-        (pl.col("probability").cast(pl.Float64) * 100).round(1).alias("probability_percent")
-    )  # a number to sort by, never in scientific notation
-    rows = plan_in_words(most_probable.head(PLAN_TABLE_ROWS)).select(list(PLAN_COLUMNS)).rename(PLAN_COLUMNS)
-    table = itables.to_html_datatable(
-        rows,
-        table_id="plan",
-        connected=False,
-        display_logo_when_loading=False,
-        show_dtypes=False,
-        maxBytes=0,  # every row, not a sample: the table is the plan
-        column_filters="footer",  # a search box under each column
-        autoWidth=False,  # (its measure of the columns would take the boxes at their own width)
-        buttons=[
-            {
-                "extend": "csvHtml5",
-                "text": "Download CSV (the rows shown)",
-                "title": "link_plan",
-                "footer": False,
-            }
-        ],
-        layout={
-            "topStart": "buttons",
-            "topEnd": "search",
-            "bottomStart": "info",
-            "bottomEnd": "paging",
-            "bottom2Start": "pageLength",
-        },
-        lengthMenu=[25, 100, 1000],
-        classes="display compact",
-        pageLength=25,
-    )
-    return SECTIONS.plan(table, PLAN_TABLE_ROWS, data.plan.height)
+def plan_section(data: ReportData) -> str:
+    """The plan table (plan_table.py), and how many of the plan's links it holds."""
+    return SECTIONS.plan(plan_table(data.plan, data.pages), PLAN_TABLE_ROWS, data.plan.height)
 
 
 def header(data: ReportData) -> str:
@@ -348,7 +269,8 @@ def render(data: ReportData, path: Path) -> Path:
         new_since_review=new_since_review_section(data),
         adoption=adoption_section(data),
         itables_init=generate_init_offline_itables_html(options.dt_bundle),
-        plan=plan_table(data),
+        plan=plan_section(data),
+        plan_script=_static("plan_table.js"),
         drilldown=drilldown_data(
             data.pages,
             data.content_links,

@@ -35,7 +35,8 @@ WHERE o.site = $1 ORDER BY o.source_url, o.priority, o.target_url
 # the editor's work list, page by page: each link not rejected, with where it goes: in the sentence of the
 # source's text that holds the anchor (at its character offset) — once, when several pages share that
 # sentence (a template's snippet) —, in the page's related links, among the home page's sections, or in an
-# index's list
+# index's list; its standing decision as its status, and decision and note blank to fill in (the import
+# reads them over link_plan's)
 TODO_SQL = f"""
 WITH {STANDING_SQL},
 site_pages AS (SELECT page_id, title FROM staging.pages WHERE site = $1),
@@ -59,7 +60,7 @@ SELECT source_title, source_url,
             ELSE 'add it to the page''s list' END
        || CASE WHEN in_navigation THEN ' (the page links it in navigation only)' ELSE '' END AS how,
        target_inlinks, reason, confidence, confidence_note, probability, coalesce(decision, '') AS status,
-       link_id
+       NULL::VARCHAR AS decision, NULL::VARCHAR AS note, link_id
 FROM todo ORDER BY source_url, anchor_offset NULLS LAST, target_url
 """
 # The site's pages in a CTE, joined by page id alone: joined on (site, page_id) twice, the pages' two copies
@@ -89,7 +90,8 @@ NEW_SQL = f"""
 WITH {STANDING_SQL},
 reviewed AS (SELECT max(decided_at) AS at FROM standing)
 SELECT l.planned_since, l.added_because, l.source_url, l.anchor_text, l.target_url, l.placement, l.reason,
-       l.confidence, l.probability, d.decision, d.note, l.link_id
+       l.confidence, l.probability, coalesce(d.decision, '') AS status, NULL::VARCHAR AS decision,
+       NULL::VARCHAR AS note, l.link_id
 FROM graph.link_plan l CROSS JOIN reviewed LEFT JOIN standing d USING (link_id)
 WHERE l.site = $1 AND l.planned_since > reviewed.at
 ORDER BY l.planned_since DESC, l.source_url, l.target_url

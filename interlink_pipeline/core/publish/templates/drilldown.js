@@ -28,8 +28,8 @@
   };
   const say = (value) => value === null || value === undefined ? "–" : value;
 
-  // the editor's decisions, by link id: what the download holds
-  const decisions = new Map();
+  // the editor's decisions, by link id, and their notes: what the download holds
+  const decisions = new Map(), notes = new Map();
   const counts = document.getElementById("decision-counts");
   const download = document.getElementById("decisions-download");
   function decide(link, decision) {
@@ -39,11 +39,13 @@
     counts.textContent = `${accepted} accepted · ${values.length - accepted} rejected`;
     download.disabled = decisions.size === 0;
   }
+  function note(link, text) { if (text.trim()) notes.set(link.linkId, text.trim()); else notes.delete(link.linkId); }
   const csvCell = (text) => /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
   download.addEventListener("click", () => {
-    const lines = [["link_id", "source_url", "target_url", "decision"].join(",")];
+    const lines = [["link_id", "source_url", "target_url", "decision", "note"].join(",")];
     for (const {link, decision} of decisions.values()) {
-      lines.push([link.linkId, pages[link.s][0], pages[link.t][0], decision].map(csvCell).join(","));
+      const row = [link.linkId, pages[link.s][0], pages[link.t][0], decision, notes.get(link.linkId) || ""];
+      lines.push(row.map(csvCell).join(","));
     }
     const file = new Blob(["\ufeff" + lines.join("\r\n") + "\r\n"], {type: "text/csv"});
     const a = document.createElement("a");
@@ -72,7 +74,7 @@
     }
     return p;
   }
-  function choice(link) {  // accept / reject / undecided, kept across pages
+  function choice(link) {  // accept / reject / undecided and a note, kept across pages
     const group = element("div", undefined, "decision");
     const current = decisions.get(link.linkId)?.decision || "";
     for (const [value, label] of [["accept", "accept"], ["reject", "reject"], ["", "undecided"]]) {
@@ -82,7 +84,40 @@
       radio.addEventListener("change", () => decide(link, value));
       const wrap = element("label"); wrap.append(radio, ` ${label}`); group.append(wrap);
     }
+    const text = document.createElement("input");
+    text.type = "text"; text.className = "note"; text.placeholder = "note (why)"; text.size = 30;
+    text.value = notes.get(link.linkId) || ""; text.setAttribute("aria-label", "note");
+    text.addEventListener("input", () => note(link, text.value));
+    group.append(text);
     return group;
+  }
+  // one decision for a set of the page's links (all of them, or its list's additions), with one note
+  function bulk(links, i, mode) {
+    const bar = element("div", undefined, "bulk");
+    const listing = mode === "in" ? [] : links.filter((link) => link.placement === "listing");
+    const text = document.createElement("input");
+    text.type = "text"; text.className = "bulk-note"; text.placeholder = "note for these decisions"; text.size = 30;
+    text.setAttribute("aria-label", "note for these decisions");
+    const apply = (chosen, decision) => {
+      for (const link of chosen) { decide(link, decision); if (decision && text.value.trim()) note(link, text.value); }
+      show(i);
+    };
+    const group = (label, chosen) => {
+      const span = element("span", `${label}: `, "bulk-group");
+      for (const [decision, word] of [["accept", "accept all"], ["reject", "reject all"], ["", "clear"]]) {
+        const button = element("button", word); button.type = "button";
+        button.addEventListener("click", () => apply(chosen, decision));
+        span.append(button, " ");
+      }
+      return span;
+    };
+    const all = mode === "in" ? `All ${links.length} links into this page` : `All ${links.length} links on this page`;
+    bar.append(group(all, links));
+    if (listing.length && listing.length < links.length) {
+      bar.append(group(`The ${listing.length} additions to this page's list`, listing));
+    }
+    bar.append(text);
+    return bar;
   }
   function actions(i, mode) {
     const links = mode === "in" ? plannedIn[i] : plannedOut[i];
@@ -104,7 +139,9 @@
     const caption = mode === "in"
       ? `Links the plan adds into this page: ${links.length}`
       : `Links to add on this page: ${links.length}`;
-    const section = element("section", undefined, "to-do"); section.append(element("h4", caption), list);
+    const section = element("section", undefined, "to-do"); section.append(element("h4", caption));
+    if (links.length) section.append(bulk(links, i, mode));
+    section.append(list);
     return section;
   }
   function linkTable(caption, links) {
