@@ -314,7 +314,9 @@ def test_the_plan_table_is_one_line_a_row_sorts_filters_searches_expands_and_dow
         # the most probable first: the probability header twice
         header = page.locator("#plan thead th", has_text="prob. %")
         header.click()
+        expect(header).to_have_attribute("aria-sort", "ascending")
         header.click()
+        expect(header).to_have_attribute("aria-sort", "descending")  # drawn so before its first row is read
         first = float(
             page.locator("#plan tbody tr").first.locator("td").nth(shown.index("prob. %")).inner_text()
         )
