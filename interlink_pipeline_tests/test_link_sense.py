@@ -121,11 +121,13 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         ("code blocks", attributes, 0, 1),  # ... and in one about attributes
         ("hugo gen", command, 3, 4),  # cut out of another page's longer name
         ("hugo gen chromastyles", command, 3, 5),
-        ("Syntax highlighting", "Syntax highlighting works in every fenced block.", 2, 3),  # the whole name
+        ("Syntax highlighting", "Syntax highlighting works in every fenced block.", 2, 3),  # about it
         ("Images", "Open the gallery in Images to crop each one.", 0, 6),  # one word, written as a name
         ("syntax highlighting", "Hooks may add syntax highlighting to a block.", 0, 1),  # another page's name
-        # a name as the target writes it, but its first letter; not as written: an ordinary phrase; the name
+        # a title in sentence case describes: an ordinary phrase but in a sentence about its page
         ("markdown attributes", "Hooks read the markdown attributes of a block.", 0, 2),
+        ("markdown attributes", "Add a class or an id to an image with markdown attributes.", 0, 2),
+        # a proper name as the target writes it, but its first letter; not as written: an ordinary phrase
         ("chess game", "Crop the photo of a chess game to a square.", 0, 7),
         ("Chess Game", "Crop the photo of a Chess Game to a square.", 0, 7),
     ]  # fmt: skip
@@ -138,13 +140,14 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         True,
         True,
         False,
+        False,
         True,
         False,
         True,
     ]
     # the sentences judged by their words, the phrase left out (Images is nearer the photo's sentence than
     # Chess Game); asked again, none is embedded again
-    assert sorted(sense._closer.values()) == [0, 1, 4]
+    assert sorted(sense._closer.values()) == [0, 0, 0, 0, 1, 2, 4]
     assert sense.means(phrases[:2], sentences[:2], sources[:2], targets[:2], 5) == [True, True]
 
 

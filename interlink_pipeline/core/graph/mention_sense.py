@@ -1,7 +1,8 @@
 """Whether a phrase of a source's text means the page it would link to, before it becomes an anchor.
 
-A phrase that is the target's whole name, written as the target writes it, means it: a lower-case
-"chess game" is an ordinary phrase where the page is "Chess Game", and one word not written as a name is an
+A phrase that is the target's whole proper name, written as the target writes it, means it: a lower-case
+"chess game" is an ordinary phrase where the page is "Chess Game", so is "directory structure" where it is
+"Directory structure" (a title in sentence case describes), and one word not written as a name is an
 ordinary word (a page's name may be "else" or "much"; "the program Patzer" names one). Any other phrase (a
 word of the name, another anchor the site uses for the page) means the target only where its sentence is
 about it: with the phrase left out, the sentence's text is closest to the target among the site's pages
@@ -77,15 +78,16 @@ class MentionSense:
         return verdict
 
     def _is_name(self, phrase: str, sentence: str, target: int) -> bool:
-        """Whether the phrase is the target's whole name written as the target writes it: a name of
-        several words with its words' case (its first letter aside: "Markdown attributes" is "markdown
-        attributes"; "chess game" is not Chess Game), a name of one word besides function words exactly,
-        and not as the sentence's first word."""
+        """Whether the phrase is the target's whole name written as the target writes it: a proper name of
+        several words with its words' case (its first letter aside: "Pawn Hash Table", "safe.HTML"; "chess
+        game" is not Chess Game), a name of one word besides function words exactly, and not as the
+        sentence's first word. A title in sentence case ("Directory structure") is a description, not a
+        name: "with this directory structure" says so only where its sentence is about the page."""
         key = name_key(phrase)
         if target not in self.names.get(key, ()):
             return False
         if sum(word not in self.glue for word in key.split()) > 1:
-            return any(_same_case(phrase, name) for name in self.written[target])
+            return any(_same_case(phrase, name) and _proper(name) for name in self.written[target])
         initial = sentence.lstrip(" \"'“‘([«¿¡").startswith(phrase)
         return phrase in self.written[target] and not initial
 
@@ -134,6 +136,11 @@ def _same_case(phrase: str, name: str) -> bool:
         and words[0][1:] == named[0][1:]
         and words[1:] == named[1:]
     )
+
+
+def _proper(name: str) -> bool:
+    """Whether a name of several words is a proper name: a word after its first has a capital."""
+    return any(word != word.lower() for word in _WORD.findall(name)[1:])
 
 
 def _context_key(sentence: str, phrase: str, source: int, target: int) -> tuple[str, int, int]:
