@@ -49,7 +49,7 @@ from interlink_pipeline.core.graph.anchors import url_like
 from interlink_pipeline.core.graph.link_evidence import related, with_shares
 from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, pages_matching
 from interlink_pipeline.core.graph.planner import SECTION_PAGES
-from interlink_pipeline.core.graph.sentences import placed_mention
+from interlink_pipeline.core.graph.sentences import anchor_at, placed_mention
 from interlink_pipeline.core.publish.page_drilldown import PLACEMENT_WORDS
 from interlink_pipeline.core.relevance.phrases import GENERIC_ANCHORS
 from interlink_pipeline.core.relevance.url_tree import UrlTree
@@ -247,8 +247,8 @@ def review_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFr
         .iter_rows(named=True)
     ):
         sentence = row.get("sentence")
-        if row["anchor_offset"] is not None and sentence:
-            at = sentence.find(row["anchor_text"])
+        at = anchor_at(sentence, row["anchor_text"]) if row["anchor_offset"] is not None and sentence else -1
+        if at >= 0:
             placed = (
                 sentence[:at] + "[[" + row["anchor_text"] + "]]" + sentence[at + len(row["anchor_text"]) :]
             )

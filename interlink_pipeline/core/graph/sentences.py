@@ -24,8 +24,8 @@ _SENTENCE_END = re.compile(
 
 _TERMINATED = re.compile(r"[.!?][\"'”’)\]]*$")  # how a sentence an editor can link in ends
 _TABLE_DEBRIS = re.compile(r"\|| :?-{2,}:?|\t")
-_BEFORE_OK = set(" \n\t\"'“‘([«¿¡")  # what may stand right before an anchor in a sentence
-_AFTER_OK = set(" \n\t,;!?)\"'”’]»")  # ... and right after it (and . or : at a sentence's end)
+ANCHOR_BEFORE = set(" \n\t\"'“‘([«¿¡")  # what may stand right before an anchor in a sentence
+ANCHOR_AFTER = set(" \n\t,;!?)\"'”’]»")  # ... and right after it (and . or : at a sentence's end)
 _JOINS_OK = re.compile(r"^(?: |-|'|’)$")  # between an anchor's words
 MIN_SENTENCE_WORDS = 4  # shorter is a heading, a label or a table cell, not a sentence to link in
 
@@ -74,12 +74,8 @@ def placed_mention(text: str | None, offset: int | None, words: int, lead: int =
     if len(tokens) < words or tokens[0].start() != offset:
         return None
     end = tokens[-1].end()
-    if offset and text[offset - 1] not in _BEFORE_OK:
+    if not _stands_alone(text, offset, end):
         return None
-    if end < len(text) and text[end] not in _AFTER_OK:
-        closes = text[end] in ".:" and (end + 1 == len(text) or text[end + 1].isspace())
-        if not closes:
-            return None
     if any(not _JOINS_OK.match(text[a.end() : b.start()]) for a, b in pairwise(tokens)):
         return None
     begin, stop = sentence_bounds(text, offset, end, lead)
@@ -91,6 +87,26 @@ def placed_mention(text: str | None, offset: int | None, words: int, lead: int =
     if not _TERMINATED.search(sentence):
         return None  # a list item, a caption, a "see also" line, or a run of them: no sentence ends it
     return Mention(text[offset:end], offset, sentence) if readable(sentence) else None
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] stands as words of their own: a space, a quote or a bracket right before
+    it, and right after it one of those, a comma and the like, or a sentence's closing . or :."""
+    if start and text[start - 1] not in ANCHOR_BEFORE:
+        return False
+    if end < len(text) and text[end] not in ANCHOR_AFTER:
+        return text[end] in ".:" and (end + 1 == len(text) or text[end + 1].isspace())
+    return True
+
+
+def anchor_at(sentence: str, anchor: str) -> int:
+    """Where a planned anchor stands in its sentence, as placed_mention placed it (words of their own):
+    the "(Ken)" of "Kenneth Ward (Ken) Church", not the "Ken" of "Kenneth"; -1 where it does not. What the
+    report marks (templates/anchor.js, by the same characters) and a review sample brackets."""
+    at = sentence.find(anchor) if anchor else -1
+    while at >= 0 and not _stands_alone(sentence, at, at + len(anchor)):
+        at = sentence.find(anchor, at + 1)
+    return at
 
 
 # the short words a name runs on through ("Bank of England", "Real Madrid de …")

@@ -21,6 +21,7 @@ import polars as pl
 
 from interlink_pipeline.core.files import replaced_atomically
 from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, equity_moved
+from interlink_pipeline.core.graph.sentences import ANCHOR_AFTER, ANCHOR_BEFORE
 from interlink_pipeline.core.publish import charts
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
 from interlink_pipeline.core.publish.plan_table import PLAN_TABLE_ROWS, plan_in_words, plan_table
@@ -271,6 +272,9 @@ def render(data: ReportData, path: Path) -> Path:
         itables_init=generate_init_offline_itables_html(options.dt_bundle),
         plan=plan_section(data),
         plan_script=_static("plan_table.js"),
+        anchor_script=_static("anchor.js"),
+        anchor_before="".join(sorted(ANCHOR_BEFORE)),
+        anchor_after="".join(sorted(ANCHOR_AFTER)),
         drilldown=drilldown_data(
             data.pages,
             data.content_links,

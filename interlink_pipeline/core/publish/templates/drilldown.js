@@ -64,7 +64,7 @@
   }
   function placed(link) {  // the sentence with the anchor marked, else the named place
     const p = element("p", undefined, "sentence");
-    const at = link.sentence && link.anchor ? link.sentence.indexOf(link.anchor) : -1;
+    const at = anchorAt(link.sentence, link.anchor);
     if (at >= 0) {
       p.append(link.sentence.slice(0, at), element("mark", link.anchor),
                link.sentence.slice(at + link.anchor.length));

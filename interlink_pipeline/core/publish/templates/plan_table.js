@@ -9,7 +9,7 @@ document.addEventListener("click", (event) => {
   const anchor = row.cells[1].textContent, sentence = fields.get("sentence") || "";
   const cell = document.createElement("td"); cell.colSpan = row.cells.length;
   const said = document.createElement("p"); said.className = "sentence";
-  const at = sentence && anchor ? sentence.indexOf(anchor) : -1;
+  const at = anchorAt(sentence, anchor);
   if (at >= 0) {
     const mark = document.createElement("mark"); mark.textContent = anchor;
     said.append(sentence.slice(0, at), mark, sentence.slice(at + anchor.length));
