@@ -31,6 +31,7 @@ from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse.database import connect, ensure_tables
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.ingest.inbox_sensor import crawl_inbox_sensor
+from interlink_pipeline.defs.publish.site_runs import InstanceHome, SqliteHome
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     LIGHT,
@@ -48,13 +49,14 @@ LINK_HEADER = ["Type", "Source", "Destination", "Anchor", "Link Position", "Foll
 
 
 def _state(*roots: Path) -> dict[str, str]:
-    """Every file under `roots`, by path, with its SHA-256."""
+    """Every file under `roots`, by path, with its SHA-256; not an SQLite file's -wal and -shm, which a
+    reader may make and a writer folds into the file itself (where its digest shows any change)."""
     return {
         str(p): hashlib.sha256(p.read_bytes()).hexdigest()
         for root in roots
         if root.exists()
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and not p.name.endswith(("-wal", "-shm"))
     }
 
 
@@ -305,11 +307,14 @@ def test_a_failed_cli_run_says_it_in_a_few_lines_records_it_and_posts_it(cli_env
     assert hook.received[0]["text"].startswith(summary)
 
 
-def _materialize_in_background(env: dict[str, str], log: Path) -> subprocess.Popen:
-    """`interlink materialize --site` lightchiropractic, left running; its output in `log`."""
+def _materialize_in_background(
+    env: dict[str, str], log: Path, command: str = "materialize"
+) -> subprocess.Popen:
+    """`interlink materialize --site` lightchiropractic (or another command of the site), left running;
+    its output in `log`."""
     with open(log, "w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "interlink_pipeline.cli", "materialize", "--site", LIGHT],
+            [sys.executable, "-m", "interlink_pipeline.cli", command, "--site", LIGHT],
             env=env, cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     return process
@@ -356,10 +361,24 @@ def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registere
     assert recorded == [(held.run_id, LIGHT)]
 
 
+def _reading(env: dict[str, str], *command: str) -> subprocess.CompletedProcess:
+    """An `interlink` command whose last line says which of Dagster, pandera and pandas it imported."""
+    script = (
+        "import sys\nfrom interlink_pipeline.cli import main\ncode = main(sys.argv[1:])\n"
+        "heavy = {m.split('.')[0] for m in sys.modules} & {'dagster', 'pandera', 'pandas'}\n"
+        "print('imported:', sorted(heavy))\nsys.exit(code)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script, *command], env=env, cwd=PROJECT_ROOT, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+
+
 @pytest.mark.e2e
-def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
+def test_a_second_run_of_a_site_is_refused_and_the_reading_commands_answer_while_a_run_writes(registered):
     env, tmp_path = registered
     first = _materialize_in_background(env, tmp_path / "first.log")
+    home = Path(env["DAGSTER_HOME"])
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
         _wait_while_running(
             first,
@@ -371,14 +390,37 @@ def test_a_second_run_of_a_site_is_refused_while_the_first_runs(registered):
         refused_in = time.monotonic() - started
         assert first.wait(timeout=600) == 0, (tmp_path / "first.log").read_text()
         runs = instance.get_run_records()
+        logs = [p.name for p in (Path(env["INTERLINK_WAREHOUSE"]).parent / "logs").iterdir()]
+        # the lock went with the first run: the next one goes ahead (a run of one step takes the same lock);
+        # while it holds the writer, status and sites answer from the home's files, the published ones
+        # and the snapshot: no Dagster and no table contract loaded, nothing of theirs waits on it
+        again = _materialize_in_background(env, tmp_path / "again.log", "backtest")
+        _wait_while_running(
+            again,
+            tmp_path / "again.log",
+            lambda: instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots,
+        )
+        status, sites = _reading(env, "status", "--site", LIGHT), _reading(env, "sites")
+        [running] = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        assert again.wait(timeout=600) == 0, (tmp_path / "again.log").read_text()
+        # what the commands read of the home's files is what Dagster reads of it
+        records, through_dagster = SqliteHome(home), InstanceHome(instance)
+        assert records.sites() == through_dagster.sites() == [LIGHT]
+        assert records.runs(LIGHT) == through_dagster.runs(LIGHT) and len(records.runs(LIGHT)) == 2
+        unfinished = ("STARTED", "QUEUED")
+        assert records.runs(LIGHT, unfinished) == through_dagster.runs(LIGHT, unfinished) == []
+        run_id = runs[0].dagster_run.run_id
+        assert records.step_events(run_id) == through_dagster.step_events(run_id) != []
     assert second.returncode == 2 and refused_in < 30
     assert f"a run of {LIGHT} is already in progress (interlink, process {first.pid})" in second.stderr
     assert len(runs) == 1 and runs[0].dagster_run.status == dg.DagsterRunStatus.SUCCESS  # never interleaved
     # the refused run left no file: every run file is of the run that ran (its steps' output)
-    logs = Path(env["INTERLINK_WAREHOUSE"]).parent / "logs"
-    assert [p.name for p in logs.iterdir()] == [f"{LIGHT}-{runs[0].dagster_run.run_id}.out"]
-    # the lock went with the first run: the next one goes ahead (a run of one step takes the same lock)
-    assert run_cli(env, "backtest", "--site", LIGHT).returncode == 0
+    assert logs == [f"{LIGHT}-{runs[0].dagster_run.run_id}.out"]
+    assert status.returncode == 0 and sites.returncode == 0, status.stderr + sites.stderr
+    assert status.stdout.splitlines()[-1] == sites.stdout.splitlines()[-1] == "imported: []"
+    said = rf"^running: +run {running.dagster_run.run_id} \(started by an interlink command\) is at step \w+"
+    assert re.search(said, status.stdout, re.M), status.stdout
+    assert any(line.startswith(f"{LIGHT}: ") for line in sites.stdout.splitlines()), sites.stdout
 
 
 @pytest.mark.e2e
@@ -637,13 +679,14 @@ def test_a_damaged_dagster_home_is_named_with_how_to_recover(registered, damage)
         f.write(b"\x07" * 8192)
     before = _state(tmp_path)
     why = "not an SQLite database" if damage == "overwritten" else "database disk image is malformed"
-    for command in (["sites"], ["status", "--site", LIGHT], ["materialize", "--site", LIGHT]):
+    commands = [["status", "--site", LIGHT], ["materialize", "--site", LIGHT]]
+    # every command checks the home's files are SQLite; `sites` reads no page of the runs' file
+    for command in [["sites"], *commands] if damage == "overwritten" else commands:
         done = call_cli(env, *command)
         assert done.returncode == 2, done.stdout + done.stderr
         assert done.stderr == (
             f"error: the Dagster home's {runs} is damaged ({why}); nothing was changed. Move it aside (mv "
-            f"{runs} {runs}.damaged) and run again: Dagster starts a new one, without the run history and "
-            "the registered sites (register each site again: its exports are still in the drop folder). "
+            f"{runs} {runs}.damaged) and run again: Dagster starts a new one, without the run history. "
             "The warehouse keeps every table.\n"
         )
     assert _state(tmp_path) == before

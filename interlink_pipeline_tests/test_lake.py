@@ -18,8 +18,8 @@ from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse import lake as lakes
 from interlink_pipeline.core.warehouse.analyst_shell import shell_command
-from interlink_pipeline.core.warehouse.database import connect
-from interlink_pipeline.core.warehouse.store import query, read_site, replace_site_rows
+from interlink_pipeline.core.warehouse.database import connect, query
+from interlink_pipeline.core.warehouse.store import read_site, replace_site_rows
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import PROJECT_ROOT, SAMPLE_DIR
 

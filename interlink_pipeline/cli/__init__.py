@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from interlink_pipeline.cli import commands
+from interlink_pipeline.cli import commands, reading
 from interlink_pipeline.cli.run_config import SETTING_FLAGS
 from interlink_pipeline.cli.runs import PROJECT_ROOT, command_instances
 from interlink_pipeline.core.environment import environment
@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
                 "backtest": commands.backtest,
                 "decisions": commands.decisions,
                 "generate-site": commands.generate,
-                "sites": commands.sites,
-                "status": commands.status,
-                "sql": commands.sql,
+                "sites": reading.sites,
+                "status": reading.status,
+                "sql": reading.sql,
             }[args.command](args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

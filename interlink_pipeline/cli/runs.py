@@ -30,9 +30,9 @@ PROGRESS_MESSAGE_CHARS = 60  # the running step's latest message, as much as the
 
 # the Dagster home's SQLite files every command reads, and what moving a damaged one aside loses
 HOME_DATABASES = {
-    "history/runs.db": "the run history and the registered sites (register each site again: its exports "
-    "are still in the drop folder)",
-    "history/runs/index.db": "the index of runs' events (asset history in the UI)",
+    "history/runs.db": "the run history",
+    "history/runs/index.db": "the registered sites and the index of runs' events (asset history in the UI; "
+    "register each site again: its exports are still in the drop folder)",
     "schedules/schedules.db": "the schedules' and sensors' tick history",
 }
 
@@ -53,10 +53,28 @@ def command_instances() -> Iterator[None]:
 
 
 def dagster_instance():
-    home = use_dagster_home(PROJECT_ROOT / "dagster_home")
+    home = _home()
     opened = _INSTANCES[-1] if _INSTANCES else {}
     if home in opened:
         return opened[home]
+    from dagster import DagsterInstance
+
+    opened[home] = DagsterInstance.get()
+    return opened[home]
+
+
+def home_records():
+    """The registered sites and their runs as the home records them: read from its SQLite files where it
+    keeps them there (a command that only reads answers without Dagster), else through its instance."""
+    from interlink_pipeline.defs.publish.site_runs import InstanceHome, local_home
+
+    return local_home(_home()) or InstanceHome(dagster_instance())
+
+
+def _home() -> Path:
+    """The Dagster home, made if missing, its databases checked to be SQLite files (a damaged one is said
+    before Dagster or a read trips on it)."""
+    home = use_dagster_home(PROJECT_ROOT / "dagster_home")
     home.mkdir(parents=True, exist_ok=True)
     from interlink_pipeline.core.files import SQLITE_HEADER
 
@@ -65,10 +83,7 @@ def dagster_instance():
             head = f.read(len(SQLITE_HEADER))
             if head and head != SQLITE_HEADER:
                 raise damaged_home(home / name, "not an SQLite database")
-    from dagster import DagsterInstance
-
-    opened[home] = DagsterInstance.get()
-    return opened[home]
+    return home
 
 
 def damaged_home(path: Path, why: str) -> Exception:
@@ -97,10 +112,9 @@ def registered(name: str) -> str:
     registered ones, never made a new, empty site."""
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.urls import normalize_host
-    from interlink_pipeline.defs.partitions import site_partitions
 
     site = normalize_host(name)
-    known = dagster_instance().get_dynamic_partitions(site_partitions.name)
+    known = home_records().sites()
     if site not in known:
         listed = ", ".join(sorted(known)) or "none yet"
         raise InputError(
@@ -295,7 +309,7 @@ def _site_lock(instance, site: str) -> Iterator[None]:
     from interlink_pipeline.defs.publish.site_runs import site_runs
 
     busy = f"a run of {site} is already in progress"
-    path = _lock_path(instance, site)
+    path = _lock_path(site)
     try:
         held = FileLock(path, blocking=False, on_acquired=_write_pid).acquire()
     except Timeout:
@@ -319,17 +333,17 @@ def _site_lock(instance, site: str) -> Iterator[None]:
         yield
 
 
-def _lock_path(instance, site: str) -> Path:
-    path = Path(instance.root_directory) / "site_locks" / f"{site}.lock"
+def _lock_path(site: str) -> Path:
+    path = _home() / "site_locks" / f"{site}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def site_held(instance, site: str) -> bool:
+def site_held(site: str) -> bool:
     """Whether another interlink process holds the site now (its run lock)."""
     from filelock import FileLock, Timeout
 
-    lock = FileLock(_lock_path(instance, site), blocking=False)
+    lock = FileLock(_lock_path(site), blocking=False)
     try:
         lock.acquire()
     except Timeout:

@@ -9,10 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from interlink_pipeline.cli.dead_runs import IN_PROGRESS
+from interlink_pipeline.defs.publish.site_runs import TRIGGER_TAG, InstanceHome
 
 # a run not finished: waiting in make dev's queue, or at work
 NOT_FINISHED = ("NOT_STARTED", "QUEUED", *IN_PROGRESS)
 POLL_S = 1.0  # how often a waiting command looks again
+DAEMON_BEAT_S = 60  # a Dagster daemon (make dev) that beat this recently is running
 SENSOR_GRACE_S = 15  # past the sensor's scan interval: its tick, the settling of the files, the launch
 TRIGGERS = {  # the interlink/trigger tag -> who started the run
     "cli": "an interlink command",
@@ -37,32 +39,23 @@ class ActiveRun:
         return f"run {self.run_id} (started by {self.started_by}) is {at}, {time.time() - self.since:.0f}s in"
 
 
-def active_run(instance, site: str) -> ActiveRun | None:
+def active_run(home, site: str) -> ActiveRun | None:
     """The site's run not finished yet — queued or at work — (the newest, if several), with the steps it
-    is at."""
-    from dagster import DagsterEventType, DagsterRunStatus
-
-    from interlink_pipeline.defs.publish.site_runs import site_runs
-
-    records = site_runs(instance, site, statuses=[DagsterRunStatus(s) for s in NOT_FINISHED], limit=1)
-    if not records:
+    is at; `home`: the home's records (site_runs.SqliteHome or InstanceHome)."""
+    runs = home.runs(site, statuses=NOT_FINISHED, limit=1)
+    if not runs:
         return None
-    record, run = records[0], records[0].dagster_run
-    events = instance.all_logs(
-        run.run_id,
-        of_type={DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE},
-    )
+    run = runs[0]
     running: dict[str, None] = {}
-    for event in events:
-        if event.dagster_event.event_type == DagsterEventType.STEP_START:
-            running[event.step_key] = None
+    for kind, step in home.step_events(run.run_id):
+        if kind == "STEP_START":
+            running[step] = None
         else:
-            running.pop(event.step_key, None)
-    trigger = run.tags.get("interlink/trigger")
+            running.pop(step, None)
+    trigger = run.tags.get(TRIGGER_TAG)
     started_by = TRIGGERS.get(trigger, f"'{trigger}'") if trigger else "the UI"
-    since = record.start_time or record.create_timestamp.timestamp()
-    queued = run.status.value in ("NOT_STARTED", "QUEUED")
-    return ActiveRun(run.run_id, started_by, tuple(running), since, queued)
+    queued = run.status in ("NOT_STARTED", "QUEUED")
+    return ActiveRun(run.run_id, started_by, tuple(running), run.started or run.created, queued)
 
 
 def wait_for_site(instance, site: str, held: Callable[[], bool], say: Callable[[str], None]) -> str | None:
@@ -70,10 +63,10 @@ def wait_for_site(instance, site: str, held: Callable[[], bool], say: Callable[[
     run waited for once; the id of the last run waited for (None: there was none)."""
     from interlink_pipeline.cli.dead_runs import release_dead_runs
 
-    waited, told = None, set()
+    waited, told, home = None, set(), InstanceHome(instance)
     while True:
         release_dead_runs(instance, site)  # a killed run is not waited for
-        run = active_run(instance, site)
+        run = active_run(home, site)
         if run is None and not held():
             return waited
         if run is not None and run.run_id not in told:
@@ -91,20 +84,14 @@ def sensor_run(instance, site: str, key: str, after: float, seconds: float) -> A
 
     from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG
 
-    if not sensor_daemon_alive(instance):
+    home = InstanceHome(instance)
+    if not home.beat_within("SENSOR", DAEMON_BEAT_S):
         return None
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         records = instance.get_run_records(RunsFilter(tags={RUN_KEY_TAG: key}), limit=1)
         if records and records[0].create_timestamp.timestamp() >= after:
             started = ActiveRun(records[0].dagster_run.run_id, TRIGGERS["inbox"], (), time.time())
-            return active_run(instance, site) or started
+            return active_run(home, site) or started
         time.sleep(POLL_S)
     return None
-
-
-def sensor_daemon_alive(instance, within_s: float = 60) -> bool:
-    """Whether a Dagster daemon running sensors beat in the last `within_s` seconds."""
-    beats = instance.get_daemon_heartbeats()
-    beat = beats.get("SENSOR")
-    return beat is not None and time.time() - beat.timestamp < within_s

@@ -6,8 +6,9 @@ from dagster import AssetExecutionContext, DynamicPartitionsDefinition, PreviewW
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.urls import normalize_host
+from interlink_pipeline.defs.publish.site_runs import SITE_PARTITIONS
 
-site_partitions = DynamicPartitionsDefinition(name="sites")
+site_partitions = DynamicPartitionsDefinition(name=SITE_PARTITIONS)
 # checks are partitioned like their assets (one site's failure leaves the others green): a preview API in
 # Dagster 1.13 that warns on every definition
 warnings.filterwarnings("ignore", "Specifying a partitions_def on an AssetCheckSpec", PreviewWarning)

@@ -23,16 +23,19 @@ from datetime import datetime
 import polars as pl
 
 from interlink_pipeline.core.graph.plan_state import planned_frame
+from interlink_pipeline.core.warehouse.vocabularies import (
+    ACCEPTED_IN_PLAN,
+    ACCEPTED_LIVE,
+    NOT_KEPT,
+    PLANNER_MISSED,
+)
 
 SKETCH_SIZE = 64  # hashes kept per page: the share estimate's error is about 1/sqrt(64) at worst
 SHINGLE_WORDS = 3
 SKETCH_TEXT = ("title", "h1", "meta_description", "body_text")
 ACCEPTED_EVIDENCE = "accepted"  # the evidence of an accepted link the last plan no longer had
 LIVE_COLUMNS = ["link_id", "source_page_id", "target_page_id", "source_url", "target_url", "reason"]
-# what became of an accepted link (accepted_outcomes)
-ACCEPTED_LIVE, ACCEPTED_IN_PLAN, NOT_KEPT = "live on the site", "in the plan", "not kept: "
 OUTCOME_COLUMNS = [*LIVE_COLUMNS, "decided_at", "outcome"]
-PLANNER_MISSED = "the planner left it out"  # never expected: the plan's link_plan_keeps_accepted check
 _WORD = re.compile(r"\w+")
 
 

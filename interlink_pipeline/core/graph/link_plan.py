@@ -16,7 +16,6 @@ from interlink_pipeline.core.files import load_state, save_state
 from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.decided_links import (
     LIVE_COLUMNS,
-    NOT_KEPT,
     DecidedLinks,
     accepted_outcomes,
     decided_links,
@@ -56,6 +55,7 @@ from interlink_pipeline.core.relevance.confidence import MeasuredConfidence
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
 from interlink_pipeline.core.urls import url_parts
 from interlink_pipeline.core.warehouse.site_tables import SiteTables, standing_decisions
+from interlink_pipeline.core.warehouse.vocabularies import NOT_KEPT
 
 # what the plan reads of each table
 CANDIDATE_COLUMNS = ["source_page_id", "target_page_id", "probability", "origins", "mention_offset",

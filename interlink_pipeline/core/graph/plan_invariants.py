@@ -9,7 +9,6 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.graph.anchors import Anchored, AnchorRules
-from interlink_pipeline.core.graph.decided_links import NOT_KEPT, PLANNER_MISSED
 from interlink_pipeline.core.graph.left_for_editor import task_counts
 from interlink_pipeline.core.graph.link_evidence import related, with_evidence_columns
 from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
@@ -17,7 +16,7 @@ from interlink_pipeline.core.graph.plan_state import PlanStats
 from interlink_pipeline.core.graph.planner import Planner
 from interlink_pipeline.core.graph.sentences import readable
 from interlink_pipeline.core.invariants import Invariant
-from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT
+from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT, NOT_KEPT, PLANNER_MISSED
 
 PLAN_INVARIANTS = {
     "link_plan_targets_are_pages": "Every planned link joins two kept pages (never an excluded URL).",

@@ -35,15 +35,6 @@ SUMMARY_ROWS = [
     ("links", "links"),
 ]
 
-# what a user is told when the existing links are not read from an All Inlinks export
-LINKS_NOTES = {
-    "counts": "No All Inlinks export: the existing links are known by count only (the crawl's Unique Inlinks "
-    "and Crawl Depth). Orphans are the pages with no in-links in the crawl; the plan rescues those, brings "
-    "pages deeper than max_depth up and adds topical links within each page's budget.",
-    "none": "No All Inlinks export, and the crawl has no Inlinks or Crawl Depth column: the existing links "
-    "are unknown, so 'after' is the plan alone and there is no 'before'.",
-}
-
 
 @dataclass(frozen=True)
 class Measured:

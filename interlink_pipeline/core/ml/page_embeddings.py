@@ -25,8 +25,8 @@ from interlink_pipeline.core.ml.encoders import TextEncoder
 from interlink_pipeline.core.ml.int8_check import check_int8
 from interlink_pipeline.core.ml.model_identity import ModelIdentity
 from interlink_pipeline.core.warehouse.contract import ValidationReport
-from interlink_pipeline.core.warehouse.database import connect, memory_limit
-from interlink_pipeline.core.warehouse.store import merge_rows, query, read_site, update_site_rows
+from interlink_pipeline.core.warehouse.database import connect, memory_limit, query
+from interlink_pipeline.core.warehouse.store import merge_rows, read_site, update_site_rows
 
 DEFAULT_CHUNK = 20_000
 # Reading a site's cached vectors, DuckDB keeps what it scanned up to its memory limit (1 GB by default):

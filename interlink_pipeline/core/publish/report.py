@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.files import replaced_atomically
-from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, equity_moved
+from interlink_pipeline.core.graph.plan_metrics import equity_moved
 from interlink_pipeline.core.graph.sentences import ANCHOR_AFTER, ANCHOR_BEFORE
 from interlink_pipeline.core.publish import charts
 from interlink_pipeline.core.publish.page_drilldown import drilldown_data
@@ -32,7 +32,7 @@ from interlink_pipeline.core.publish.review_sections import (
     new_since_review_section,
 )
 from interlink_pipeline.core.relevance.confidence import probability_text
-from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT
+from interlink_pipeline.core.warehouse.vocabularies import IN_CONTENT, LINKS_NOTES
 
 MAP_POINTS = 3000  # pages drawn on the topic map (a seeded sample beyond that)
 LABELLED_TOPICS = 12  # the largest topics are named on the map itself; the legend names them all

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from interlink_pipeline.core.graph.decided_links import (
-    ACCEPTED_LIVE,
-    NOT_KEPT,
-    accepted_outcomes,
-    adoption_by_reason,
-)
+from interlink_pipeline.core.graph.decided_links import accepted_outcomes, adoption_by_reason
 from interlink_pipeline.core.publish.report_parts import SECTIONS, ReportData
+from interlink_pipeline.core.warehouse.vocabularies import ACCEPTED_LIVE, NOT_KEPT
 
 CHANGES_SHOWN = 50  # the added and removed links listed
 ADOPTION_SHOWN = 50  # accepted links not live yet, listed

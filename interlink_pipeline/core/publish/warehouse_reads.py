@@ -11,8 +11,10 @@ import polars as pl
 from interlink_pipeline.core.graph.decided_links import accepted_outcomes
 from interlink_pipeline.core.ingest.site_links import content_page_pairs, existing_links
 from interlink_pipeline.core.publish.page_drilldown import PAGE_FIGURES
+from interlink_pipeline.core.publish.plan_figures import measured_plan
 from interlink_pipeline.core.publish.report_parts import ReportData
 from interlink_pipeline.core.warehouse import store
+from interlink_pipeline.core.warehouse.database import query
 
 # each link's standing decision: the newest of a file's current version (site_tables.standing_decisions)
 STANDING_SQL = """
@@ -157,24 +159,13 @@ def report_data(warehouse: str | Path, site: str, run_id: str, *, lock_timeout_s
     )
 
 
-METRICS_SQL = """
-SELECT scenario, crawl_id, computed_at, pages, links, planned_links, orphan_pages, max_depth,
-       share_depth_le_3, links_known
-FROM graph.site_metrics WHERE site = ? ORDER BY scenario DESC
-"""
-LAST_BACKTEST_SQL = """
-SELECT run_id, measured_in_run, crawl_id, seed, hidden_links, plan_precision, baseline_precision
-FROM graph.backtest_runs WHERE site = ? ORDER BY ran_at DESC LIMIT 1
-"""
-
-
 def decision_figures(
     warehouse: str | Path, site: str, *, lock_timeout_s: float, read_only: bool = False
 ) -> dict | None:
     """Editors' decisions as the plan stands: links accepted and rejected, and how many of the accepted
     ones are in the plan, live on the site, or not kept and why (accepted_outcomes' outcomes). None for a
     warehouse of an earlier version opened read-only (its decisions have no versions yet)."""
-    read = partial(store.query, warehouse, params=[site], lock_timeout_s=lock_timeout_s, read_only=read_only)
+    read = partial(query, warehouse, params=[site], lock_timeout_s=lock_timeout_s, read_only=read_only)
     try:
         standing = read(sql=f"WITH {STANDING_SQL} SELECT * FROM standing")
     except duckdb.BinderException:  # no superseded_at: the next run's write adds it
@@ -203,42 +194,26 @@ def decision_figures(
 def published_figures(
     warehouse: str | Path, site: str, *, lock_timeout_s: float, read_only: bool = False
 ) -> dict:
-    """The plan's figures as a run publishes them (and `interlink status` shows them): its crawl, when the
-    plan was made, the before/after metrics and the last backtest, as JSON values."""
-    read = partial(store.query, warehouse, params=[site], lock_timeout_s=lock_timeout_s, read_only=read_only)
-    metrics = read(sql=METRICS_SQL)
-    backtest = read(sql=LAST_BACKTEST_SQL)
+    """The plan's figures as a run publishes them (and `interlink status` shows them before the run has
+    published): its measurement (plan_figures.measured_plan), editors' decisions and the pages left for
+    an editor, as JSON values."""
+    measured = measured_plan(warehouse, site, lock_timeout_s=lock_timeout_s, read_only=read_only)
     decisions = decision_figures(warehouse, site, lock_timeout_s=lock_timeout_s, read_only=read_only)
     try:
-        left = read(
-            sql=f"SELECT problem, count(*) AS pages FROM ({EDITOR_SQL}) GROUP BY problem ORDER BY problem"
+        left = query(
+            warehouse,
+            f"SELECT problem, count(*) AS pages FROM ({EDITOR_SQL}) GROUP BY problem ORDER BY problem",
+            [site],
+            lock_timeout_s=lock_timeout_s,
+            read_only=read_only,
         )
     except duckdb.BinderException:  # a warehouse of an earlier version: its next plan adds the column
         left = None
-    as_json = [
-        {key: value.isoformat() if hasattr(value, "isoformat") else value for key, value in row.items()}
-        for row in metrics.iter_rows(named=True)
-    ]
     return {
-        "crawl_id": metrics["crawl_id"][0] if metrics.height else None,
-        "plan_computed_at": as_json[0]["computed_at"] if as_json else None,
-        "site_metrics": as_json,
-        "backtest": backtest.row(0, named=True) if backtest.height else None,
+        **measured,
         "decisions": decisions,
         "left_for_editor": dict(left.iter_rows()) if left is not None else None,
     }
-
-
-def plan_made_at(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> str | None:
-    """When the plan a warehouse (or the analysts' snapshot) holds for the site was made, as published.json
-    writes it; None where it holds none."""
-    try:
-        sql = "SELECT max(computed_at) AS made FROM graph.site_metrics WHERE site = ?"
-        made = store.query(warehouse, sql, params=[site], lock_timeout_s=lock_timeout_s, read_only=True)
-    except duckdb.Error:  # no plan table yet
-        return None
-    made = made["made"][0]
-    return made.isoformat() if made is not None else None
 
 
 def content_links(warehouse: str | Path, site: str, *, lock_timeout_s: float) -> pl.DataFrame:
@@ -276,4 +251,4 @@ def content_links(warehouse: str | Path, site: str, *, lock_timeout_s: float) ->
 
 def _site_rows(warehouse: str | Path, site: str, lock_timeout_s: float, sql: str) -> pl.DataFrame:
     """The rows of `sql`, whose one parameter is the site."""
-    return store.query(warehouse, sql, [site], lock_timeout_s=lock_timeout_s)
+    return query(warehouse, sql, [site], lock_timeout_s=lock_timeout_s)

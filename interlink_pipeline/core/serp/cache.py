@@ -11,7 +11,8 @@ import polars as pl
 
 from interlink_pipeline.core.serp.options import SerpOptions
 from interlink_pipeline.core.serp.serper import Answer
-from interlink_pipeline.core.warehouse.store import merge_rows, query
+from interlink_pipeline.core.warehouse.database import query
+from interlink_pipeline.core.warehouse.store import merge_rows
 
 RESULT = pl.List(pl.Struct({"position": pl.Int64, "link": pl.String, "title": pl.String}))
 

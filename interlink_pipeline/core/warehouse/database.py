@@ -13,12 +13,13 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import duckdb
+import polars as pl
 import tenacity
 
 from interlink_pipeline.core.environment import WAREHOUSE_ENV, Environment, environment
@@ -316,3 +317,22 @@ def quoted_table(table: str) -> str:
 
 def sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def query(
+    path: str | Path,
+    sql: str,
+    params: Sequence[object] = (),
+    frames: Mapping[str, pl.DataFrame] | None = None,
+    *,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
+    read_only: bool = False,
+) -> pl.DataFrame:
+    """A read query over the warehouse, with `frames` registered as tables under their keys; `read_only`
+    opens the file without its write lock (a table not made yet is then a CatalogException)."""
+    with connect(path, lock_timeout_s=lock_timeout_s, read_only=read_only) as con:
+        if not read_only:
+            ensure_tables(con)
+        for name, frame in (frames or {}).items():
+            con.register(name, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
+        return con.execute(sql, list(params)).pl()

@@ -10,7 +10,7 @@ import polars as pl
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.warehouse import snapshot, store
 from interlink_pipeline.core.warehouse.contract import ValidationReport
-from interlink_pipeline.core.warehouse.database import files_folder
+from interlink_pipeline.core.warehouse.database import files_folder, query
 
 
 class SiteTables:
@@ -61,7 +61,7 @@ class SiteTables:
         return set(found["t"].to_list())
 
     def query(self, sql: str, params: list[object] | None = None) -> pl.DataFrame:
-        return store.query(self.path, sql, params or [], lock_timeout_s=self.lock_timeout_s)
+        return query(self.path, sql, params or [], lock_timeout_s=self.lock_timeout_s)
 
 
 def standing_decisions(decisions: pl.DataFrame) -> pl.DataFrame:

@@ -258,25 +258,6 @@ def merge_rows(
     return write(path, [table], merge, lock_timeout_s)
 
 
-def query(
-    path: str | Path,
-    sql: str,
-    params: Sequence[object] = (),
-    frames: Mapping[str, pl.DataFrame] | None = None,
-    *,
-    lock_timeout_s: float = LOCK_TIMEOUT_S,
-    read_only: bool = False,
-) -> pl.DataFrame:
-    """A read query over the warehouse, with `frames` registered as tables under their keys; `read_only`
-    opens the file without its write lock (a table not made yet is then a CatalogException)."""
-    with connect(path, lock_timeout_s=lock_timeout_s, read_only=read_only) as con:
-        if not read_only:
-            ensure_tables(con)
-        for name, frame in (frames or {}).items():
-            con.register(name, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
-        return con.execute(sql, list(params)).pl()
-
-
 def read_site(
     path: str | Path,
     table: str,

@@ -33,5 +33,17 @@ IN_CONTENT = ("contextual", "related")
 PLAN_CHANGES = ("kept", "added", "removed", "not kept")
 # graph.link_decisions.decision: what an editor decided about a planned link
 DECISIONS = ("accept", "reject")
+# what became of an accepted link (decided_links.accepted_outcomes); the last never expected: the plan's
+# link_plan_keeps_accepted check
+ACCEPTED_LIVE, ACCEPTED_IN_PLAN, NOT_KEPT = "live on the site", "in the plan", "not kept: "
+PLANNER_MISSED = "the planner left it out"
 # graph.site_metrics.links_known: how the site's existing links are known (All Inlinks, the crawl's counts)
 LINKS_KNOWN = ("links", "counts", "none")
+# what a user is told when the existing links are not read from an All Inlinks export
+LINKS_NOTES = {
+    "counts": "No All Inlinks export: the existing links are known by count only (the crawl's Unique Inlinks "
+    "and Crawl Depth). Orphans are the pages with no in-links in the crawl; the plan rescues those, brings "
+    "pages deeper than max_depth up and adds topical links within each page's budget.",
+    "none": "No All Inlinks export, and the crawl has no Inlinks or Crawl Depth column: the existing links "
+    "are unknown, so 'after' is the plan alone and there is no 'before'.",
+}

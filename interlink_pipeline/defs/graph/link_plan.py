@@ -7,12 +7,13 @@ from datetime import UTC, datetime
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
-from interlink_pipeline.core.graph.decided_links import ACCEPTED_LIVE, NOT_KEPT, adoption_by_reason
+from interlink_pipeline.core.graph.decided_links import adoption_by_reason
 from interlink_pipeline.core.graph.left_for_editor import task_counts
 from interlink_pipeline.core.graph.link_plan import PlanHistory, SitePlan, keep_centrality, plan_for_site
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
-from interlink_pipeline.core.graph.plan_metrics import LINKS_NOTES, comparison, equity_moved
+from interlink_pipeline.core.graph.plan_metrics import comparison, equity_moved
 from interlink_pipeline.core.graph.plan_options import PlanOptions
+from interlink_pipeline.core.warehouse.vocabularies import ACCEPTED_LIVE, LINKS_NOTES, NOT_KEPT
 from interlink_pipeline.defs.groups import GRAPH
 from interlink_pipeline.defs.ml.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
@@ -153,8 +154,7 @@ def _adoption(result: SitePlan, history: PlanHistory) -> dict:
     """Editors' decisions and the links seen live: their counts as a table (the links live and the
     acceptance rate as numbers, for the Plots tab), acceptance by reason, the accepted links no crawl has
     shown live yet, and those the plan cannot hold, with why (a warning: the CLI prints it)."""
-    standing = history.decisions
-    by_reason = adoption_by_reason(result.plan, standing, result.live)
+    by_reason = adoption_by_reason(result.plan, history.decisions, result.live)
     total = by_reason.row(by_reason.height - 1, named=True)
     waiting = result.accepted.filter(pl.col("outcome") != ACCEPTED_LIVE)
     not_kept = waiting.filter(pl.col("outcome").str.starts_with(NOT_KEPT))
@@ -183,7 +183,7 @@ def _adoption(result: SitePlan, history: PlanHistory) -> dict:
         else "none",
         "accepted_not_kept": not_kept.height,
         "accepted_not_kept_why": table_preview(why, 10) if not_kept.height else "none",
-        **_review_queue(result, standing),
+        **_review_queue(result, history.decisions),
     }
     if not_kept.height:
         counts = "; ".join(f"{n:,} {outcome.removeprefix(NOT_KEPT)}" for outcome, n in why.iter_rows())
