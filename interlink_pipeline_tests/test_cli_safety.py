@@ -423,6 +423,41 @@ def test_a_second_run_of_a_site_is_refused_and_the_reading_commands_answer_while
     assert any(line.startswith(f"{LIGHT}: ") for line in sites.stdout.splitlines()), sites.stdout
 
 
+def test_a_run_waiting_in_make_devs_queue_is_not_overtaken_by_a_cli_run(registered):
+    from dagster._core.remote_origin import (
+        InProcessCodeLocationOrigin,
+        RemoteJobOrigin,
+        RemoteRepositoryOrigin,
+    )
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+    from dagster._daemon.types import DaemonHeartbeat
+
+    env, tmp_path = registered
+    kept, warehouse = tmp_path / "inbox", Path(env["INTERLINK_WAREHOUSE"])
+    location = InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="interlink_pipeline.definitions"))
+    origin = RemoteJobOrigin(RemoteRepositoryOrigin(location, "__repository__"), "site_pipeline")
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        queued = instance.add_run(  # as the UI or a sensor of make dev queues it
+            dg.DagsterRun(
+                job_name="site_pipeline", status=dg.DagsterRunStatus.QUEUED, remote_job_origin=origin,
+                tags={"dagster/partition": LIGHT},
+            )
+        )  # fmt: skip
+        # make dev's queue is moving: its run would start beside the CLI's
+        instance.add_daemon_heartbeat(DaemonHeartbeat(time.time(), "QUEUED_RUN_COORDINATOR", None))
+        before = _state(kept)
+        refused = call_cli(env, "materialize", "--site", LIGHT)
+        runs = instance.get_run_records()
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"error: a run of {LIGHT} is waiting in make dev's run queue (run {queued.run_id}) and starts once "
+        f"the queue lets it; interlink materialize --site {LIGHT} --wait waits for it, or cancel it in the "
+        "UI.\n"
+    )
+    assert _state(kept) == before and not warehouse.exists()
+    assert [r.dagster_run.run_id for r in runs] == [queued.run_id]
+
+
 @pytest.mark.e2e
 def test_a_warehouse_an_analyst_holds_open_for_writing_fails_the_run_in_seconds(registered):
     env, _ = registered

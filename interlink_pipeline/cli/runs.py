@@ -301,12 +301,14 @@ def _progress(instance, run_id: str, steps: int, screen: TextIO) -> Iterator[Non
 @contextmanager
 def _site_lock(instance, site: str) -> Iterator[None]:
     """Runs of one site never interleave: a second CLI run of the site (the lock file, released by the
-    kernel when its holder dies) or a CLI run while the UI or the daemon runs it is refused at once."""
+    kernel when its holder dies), a CLI run while the UI or the daemon runs it, or while a run of it waits
+    in the queue of a running `make dev` (it would start beside this one) is refused at once."""
     from dagster import DagsterRunStatus
     from filelock import FileLock, Timeout
 
+    from interlink_pipeline.cli.site_activity import DAEMON_BEAT_S
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.defs.publish.site_runs import site_runs
+    from interlink_pipeline.defs.publish.site_runs import InstanceHome, site_runs
 
     busy = f"a run of {site} is already in progress"
     path = _lock_path(site)
@@ -330,6 +332,13 @@ def _site_lock(instance, site: str) -> Iterator[None]:
             raise InputError(
                 f"{busy} (run {run.run_id}, {where}); wait for it to finish, or cancel it there."
             )
+        if InstanceHome(instance).beat_within("QUEUED_RUN_COORDINATOR", DAEMON_BEAT_S):
+            for record in site_runs(instance, site, statuses=[DagsterRunStatus.QUEUED])[:1]:
+                raise InputError(
+                    f"a run of {site} is waiting in make dev's run queue (run {record.dagster_run.run_id}) "
+                    f"and starts once the queue lets it; interlink materialize --site {site} --wait waits "
+                    "for it, or cancel it in the UI."
+                )
         yield
 
 
