@@ -80,23 +80,6 @@ def process_gone(process: RunProcess) -> bool:
     return started > process.started + 1
 
 
-def may_have_died(home, site: str) -> bool:
-    """Whether a run of the site at work may have lost its process, so that it must be judged
-    (release_dead_runs): an interlink command's run whose site lock no process holds (the kernel frees it
-    with its holder), or a run of the UI or the daemon while no daemon monitors runs. Otherwise a command
-    that only reads answers from the home's records, without Dagster."""
-    from interlink_pipeline.cli.runs import site_held
-    from interlink_pipeline.cli.site_activity import DAEMON_BEAT_S
-    from interlink_pipeline.defs.publish.site_runs import TRIGGER_TAG
-
-    for run in home.runs(site, statuses=IN_PROGRESS):
-        if run.tags.get(TRIGGER_TAG) == "cli" and not site_held(site):
-            return True
-        if run.tags.get(TRIGGER_TAG) != "cli" and not home.beat_within("MONITORING", DAEMON_BEAT_S):
-            return True
-    return False
-
-
 def release_dead_runs(instance, site: str | None = None) -> None:
     """Mark failed the runs (of `site`, or of any) whose process on this machine is gone — SIGKILL, the OOM
     killer, a crash, a reboot, `make dev` killed with a run in flight —, record each in ops.run_failures

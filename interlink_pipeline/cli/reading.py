@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from interlink_pipeline.cli.dead_runs import release_dead_runs
-from interlink_pipeline.cli.runs import dagster_instance, home_records, registered
+from interlink_pipeline.cli.dead_runs import IN_PROGRESS, release_dead_runs
+from interlink_pipeline.cli.runs import dagster_instance, home_records, registered, site_held
 
 
 def _freshness(site: str):
@@ -113,9 +113,7 @@ def _last_run(home, site: str) -> str | None:
     may be gone is judged first (a killed run shows as failed, not as running for ever)."""
     from datetime import UTC, datetime
 
-    from interlink_pipeline.cli.dead_runs import may_have_died
-
-    if may_have_died(home, site):
+    if _may_have_died(home, site):
         release_dead_runs(dagster_instance(), site)
     runs = home.runs(site, limit=1)
     if not runs:
@@ -124,6 +122,22 @@ def _last_run(home, site: str) -> str | None:
     began = datetime.fromtimestamp(run.started or run.created, UTC)
     took = f", {run.ended - run.started:.0f}s" if run.ended and run.started else ""
     return f"{run.run_id} {run.status} ({began:%Y-%m-%d %H:%M} UTC{took})"
+
+
+def _may_have_died(home, site: str) -> bool:
+    """Whether a run of the site at work may have lost its process, so that it must be judged
+    (release_dead_runs): an interlink command's run whose site lock no process holds (the kernel frees it
+    with its holder), or a run of the UI or the daemon while no daemon monitors runs. Otherwise a command
+    that only reads answers from the home's records, without Dagster."""
+    from interlink_pipeline.cli.site_activity import DAEMON_BEAT_S
+    from interlink_pipeline.defs.site_runs import TRIGGER_TAG
+
+    for run in home.runs(site, statuses=IN_PROGRESS):
+        if run.tags.get(TRIGGER_TAG) == "cli" and not site_held(site):
+            return True
+        if run.tags.get(TRIGGER_TAG) != "cli" and not home.beat_within("MONITORING", DAEMON_BEAT_S):
+            return True
+    return False
 
 
 def _every_site_status() -> int:

@@ -66,7 +66,7 @@ def dagster_instance():
 def home_records():
     """The registered sites and their runs as the home records them: read from its SQLite files where it
     keeps them there (a command that only reads answers without Dagster), else through its instance."""
-    from interlink_pipeline.defs.publish.site_runs import InstanceHome, local_home
+    from interlink_pipeline.defs.site_runs import InstanceHome, local_home
 
     return local_home(_home()) or InstanceHome(dagster_instance())
 
@@ -308,7 +308,7 @@ def _site_lock(instance, site: str) -> Iterator[None]:
 
     from interlink_pipeline.cli.site_activity import DAEMON_BEAT_S
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.defs.publish.site_runs import InstanceHome, site_runs
+    from interlink_pipeline.defs.site_runs import InstanceHome, site_runs
 
     busy = f"a run of {site} is already in progress"
     path = _lock_path(site)

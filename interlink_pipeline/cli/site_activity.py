@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from interlink_pipeline.cli.dead_runs import IN_PROGRESS
-from interlink_pipeline.defs.publish.site_runs import TRIGGER_TAG, InstanceHome
+from interlink_pipeline.defs.site_runs import TRIGGER_TAG, InstanceHome
 
 # a run not finished: waiting in make dev's queue, or at work
 NOT_FINISHED = ("NOT_STARTED", "QUEUED", *IN_PROGRESS)

@@ -6,7 +6,7 @@ from dagster import AssetExecutionContext, DynamicPartitionsDefinition, PreviewW
 
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.urls import normalize_host
-from interlink_pipeline.defs.publish.site_runs import SITE_PARTITIONS
+from interlink_pipeline.defs.site_runs import SITE_PARTITIONS
 
 site_partitions = DynamicPartitionsDefinition(name=SITE_PARTITIONS)
 # checks are partitioned like their assets (one site's failure leaves the others green): a preview API in

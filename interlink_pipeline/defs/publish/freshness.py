@@ -33,8 +33,8 @@ from interlink_pipeline.core.publish.freshness import plan_freshness, plan_max_a
 from interlink_pipeline.core.publish.publication import read_manifest, site_folder
 from interlink_pipeline.defs.ingest.inbox_sensor import cached_digest
 from interlink_pipeline.defs.partitions import site_partitions
-from interlink_pipeline.defs.publish.site_runs import FRESHNESS_TAG, site_runs
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
+from interlink_pipeline.defs.site_runs import FRESHNESS_TAG, site_runs
 
 FRESHNESS_CHECK = "published_plan_is_fresh"
 FRESHNESS_SCAN_S = 60
