@@ -31,7 +31,7 @@ from interlink_pipeline.core.ingest.pages import clean_pages
 from interlink_pipeline.core.warehouse.database import connect, ensure_tables
 from interlink_pipeline.definitions import build_defs
 from interlink_pipeline.defs.ingest.inbox_sensor import crawl_inbox_sensor
-from interlink_pipeline.defs.publish.site_runs import InstanceHome, SqliteHome
+from interlink_pipeline.defs.site_runs import InstanceHome, SqliteHome
 from interlink_pipeline.sample import SAMPLE_HOST
 from interlink_pipeline_tests.helpers import (
     LIGHT,
@@ -400,8 +400,12 @@ def test_a_second_run_of_a_site_is_refused_and_the_reading_commands_answer_while
             tmp_path / "again.log",
             lambda: instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots,
         )
-        status, sites = _reading(env, "status", "--site", LIGHT), _reading(env, "sites")
-        [running] = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        os.kill(again.pid, signal.SIGSTOP)  # held there, however quick its step: the commands meet it
+        try:
+            status, sites = _reading(env, "status", "--site", LIGHT), _reading(env, "sites")
+            [running] = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        finally:
+            os.kill(again.pid, signal.SIGCONT)
         assert again.wait(timeout=600) == 0, (tmp_path / "again.log").read_text()
         # what the commands read of the home's files is what Dagster reads of it
         records, through_dagster = SqliteHome(home), InstanceHome(instance)
