@@ -16,6 +16,8 @@
   With `--about CHARS`, each page's opening (its meta description, then its text, from the set's own
   export even where the plan was made without it) sits beside its title: what the site's editor knows of
   the two pages, which a title alone does not say (who a person is, what a program does).
+  With `--apart-from FILE…`, the links earlier review files hold are not drawn again: two samples of a
+  small plan judge distinct links (hugodocs publishes 69; two 30-link draws shared 15).
 - `score`: the counts of a filled sample (the plan's and the editors' apart where a key file is beside it).
 - `striking`: what a Search Console export does to a plan: a seeded export is made for the set's pages
   (positions uniform over 1–40, impressions log-normal), and the plan is made again on a copy of the set's
@@ -26,6 +28,9 @@
     python -m benchmarks.bench_editor_review sample --set hugodocs --links 30 --seed 0 --out review.csv
     python -m benchmarks.bench_editor_review sample --set hugodocs --links 30 --editors 30 --out review.csv
     python -m benchmarks.bench_editor_review sample --set cpwiki-no-text --links 30 --editors 10 --about 240 \
+        --out review.csv
+    python -m benchmarks.bench_editor_review sample --set hugodocs --links 30 --editors 10 --about 240 \
+        --seed 76 --apart-from benchmarks/reviews/hugodocs-69g.csv benchmarks/reviews/hugodocs-69h.csv \
         --out review.csv
     python -m benchmarks.bench_editor_review score benchmarks/reviews/*.csv
     python -m benchmarks.bench_editor_review striking --sets hugodocs sample --seed 0
@@ -227,10 +232,22 @@ def with_openings(rows: pl.DataFrame, openings: dict[str, str]) -> pl.DataFrame:
              "link", "target_title", "target_url", "target_about", "verdict", "why")  # fmt: skip
 
 
-def review_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFrame:
-    """A seeded random sample of the plan, as a reviewer reads it: no reason, no probability."""
+def judged_pairs(files: list[str]) -> pl.DataFrame | None:
+    """The (source_url, target_url) pairs earlier review files hold: a new sample leaves them out, so that
+    two samples of a small plan judge distinct links."""
+    frames = [pl.read_csv(f, columns=["source_url", "target_url"], infer_schema=False) for f in files]
+    return pl.concat(frames).unique() if frames else None
+
+
+def review_sample(
+    warehouse: str, site: str, links: int, seed: int, judged: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """A seeded random sample of the plan, as a reviewer reads it: no reason, no probability; none of the
+    `judged` pairs."""
     plan, pages, _ = _plan_frames(warehouse, site)
     titles = pages.select("page_id", pl.coalesce("h1", "title").alias("title"))
+    if judged is not None:
+        plan = plan.join(judged, on=["source_url", "target_url"], how="anti")
     picked = plan.sample(min(links, plan.height), seed=seed, shuffle=True)
     rows = []
     for row in (
@@ -266,10 +283,12 @@ def review_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFr
     return pl.DataFrame(rows)
 
 
-def editors_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataFrame:
+def editors_sample(
+    warehouse: str, site: str, links: int, seed: int, judged: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """A seeded sample of the links the site's editors wrote in its pages' content, in the review's form
     (the anchor in its sentence where the source's text holds it): what the reviewer refuses of these is
-    the floor the plan's refusals are read against."""
+    the floor the plan's refusals are read against; none of the `judged` pairs."""
     from interlink_pipeline.core.graph.sentences import sentence_bounds
     from interlink_pipeline.core.publish.warehouse_reads import content_links
 
@@ -282,8 +301,10 @@ def editors_sample(warehouse: str, site: str, links: int, seed: int) -> pl.DataF
         .join(pages.drop("body_text").rename(lambda c: f"target_{c}" if c != "page_id" else "target_page_id"),
               on="target_page_id")
         .sort("source_page_id", "target_page_id")
-        .sample(min(links, pairs.height), seed=seed)
     )  # fmt: skip
+    if judged is not None:
+        picked = picked.join(judged, on=["source_url", "target_url"], how="anti", maintain_order="left")
+    picked = picked.sample(min(links, picked.height), seed=seed)
     rows = []
     for row in picked.iter_rows(named=True):
         anchor, text = (row["anchor"] or row["target_title"] or "").strip(), row["source_body_text"] or ""
@@ -431,6 +452,10 @@ def main() -> None:
         "--about", type=int, default=0, metavar="CHARS",
         help="also the first CHARS characters of each page's text (the set's own export where it has one)",
     )  # fmt: skip
+    sample.add_argument(
+        "--apart-from", nargs="*", default=[], metavar="FILE",
+        help="earlier review files: the links they hold are not drawn again",
+    )  # fmt: skip
     sample.add_argument("--out", required=True)
     scored = commands.add_parser("score")
     scored.add_argument("files", nargs="+")
@@ -443,9 +468,11 @@ def main() -> None:
     elif args.command == "sample":
         warehouse = args.warehouse or str(DATA / "quality" / args.set / "warehouse.duckdb")
         site = args.site or SITES[args.set]
-        rows = review_sample(warehouse, site, args.links, args.seed)
+        judged = judged_pairs(args.apart_from)
+        rows = review_sample(warehouse, site, args.links, args.seed, judged)
         if args.editors:
-            rows, key = blind_mix(rows, editors_sample(warehouse, site, args.editors, args.seed), args.seed)
+            editors = editors_sample(warehouse, site, args.editors, args.seed, judged)
+            rows, key = blind_mix(rows, editors, args.seed)
             key.write_csv(key_file(Path(args.out)))
         if args.about:
             rows = with_openings(rows, page_openings(args.set, warehouse, site, args.about))
