@@ -479,14 +479,20 @@ def test_a_warehouse_an_analyst_holds_open_for_writing_fails_the_run_in_seconds(
         started = time.monotonic()
         done = run_cli(env, "materialize", "--site", LIGHT)
         seconds = time.monotonic() - started
-        # status reads the warehouse once, without waiting on its holder, and says who holds it
-        status = call_cli(env, "status", "--site", LIGHT)
+        # status reads the warehouse once, without waiting on its holder, and says who holds it; so does
+        # sites, which would count the last finished run's snapshot (there is none yet)
+        status, sites = call_cli(env, "status", "--site", LIGHT), call_cli(env, "sites")
     finally:
         analyst.kill()
         analyst.wait()
     assert status.returncode == 0, status.stderr
     assert f"note: process {analyst.pid} (" in status.stdout
     assert "is writing the warehouse now" in status.stdout
+    assert sites.returncode == 0 and re.fullmatch(
+        rf"note: process {analyst.pid} \(.*\) is writing the warehouse now; no counts\n"
+        rf"{re.escape(LIGHT)}: not materialised yet\n",
+        sites.stdout,
+    ), sites.stdout
     assert done.returncode == 1 and seconds < 90  # 10 s for the run's step, 10 s to record the failure
     assert f"process {analyst.pid} (" in done.stderr and "has held it for 10s" in done.stderr
     assert "analysts query the read-only snapshot" in done.stderr

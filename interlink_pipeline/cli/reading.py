@@ -40,11 +40,12 @@ def sites(args: argparse.Namespace) -> int:
             per_site, counts = _row_counts(warehouse)
         except WarehouseHeld as exc:
             snapshot = snapshot_path(warehouse)
-            print(
-                f"note: {exc.holder} is writing the warehouse now; these counts are the analysts' snapshot's"
-            )
             if snapshot.exists():
                 per_site, counts = _row_counts(snapshot)
+            counted = (
+                "these counts are the last finished run's (the analysts' snapshot)" if counts else "no counts"
+            )
+            print(f"note: {exc.holder} is writing the warehouse now; {counted}")
     for site in sites:
         tables = ", ".join(f"{t}={counts[(site, t)]:,}" for t in per_site if (site, t) in counts)
         print(f"{display_host(site)}: {tables or 'not materialised yet'}")
