@@ -328,6 +328,16 @@ def _wait_while_running(process: subprocess.Popen, log: Path, condition, timeout
         time.sleep(0.1)
 
 
+def _at_a_writing_step(instance: dg.DagsterInstance, home: Path) -> bool:
+    """Whether a run holds the writer and has said which step holds it: the slot is claimed before the
+    step's start is written, and status names the step only from then on."""
+    if not instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots:
+        return False
+    started = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+    events = [kind for run in started for kind, _ in SqliteHome(home).step_events(run.dagster_run.run_id)]
+    return "STEP_START" in events
+
+
 @pytest.mark.e2e
 def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registered):
     env, tmp_path = registered
@@ -395,11 +405,7 @@ def test_a_second_run_of_a_site_is_refused_and_the_reading_commands_answer_while
         # while it holds the writer, status and sites answer from the home's files, the published ones
         # and the snapshot: no Dagster and no table contract loaded, nothing of theirs waits on it
         again = _materialize_in_background(env, tmp_path / "again.log", "backtest")
-        _wait_while_running(
-            again,
-            tmp_path / "again.log",
-            lambda: instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots,
-        )
+        _wait_while_running(again, tmp_path / "again.log", lambda: _at_a_writing_step(instance, home))
         os.kill(again.pid, signal.SIGSTOP)  # held there, however quick its step: the commands meet it
         try:
             status, sites = _reading(env, "status", "--site", LIGHT), _reading(env, "sites")
