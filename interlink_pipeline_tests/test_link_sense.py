@@ -11,7 +11,7 @@ import polars as pl
 
 from interlink_pipeline.core.graph.anchors import AnchorRules, site_anchor_rules
 from interlink_pipeline.core.graph.broad_targets import broad_pages
-from interlink_pipeline.core.graph.mention_sense import MentionSense
+from interlink_pipeline.core.graph.mention_sense import MentionSense, site_case
 from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
 from interlink_pipeline.core.graph.plan_rows import placed_links
 from interlink_pipeline.core.graph.planner import plan_links
@@ -101,7 +101,7 @@ def _sense(pages: pl.DataFrame) -> MentionSense:
 
 def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
     titles = ["Home", "Code block render hooks", "Markdown attributes", "Syntax highlighting", "hugo gen",
-              "hugo gen chromastyles", "Images", "Chess Game"]  # fmt: skip
+              "hugo gen chromastyles", "Images", "Chess Game", "Nebula"]  # fmt: skip
     texts = [
         "The documentation of the site.",
         "Override how Hugo renders fenced code blocks with a render hook template of your own, per language.",
@@ -111,8 +111,11 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         "Generate CSS stylesheets for the Chroma code highlighter.",
         "Resize, crop and filter images in your templates.",
         "A game of chess from its first move to its result, as a program records it.",
+        "The chess engine Nebula plays on the Internet Chess Club, where Nebula won a blitz tournament.",
     ]
     sense = _sense(_pages(texts, titles))
+    # the case the site writes its one-word names in, inside sentences (a sentence's first word aside)
+    assert (sense.site_case["nebula"], sense.site_case["images"]) == (True, False)
     command = "Generate the stylesheet with the hugo gen chromastyles command."
     hooks = "A render hook template overrides how Hugo renders code blocks of each language."
     attributes = "Markdown attributes apply to images, blockquotes, code blocks, headings and tables."
@@ -122,7 +125,11 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         ("hugo gen", command, 3, 4),  # cut out of another page's longer name
         ("hugo gen chromastyles", command, 3, 5),
         ("Syntax highlighting", "Syntax highlighting works in every fenced block.", 2, 3),  # about it
-        ("Images", "Open the gallery in Images to crop each one.", 0, 6),  # one word, written as a name
+        # one word, as a name: where the site writes it so (Nebula), it names the page; where the site
+        # writes it in lower case (images), a capital does not make it a name: asked of its sentence
+        ("Nebula", "He lost a blitz game to the engine Nebula.", 0, 8),
+        ("Images", "Open the gallery in Images to crop each one.", 0, 6),
+        ("nebula", "The star cluster lies inside a bright nebula of gas.", 0, 8),  # another word: not asked
         ("syntax highlighting", "Hooks may add syntax highlighting to a block.", 0, 1),  # another page's name
         # a title in sentence case describes: an ordinary phrase but in a sentence about its page
         ("markdown attributes", "Hooks read the markdown attributes of a block.", 0, 2),
@@ -139,6 +146,8 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         True,
         True,
         True,
+        True,
+        False,
         False,
         False,
         True,
@@ -146,9 +155,36 @@ def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():
         True,
     ]
     # the sentences judged by their words, the phrase left out (Images is nearer the photo's sentence than
-    # Chess Game); asked again, none is embedded again
-    assert sorted(sense._closer.values()) == [0, 0, 0, 0, 1, 2, 4]
+    # Chess Game), the namesake not asked; asked again, none is embedded again
+    assert sorted(sense._closer.values()) == [0, 0, 0, 0, 0, 1, 2, 4]
+    assert not [context for context, _, _ in sense._closer if "star cluster" in context]
     assert sense.means(phrases[:2], sentences[:2], sources[:2], targets[:2], 5) == [True, True]
+
+
+def test_the_case_a_site_writes_a_name_in_is_told_from_its_sentences_not_its_titles():
+    texts = pl.Series(
+        [
+            "The engine Nebula won the blitz. Nebula lost the final.\nNebula then retired.",
+            "Magic Bitboards Revisited, by Kim Walisch. Most engines use bitboards, and Bitboards Now.",
+            "Rotated Bitboards and Magic Bitboards, and 0x88 or bitboards in 1998.",
+            None,
+        ]
+    )
+    # after a full stop or at a line's start a capital says nothing, nor inside a title's words
+    assert site_case(texts, {"nebula", "bitboards", "0x88", "absent"}) == {"nebula": True, "bitboards": False}
+
+
+def test_a_name_with_the_words_on_both_sides_of_it_may_be_another_pages_name():
+    titles = ["Cray Blitz", "Levy versus Cray Blitz 1984", "David Levy"]
+    texts = ["A chess program by Robert Hyatt.", "The last match of the Levy bet.", "A Scottish master."]
+    sense = _sense(_pages(texts, titles))
+    lists = "Levy versus Cray Blitz 1984 Levy versus Deep Thought 1989"
+    asked = [
+        ("Cray Blitz", lists, 2, 0),  # the match's page, named by the words on both sides
+        ("Cray Blitz", "He lost a game to Cray Blitz in 1984.", 2, 0),
+    ]
+    phrases, sentences, sources, targets = (list(column) for column in zip(*asked, strict=True))
+    assert sense.means(phrases, sentences, sources, targets, None) == [False, True]
 
 
 def _pages(texts: list[str], titles: list[str]) -> pl.DataFrame:

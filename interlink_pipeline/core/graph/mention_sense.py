@@ -8,7 +8,10 @@ word of the name, another anchor the site uses for the page) means the target on
 about it: with the phrase left out, the sentence's text is closest to the target among the site's pages
 (its `nearest` pages, the source itself not counted), by the model the pages were embedded with. And no
 phrase that is, or with the words around it spells out, another page's name ("pawn structure", "hugo gen"
-of "hugo gen chromastyles") means its target.
+of "hugo gen chromastyles") means its target. A name of one word means it only written in the case the
+site's own text writes that word inside its sentences: where the site writes "Nebula" (a program), "a
+nebula" is another word; where it writes "recursion", "Primitive Recursion" is a title's word, asked of its
+sentence.
 """
 
 from __future__ import annotations
@@ -20,12 +23,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.graph.sentences import anchor_at
 from interlink_pipeline.core.text import first_clause
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_INSIDE_AFTER = frozenset(",;)]")  # what a word inside a sentence may follow, besides a word
 LONGER_BY = 3  # words around a phrase tried for another page's longer name
 CONTEXT_WORDS = 20  # words of the sentence on either side of a phrase that say what it is about
 SCORED_CELLS = 1 << 25  # sentence x page similarities held at once (128 MB of float32)
+CASE_READ_CHARS = 20_000_000  # text read for its names' case (7M: 1 s); past it, every k-th page's
 
 
 def name_key(text: str | None) -> str:
@@ -41,6 +48,8 @@ class MentionSense:
     encode: Callable[[Sequence[str]], np.ndarray]  # the pages' encoder: texts -> unit-norm vectors
     written: list[frozenset[str]]  # each page's names as written: its title, H1 and their first clauses
     glue: frozenset[str]  # the language's function words: "The King" is one word of a name
+    # each one-word name the site's text writes inside its sentences -> whether mostly with a capital
+    site_case: dict[str, bool] = field(default_factory=dict)
     names: dict[str, set[int]] = field(init=False)  # each name_key -> the pages that bear it
     _closer: dict[tuple[str, int, int], int] = field(default_factory=dict)  # sentences already judged
 
@@ -59,7 +68,8 @@ class MentionSense:
             frozenset(n for n in (title, h1, first_clause(title), first_clause(h1)) if n)
             for title, h1 in pages.select("title", "h1").iter_rows()
         ]
-        return cls(vectors, encode, written, glue)
+        words = {key for names in written for key in map(name_key, names) if key and " " not in key}
+        return cls(vectors, encode, written, glue, site_case(pages["body_text"], words - glue))
 
     def means(self, phrases: Sequence[str], sentences: Sequence[str], sources: Sequence[int],
               targets: Sequence[int], nearest: int | None) -> list[bool]:  # fmt: skip
@@ -67,7 +77,10 @@ class MentionSense:
         `nearest` None, sentences are not judged (what may mean its target: a planner's candidates, the
         sentences of those it plans judged once they are placed)."""
         named = [self._is_name(p, s, t) for p, s, t in zip(phrases, sentences, targets, strict=True)]
-        longer = [self._in_longer_name(p, s, t) for p, s, t in zip(phrases, sentences, targets, strict=True)]
+        longer = [
+            self._in_longer_name(p, s, t) or self._another_word(p, s, t)
+            for p, s, t in zip(phrases, sentences, targets, strict=True)
+        ]
         ask = [i for i, (n, x) in enumerate(zip(named, longer, strict=True)) if not n and not x]
         if nearest is None:
             return [not x for x in longer]
@@ -88,13 +101,28 @@ class MentionSense:
             return False
         if sum(word not in self.glue for word in key.split()) > 1:
             return any(_same_case(phrase, name) and _proper(name) for name in self.written[target])
-        initial = sentence.lstrip(" \"'“‘([«¿¡").startswith(phrase)
-        return phrase in self.written[target] and not initial
+        written = phrase in self.written[target] and self._as_site_writes(phrase)
+        return written and not _initial(phrase, sentence)
+
+    def _as_site_writes(self, phrase: str) -> bool:
+        """Whether a word has the case the site's text writes it in inside its sentences (or the site's
+        text does not say)."""
+        capital = self.site_case.get(phrase.lower())
+        return capital is None or capital == phrase[:1].isupper()
+
+    def _another_word(self, phrase: str, sentence: str, target: int) -> bool:
+        """Whether a word inside its sentence is in lower case where the target's name is that word with a
+        capital and the site writes it so: the name's namesake ("a nebula"; the site's Nebula, a program)."""
+        if not phrase.islower() or self.site_case.get(phrase) is not True or phrase in self.written[target]:
+            return False
+        return target in self.names.get(phrase, ()) and not _initial(phrase, sentence)
 
     def _in_longer_name(self, phrase: str, sentence: str, target: int) -> bool:
-        """Whether the phrase, or the phrase and the words right before or after it in the sentence, are
-        another page's name."""
-        at = sentence.lower().find(phrase.lower())
+        """Whether the phrase, or the phrase with words right before it, after it or both in the sentence,
+        is another page's name ("Levy versus [[Cray Blitz]] 1984", a match's page, not the program's)."""
+        at = anchor_at(sentence, phrase)
+        if at < 0:
+            at = sentence.lower().find(phrase.lower())
         if at < 0:
             return False
         before = _WORD.findall(sentence[:at])[-LONGER_BY:]
@@ -103,9 +131,10 @@ class MentionSense:
         names = self.names.get(words, set())
         if names and target not in names:
             return True  # the phrase is another page's whole name ("pawn structure", not Pawn Hash Table)
-        for n in range(1, LONGER_BY + 1):
-            for longer in (" ".join([words, *after[:n]]), " ".join([*before[len(before) - n :], words])):
-                if longer != words and self.names.get(longer.lower(), {target}) - {target}:
+        for b in range(len(before) + 1):
+            for a in range(len(after) + 1):
+                longer = " ".join([*before[len(before) - b :], words, *after[:a]]).lower()
+                if (a or b) and self.names.get(longer, {target}) - {target}:
                     return True
         return False
 
@@ -124,6 +153,36 @@ class MentionSense:
                     closer = int((row > row[target]).sum()) - int(row[source] > row[target])
                     self._closer[(context, source, target)] = closer
         return [self._closer[_context_key(*a)] for a in asked]
+
+
+def site_case(texts: pl.Series, words: set[str]) -> dict[str, bool]:
+    """For each of `words` (lower case) that the texts write inside a sentence (after a word or a comma,
+    not after a full stop or at a line's start), whether they write it with a capital of its own (between
+    words in lower case: "the engine Nebula plays", not "Magic Bitboards", a title's words) more often than
+    in lower case. Past CASE_READ_CHARS of text, every k-th text is read: a majority needs no more."""
+    capital: dict[str, int] = {}
+    lower: dict[str, int] = {}
+    texts = texts.drop_nulls()
+    every = -(-int(texts.str.len_chars().sum() or 0) // CASE_READ_CHARS) or 1
+    for text in texts.gather_every(every):
+        for line in text.splitlines():
+            tokens = _TOKEN.findall(line)
+            for i in range(1, len(tokens)):
+                word, before, after = tokens[i], tokens[i - 1], "".join(tokens[i + 1 : i + 2])
+                key = word.lower()
+                inside = before[:1].isalnum() or before in _INSIDE_AFTER
+                if key not in words or not inside or not word[:1].isalpha():
+                    continue
+                if word[:1].islower():
+                    lower[key] = lower.get(key, 0) + 1
+                elif not before[:1].isupper() and not after[:1].isupper():
+                    capital[key] = capital.get(key, 0) + 1
+    return {key: capital.get(key, 0) > lower.get(key, 0) for key in capital.keys() | lower.keys()}
+
+
+def _initial(phrase: str, sentence: str) -> bool:
+    """Whether the phrase is its sentence's first word (its capital then says nothing)."""
+    return sentence.lstrip(" \"'“‘([«¿¡").startswith(phrase)
 
 
 def _same_case(phrase: str, name: str) -> bool:
