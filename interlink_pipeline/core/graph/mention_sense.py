@@ -68,8 +68,9 @@ class MentionSense:
             frozenset(n for n in (title, h1, first_clause(title), first_clause(h1)) if n)
             for title, h1 in pages.select("title", "h1").iter_rows()
         ]
-        words = {key for names in written for key in map(name_key, names) if key and " " not in key}
-        return cls(vectors, encode, written, glue, site_case(pages["body_text"], words - glue))
+        sense = cls(vectors, encode, written, glue)
+        sense.site_case = site_case(pages["body_text"], {key for key in sense.names if " " not in key} - glue)
+        return sense
 
     def means(self, phrases: Sequence[str], sentences: Sequence[str], sources: Sequence[int],
               targets: Sequence[int], nearest: int | None) -> list[bool]:  # fmt: skip
@@ -120,9 +121,7 @@ class MentionSense:
     def _in_longer_name(self, phrase: str, sentence: str, target: int) -> bool:
         """Whether the phrase, or the phrase with words right before it, after it or both in the sentence,
         is another page's name ("Levy versus [[Cray Blitz]] 1984", a match's page, not the program's)."""
-        at = anchor_at(sentence, phrase)
-        if at < 0:
-            at = sentence.lower().find(phrase.lower())
+        at = _phrase_at(sentence, phrase)
         if at < 0:
             return False
         before = _WORD.findall(sentence[:at])[-LONGER_BY:]
@@ -180,6 +179,13 @@ def site_case(texts: pl.Series, words: set[str]) -> dict[str, bool]:
     return {key: capital.get(key, 0) > lower.get(key, 0) for key in capital.keys() | lower.keys()}
 
 
+def _phrase_at(sentence: str, phrase: str) -> int:
+    """Where the phrase stands in its sentence: where the planner places it as words of their own
+    (sentences.anchor_at), else its first occurrence in any case; -1 where it is not there."""
+    at = anchor_at(sentence, phrase)
+    return at if at >= 0 else sentence.lower().find(phrase.lower())
+
+
 def _initial(phrase: str, sentence: str) -> bool:
     """Whether the phrase is its sentence's first word (its capital then says nothing)."""
     return sentence.lstrip(" \"'“‘([«¿¡").startswith(phrase)
@@ -205,7 +211,7 @@ def _proper(name: str) -> bool:
 def _context_key(sentence: str, phrase: str, source: int, target: int) -> tuple[str, int, int]:
     """The sentence's CONTEXT_WORDS words on either side of the phrase, the phrase left out, and the pair
     it is asked for."""
-    at = sentence.lower().find(phrase.lower())
+    at = _phrase_at(sentence, phrase)
     before, after = (sentence, "") if at < 0 else (sentence[:at], sentence[at + len(phrase) :])
     context = [*before.split()[-CONTEXT_WORDS:], *after.split()[:CONTEXT_WORDS]]
     return " ".join(context), source, target
