@@ -338,33 +338,58 @@ def _at_a_writing_step(instance: dg.DagsterInstance, home: Path) -> bool:
     return "STEP_START" in events
 
 
+def _steps_finished(home: Path) -> list[str]:
+    """The steps the run at work has finished, in order."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        started = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+    return [
+        step
+        for run in started
+        for kind, step in SqliteHome(home).step_events(run.dagster_run.run_id)
+        if kind == "STEP_SUCCESS"
+    ]
+
+
 @pytest.mark.e2e
-def test_a_killed_cli_run_is_marked_failed_and_does_not_block_the_next(registered):
+def test_a_killed_cli_run_is_marked_failed_and_resumed_from_its_last_finished_step(registered):
     env, tmp_path = registered
+    home = Path(env["DAGSTER_HOME"])
     killed = _materialize_in_background(env, tmp_path / "killed.log")
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
         _wait_while_running(
             killed,
             tmp_path / "killed.log",
-            lambda: instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots,
+            lambda: len(_steps_finished(home)) >= 2 and _at_a_writing_step(instance, home),
         )
-        os.kill(killed.pid, signal.SIGKILL)  # in the middle of a writing step
+        os.kill(killed.pid, signal.SIGKILL)  # in the middle of a writing step, two or more finished
         killed.wait()
         [held] = instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
-        done = run_cli(env, "materialize", "--site", LIGHT)
+        finished_before = [
+            step for kind, step in SqliteHome(home).step_events(held.run_id) if kind == "STEP_SUCCESS"
+        ]
+        refused = run_cli(env, "materialize", "--site", LIGHT, "--resume", "--max-depth", "3")
+        assert refused.returncode == 2
+        assert "leave out --wait, --config and the setting flags" in refused.stderr
+        done = run_cli(env, "materialize", "--site", LIGHT, "--resume")
         assert done.returncode == 0, done.stderr
-        # outside a terminal, a line per finished step (a terminal gets a bar: test_cli's demo)
-        finished = re.findall(r"\[(\d+)/(\d+)\] (\w+): success in", done.stdout)
-        assert [step for _, _, step in finished][:2] == ["raw_crawl", "raw_links"], done.stdout
-        assert "link_plan" in [step for *_, step in finished] and finished[-1][0] == finished[-1][1]
         assert f"run {held.run_id} had stopped: its process (pid {killed.pid}) is gone" in done.stderr
         assert instance.get_run_by_id(held.run_id).status == dg.DagsterRunStatus.FAILURE
+        said = f"resuming run {held.run_id} of {LIGHT}: {len(finished_before)} of "
+        assert said in done.stdout and ", ".join(finished_before) in done.stdout, done.stdout
+        # outside a terminal, a line per finished step (a terminal gets a bar: test_cli's demo): the steps
+        # the killed run finished are not run again, every other one is
+        finished = [step for *_, step in re.findall(r"\[(\d+)/(\d+)\] (\w+): success in", done.stdout)]
+        assert finished[0] not in finished_before and not set(finished) & set(finished_before), done.stdout
+        assert {"link_plan", "published_measurement"} <= set(finished), done.stdout
+        [resumed] = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS]))
+        assert resumed.tags["dagster/parent_run_id"] == held.run_id
+        again = run_cli(env, "materialize", "--site", LIGHT, "--resume")
+        assert again.returncode == 2 and f"last run ({resumed.run_id}) succeeded" in again.stderr
         assert not instance.event_log_storage.get_concurrency_info("duckdb_writer").claimed_slots
         # the process a later command judges is in the run's events (the UI shows its start as a date)
-        [ran] = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS]))
-        process = run_process(instance, ran)
+        process = run_process(instance, resumed)
         assert process.cli and process.host == socket.gethostname() and process.pid not in (os.getpid(), None)
-        assert set(ran.tags) & {"interlink/pid", "interlink/host", "interlink/process_started"} == set()
+        assert set(resumed.tags) & {"interlink/pid", "interlink/host", "interlink/process_started"} == set()
     with duckdb.connect(env["INTERLINK_WAREHOUSE"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM graph.link_plan").fetchone()[0] > 0
         recorded = con.execute("SELECT run_id, site FROM ops.run_failures").fetchall()
@@ -809,6 +834,7 @@ def test_a_killed_run_never_holds_its_site_whatever_the_dagster_home(
     said = f"run {dead.run_id} had stopped: its process (pid {killed.pid}) is gone: it was killed or crashed"
     assert status.returncode == 0 and said in status.stderr
     assert f"last run: {dead.run_id} FAILURE" in status.stdout
+    assert f"--site {LIGHT} --resume runs what it left" in status.stdout
     # the next command that needs the site goes ahead (here it says what it needs: pages)
     decisions = tmp_path / "decisions.csv"
     decisions.write_text("source_url,target_url,decision\n")

@@ -204,6 +204,11 @@ def _materialize_command(run: argparse.ArgumentParser) -> None:
         help="wait for a run of the site in progress (the inbox sensor's, the UI's) instead of refusing; "
         "nothing is run again when it materialised the registered exports",
     )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="run only the steps the site's last run did not finish (killed, or failed), with its settings",
+    )
     _settings_options(run)
 
 

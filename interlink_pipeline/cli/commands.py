@@ -108,9 +108,32 @@ def _follow_sensor_run(site: str, since: float) -> int:
 
 def materialize(args: argparse.Namespace) -> int:
     config, site = run_config(args), registered(args.site)
+    if args.resume:
+        return _resume(site, config, args.wait)
     if args.wait and _waited_for_a_run_of_it(site) and not config:
         return 0
     return run_site(site, run_config=config)
+
+
+def _resume(site: str, config: dict, wait: bool) -> int:
+    """The steps of the site's last run that did not finish, run again with its settings (resume.py)."""
+    from interlink_pipeline.cli.resume import resumption
+    from interlink_pipeline.core.errors import InputError
+    from interlink_pipeline.core.ingest.inbox import default_inbox
+    from interlink_pipeline.defs.ingest.inbox_sensor import inbox_run_key
+
+    if config or wait:
+        raise InputError(
+            "--resume runs what the last run left with that run's settings: leave out --wait, --config and "
+            "the setting flags."
+        )
+    with locked_site(site) as instance:
+        left = resumption(instance, site, inbox_run_key(default_inbox(), site))
+        print(
+            f"resuming run {left.run_id} of {site}: {len(left.done)} of {len(left.done) + len(left.left)} "
+            f"steps finished ({', '.join(left.done) or 'none'}); running {', '.join(left.left)}"
+        )
+        return execute(instance, site, left.left, left.run_config, left.run_key, left.tags)
 
 
 def _waited_for_a_run_of_it(site: str) -> bool:

@@ -122,7 +122,12 @@ def _last_run(home, site: str) -> str | None:
     run = runs[0]
     began = datetime.fromtimestamp(run.started or run.created, UTC)
     took = f", {run.ended - run.started:.0f}s" if run.ended and run.started else ""
-    return f"{run.run_id} {run.status} ({began:%Y-%m-%d %H:%M} UTC{took})"
+    resume = (
+        f"; interlink materialize --site {site} --resume runs what it left"
+        if run.status in ("FAILURE", "CANCELED")
+        else ""
+    )
+    return f"{run.run_id} {run.status} ({began:%Y-%m-%d %H:%M} UTC{took}{resume})"
 
 
 def _may_have_died(home, site: str) -> bool:

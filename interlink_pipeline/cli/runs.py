@@ -150,15 +150,16 @@ def execute(
     steps: list[str] | None = None,
     run_config: dict | None = None,
     run_key: str | None = None,
+    tags: dict[str, str] | None = None,
 ) -> int:
-    """A run of the site's pipeline (or `steps`) in process, followed step by step; the caller holds the
-    site (locked_site)."""
+    """A run of the site's pipeline (or `steps`) in process, followed step by step, with `tags` besides
+    its own; the caller holds the site (locked_site)."""
     from interlink_pipeline.core.ingest.inbox import default_inbox
     from interlink_pipeline.definitions import defs
     from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
     from interlink_pipeline.defs.jobs import step_keys
 
-    tags = {"interlink/trigger": "cli"}
+    tags = {"interlink/trigger": "cli", **(tags or {})}
     key = inbox_run_key(default_inbox(), site) if steps is None else run_key
     started = time.monotonic()
     job = defs.resolve_job_def("site_pipeline")
