@@ -6,6 +6,7 @@ import re
 import sys
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import polars as pl
 import pytest
@@ -62,6 +63,23 @@ def test_demo_materialises_the_sample(cli_env, tmp_path, sample_site):
     assert "Running with dbt" not in shown and "Running with dbt" in said.read_text()
     with duckdb.connect(cli_env["INTERLINK_WAREHOUSE"], read_only=True) as con:
         assert con.execute("SELECT count(*) FROM staging.pages").fetchone()[0] == 1700
+    # the whole run recorded its peak memory and the crawl's rows: a memory cap under what the next run
+    # needs, by that peak, is said before anything runs; a cap that is no size is named
+    with dg.DagsterInstance.from_config(cli_env["DAGSTER_HOME"]) as instance:
+        ok = dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS], tags={"dagster/partition": SAMPLE_HOST})
+        [ran] = instance.get_runs(ok, limit=1)
+        runs_before = len(instance.get_runs())
+    peak = float(ran.tags["interlink/peak_memory_gb"])
+    assert ran.tags["interlink/pages"] == "1962" and 0.3 < peak < 8
+    capped = call_cli({**cli_env, "INTERLINK_MEMORY_LIMIT": "200MB"}, "materialize", "--site", SAMPLE_HOST)
+    assert capped.returncode == 2, capped.stdout + capped.stderr
+    assert f"a run of {SAMPLE_HOST} (1,962 pages) needs about {peak:.1f} GB of memory (its last whole run " \
+        f"({ran.run_id}) peaked at {peak:.1f} GB with 1,962 pages), more than INTERLINK_MEMORY_LIMIT=200MB" \
+        in capped.stderr  # fmt: skip
+    unread = call_cli({**cli_env, "INTERLINK_MEMORY_LIMIT": "lots"}, "materialize", "--site", SAMPLE_HOST)
+    assert unread.returncode == 2 and "INTERLINK_MEMORY_LIMIT must be a size such as 12GB" in unread.stderr
+    with dg.DagsterInstance.from_config(cli_env["DAGSTER_HOME"]) as instance:
+        assert len(instance.get_runs()) == runs_before  # nothing ran
     listing = call_cli(cli_env, "sites")
     [line] = [line for line in listing.stdout.splitlines() if line.startswith(f"{SAMPLE_HOST}: raw.")]
     assert "raw.crawl_pages=1,962" in line and "marts.link_opportunities=" in line

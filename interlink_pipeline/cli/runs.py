@@ -154,12 +154,15 @@ def execute(
 ) -> int:
     """A run of the site's pipeline (or `steps`) in process, followed step by step, with `tags` besides
     its own; the caller holds the site (locked_site)."""
+    from interlink_pipeline.cli.memory_check import record_peak, refuse_over_cap
     from interlink_pipeline.core.ingest.inbox import default_inbox
     from interlink_pipeline.definitions import defs
     from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
     from interlink_pipeline.defs.jobs import step_keys
 
     tags = {"interlink/trigger": "cli", **(tags or {})}
+    if steps is None:
+        refuse_over_cap(instance, site)
     key = inbox_run_key(default_inbox(), site) if steps is None else run_key
     started = time.monotonic()
     job = defs.resolve_job_def("site_pipeline")
@@ -188,6 +191,8 @@ def execute(
     seconds = time.monotonic() - started
     if not result.success:
         return _report_failure(instance, result, site, seconds)
+    if steps is None:
+        record_peak(instance, result.run_id, site)
     print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s (its steps' output: {said.where()})")
     published = _published_after(instance, result.run_id)
     if published is not None:

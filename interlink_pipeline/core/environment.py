@@ -37,6 +37,9 @@ class Environment(BaseSettings):
     memory_limit: str | None = _variable(
         "INTERLINK_DUCKDB_MEMORY_LIMIT", "DuckDB's memory_limit for each connection."
     )
+    memory_cap: str | None = _variable(
+        "INTERLINK_MEMORY_LIMIT", "The memory a whole run may take (12GB): one estimated above it is refused."
+    )
     snapshot_path: str | None = _variable(
         "INTERLINK_SNAPSHOT_PATH", "Where the analysts' snapshot is written."
     )
