@@ -16,6 +16,7 @@ from interlink_pipeline.core.graph.anchors import (
     anchor_rules,
     choose_anchors,
     target_names,
+    url_like,
 )
 from interlink_pipeline.core.graph.centrality import betweenness, centrality
 from interlink_pipeline.core.graph.decided_links import (
@@ -761,7 +762,16 @@ def test_anchors_are_phrases_an_editor_keeps_or_the_targets_name():
         "<remarks>",
         title,
     ]
-    assert target_names("/DELAYLOAD (Delay Load Import)", None, None) == ["/DELAYLOAD (Delay Load Import)"]
+    # ... and an option's name, a slash before one word, is its page's name, as is a directive's leading dot
+    assert target_names("/DELAYLOAD (Delay Load Import)", None, None) == [
+        "/DELAYLOAD",
+        "/DELAYLOAD (Delay Load Import)",
+    ]
+    assert target_names("ALL", "/ALL", None) == ["/ALL", "ALL"]
+    assert target_names(".SAVEREG", ".SAVEREG", None) == [".SAVEREG"]
+    assert [url_like(text) for text in ("/ALL", "/", "/about/", "/methods/page/prev", "a/b")] == [
+        False, True, True, True, True,
+    ]  # fmt: skip
     links = pl.DataFrame(
         {
             "source": [1, 2, 3, 4, 5],

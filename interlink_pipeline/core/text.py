@@ -28,8 +28,9 @@ def _stopwords(language: str) -> frozenset[str]:
 
 
 def first_clause(text: str | None) -> str:
-    """A title's own words: the part before ' | ', ': ', ' - ', ','."""
-    return _CLAUSE_END.split((text or "").strip())[0].strip(" .") if text else ""
+    """A title's own words: the part before ' | ', ': ', ' - ', ','; a leading dot is one of them (the
+    directive ".SAVEREG")."""
+    return _CLAUSE_END.split((text or "").strip())[0].rstrip(" .") if text else ""
 
 
 def detect_language(texts: list[str]) -> str:

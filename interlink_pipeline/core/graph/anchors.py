@@ -24,8 +24,11 @@ from interlink_pipeline.core.text import (
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# a slash past a name's first character: a path ("/methods/page/prev/", "a/b"); one before a single word is
+# a command-line option's name ("/ALL", "/PGD")
 _URL_LIKE = re.compile(
-    r"[/\\]|^(https?:|www\.)|\w\.(html?|php|aspx?|md|m?js|cjs|ts|css|json|ya?ml|toml|xml|txt)$", re.I
+    r"(?<=.)[/\\]|^[/\\]+$|^(https?:|www\.)|\w\.(html?|php|aspx?|md|m?js|cjs|ts|css|json|ya?ml|toml|xml|txt)$",
+    re.I | re.S,
 )
 _URL_START = re.compile(r"(https?:|www\.)", re.I)
 SPREAD_TARGETS = 3  # an existing anchor pointing at this many pages or more names none of them
@@ -35,7 +38,7 @@ FULL_TEXT_WORDS = 200  # ... when their texts are this long; shorter texts, a pr
 
 def url_like(text: str) -> bool:
     """A URL, a path or a file name (`/methods/page/prev/`, `postcss.config.mjs`), not a name (a slash in
-    words is one: "/DELAYLOAD (Delay Load Import)", "input/output streams")."""
+    words is one: "/DELAYLOAD (Delay Load Import)", "input/output streams"; an option's is: "/ALL")."""
     text = text.strip()
     return bool(_URL_LIKE.search(text)) and not (" " in text and not _URL_START.match(text))
 
