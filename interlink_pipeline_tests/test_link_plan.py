@@ -436,6 +436,26 @@ def test_a_list_of_too_deep_pages_is_linked_from_the_index_above_it_not_each_pag
     assert planner.stats.too_deep_after == 0
 
 
+def test_an_index_lists_a_too_deep_page_only_when_it_is_like_the_pages_its_list_holds():
+    # home → 1 (an index listing the overviews 2, 13, 14) → 2 → 3 (a list of 4..11, at depth 4); with
+    # max_depth 3 the index above 3 is 1. Where 3 is one more overview (its vector like 2, 13 and 14's),
+    # 1 lists it; where 3 is of another kind (a control's member functions among the controls), it does not
+    existing = [(0, 1, True), (1, 2, True), (1, 13, True), (1, 14, True), (2, 3, True),
+                *((3, t, True) for t in range(4, 12))]  # fmt: skip
+    sections = SiteSections(*(np.empty(0, dtype=np.int64),) * 3, listings=np.array([1]))
+    overviews = np.array([[1.0, 0.0], [0.9, 0.436], [0.95, 0.312]], dtype=np.float32)
+
+    def shortcuts(kind: list[float]) -> dict:
+        vectors = np.zeros((15, 2), dtype=np.float32)
+        vectors[[2, 13, 14]], vectors[3], vectors[4:12] = overviews, kind, [0.0, 1.0]
+        site = _site(15, existing=existing, sections=sections, vectors=vectors)
+        planned, _ = plan_links(site, PlanOptions(hub_links=0, out_link_budget=2, max_depth=3))
+        return _links(planned.filter(pl.col("reason") != "topical"))
+
+    assert shortcuts([0.97, 0.243]) == {(1, 3): "depth-shortcut"}
+    assert (1, 3) not in shortcuts([0.0, 1.0])
+
+
 def test_near_duplicate_orphans_are_not_rescued_side_by_side_the_pair_is_named():
     # orphans 3 and 4 say the same (cosine 0.99), 5 another thing: 3 and 5 are rescued, 4 is named as 3's
     # possible cannibal and left for an editor to merge or redirect; the orphan check still passes

@@ -111,28 +111,58 @@ def link_from_above_or_related(
     depth: np.ndarray,
     eligible: np.ndarray,
     reason: str | Mapping[int, str],
+    lists: IndexLists,
 ) -> None:
-    """Give each target one link from the `eligible` index above its own index (indexes_above), else, for
-    those none is open on, from its first eligible related source (link_from_related)."""
+    """Give each target one link from the `eligible` index above its own index (indexes_above) whose list
+    holds pages like it (`lists`), else, for those none is open on, from its first eligible related source
+    (link_from_related)."""
     rest = []
     for target in targets.tolist():
         why = reason if isinstance(reason, str) else reason[target]
-        above = indexes_above(planner, into, depth, target, eligible[: planner.page_count])
+        above = indexes_above(planner, into, depth, target, eligible[: planner.page_count], lists)
         if above is None or not link_first_open(planner, target, above, eligible, why):
             rest.append(target)
     link_from_related(planner, np.asarray(rest, dtype=np.int64), eligible, reason)
 
 
+class IndexLists:
+    """Whether a page belongs in an index's list: it is at least as close to the pages the list holds as
+    its typical page is to the others (their median). A list holds pages of one kind — the controls'
+    overviews, a category's products — and a page of another kind (a control's member functions, one
+    level further down) is no entry of it, however deep it sits."""
+
+    def __init__(self, vectors: np.ndarray | None, out: sparse.csr_matrix):
+        self.vectors, self.out = vectors, out
+        self._typical: dict[int, float] = {}
+
+    def holds_like(self, index: int, page: int) -> bool:
+        items = csr_row(self.out, index)  # (a page already among them is no new link: not asked)
+        if self.vectors is None or len(items) < 2:
+            return True  # nothing to tell its kind by
+        block = self.vectors[items]
+        total = block.sum(axis=0)
+        if index not in self._typical:  # each item's mean closeness to the others, through their sum
+            own = np.einsum("ij,ij->i", block, block)
+            self._typical[index] = float(np.median((block @ total - own) / (len(items) - 1)))
+        return float(self.vectors[page] @ total) / len(items) >= self._typical[index]
+
+
 def indexes_above(
-    planner: PlanState, into: sparse.csr_matrix, depth: np.ndarray, page: int, givers: np.ndarray
+    planner: PlanState,
+    into: sparse.csr_matrix,
+    depth: np.ndarray,
+    page: int,
+    givers: np.ndarray,
+    lists: IndexLists,
 ) -> Sources | None:
-    """The `givers` that are index pages and link a page that links `page` one level up (its index's
-    index: `into` holds each page's in-links), most similar to it first: the site's own hierarchy places
-    the page in their list."""
+    """The `givers` that are index pages, link a page that links `page` one level up (its index's index:
+    `into` holds each page's in-links) and whose list holds pages like it (`lists`), most similar to it
+    first: the site's own hierarchy places the page in their list."""
     linking = csr_row(into, page)
     parents = linking[depth[linking] == depth[page] - 1]
     above = np.unique(np.concatenate([csr_row(into, p) for p in parents.tolist()] or [np.array([], int)]))
     above = above[givers[above] & planner.is_index[above]]
+    above = np.asarray([index for index in above.tolist() if lists.holds_like(index, page)], dtype=np.int64)
     if not len(above):
         return None
     vectors = planner.site.vectors

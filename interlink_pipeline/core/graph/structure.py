@@ -14,6 +14,7 @@ from interlink_pipeline.core.graph.link_evidence import SECTION_INDEX
 from interlink_pipeline.core.graph.metrics import UNREACHABLE, click_depth, out_degree
 from interlink_pipeline.core.graph.plan_state import PlanState
 from interlink_pipeline.core.graph.structural_sources import (
+    IndexLists,
     Sources,
     csr_row,
     link_first_open,
@@ -204,16 +205,17 @@ def shorten_depth(planner: PlanState) -> None:
             np.where(depth[ordered] == UNREACHABLE, "component-bridge", "depth-shortcut"),
         )
         linked = len(planner.links)
-        into = graph[:n][:, :n].astype(bool).T.tocsr()
+        pages_graph = graph[:n][:, :n].astype(bool).tocsr()
+        into, lists = pages_graph.T.tocsr(), IndexLists(planner.site.vectors, pages_graph)
         why = dict(zip(ordered.tolist(), reasons.tolist(), strict=True))
         # a section's index before its pages: once it is in reach, it is their place (its list)
         heads = _section_heads(planner, ordered)
         if len(heads):
-            link_from_above_or_related(planner, heads, into, depth[:n], eligible, why)
+            link_from_above_or_related(planner, heads, into, depth[:n], eligible, why, lists)
             if len(planner.links) > linked:
                 progress = True
                 continue
-        link_from_above_or_related(planner, ordered, into, depth[:n], eligible, why)
+        link_from_above_or_related(planner, ordered, into, depth[:n], eligible, why, lists)
         progress |= len(planner.links) > linked
         if len(planner.links) == linked:
             failed[ordered] = True
@@ -273,7 +275,8 @@ def _lift_lists(planner: PlanState) -> None:
                 chosen.append(int(page))
                 tried[page], too_deep[listed] = True, False
         chosen_pages = np.asarray(chosen, dtype=np.int64)
-        link_from_above_or_related(planner, chosen_pages, graph.T.tocsr(), depth, givers, "depth-shortcut")
+        lists, shortcut = IndexLists(planner.site.vectors, graph), "depth-shortcut"
+        link_from_above_or_related(planner, chosen_pages, graph.T.tocsr(), depth, givers, shortcut, lists)
         if len(planner.links) == linked:
             return
 
