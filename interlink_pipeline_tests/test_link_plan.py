@@ -962,7 +962,7 @@ def test_plan_on_the_sample(sample_site):
         "link_plan_depth_target",
         "link_plan_keeps_accepted",
     }
-    assert all(check.passed for check in checks.values())
+    assert all(check.passed for check in checks.values()), [n for n, c in checks.items() if not c.passed]
     with connect(sample_site.warehouse, read_only=True) as con:
         after = (
             con.execute("SELECT * FROM graph.site_metrics WHERE scenario = 'after'").pl().row(0, named=True)
