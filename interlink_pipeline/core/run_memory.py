@@ -50,8 +50,8 @@ def estimated_peak_gb(pages: int, last: LastRun | None) -> float:
 
 
 def memory_refusal(cap: str | None, pages: int, last: LastRun | None, site: str) -> str | None:
-    """The sentence that stops a whole run of `site` before it starts when its estimated peak is over the
-    user's `cap` (INTERLINK_MEMORY_LIMIT; None: no cap), else None."""
+    """The sentence that stops a whole run of `site` (`pages`: the URLs of its crawl) before it starts when
+    its estimated peak is over the user's `cap` (INTERLINK_MEMORY_LIMIT; None: no cap), else None."""
     if cap is None:
         return None
     limit_gb = parse_size(cap, "INTERLINK_MEMORY_LIMIT") / 1e9
@@ -59,12 +59,12 @@ def memory_refusal(cap: str | None, pages: int, last: LastRun | None, site: str)
     if need <= limit_gb:
         return None
     basis = (
-        f"its last whole run ({last.run_id}) peaked at {last.peak_gb:.1f} GB with {last.pages:,} pages"
+        f"its last whole run ({last.run_id}) peaked at {last.peak_gb:.1f} GB with {last.pages:,} URLs"
         if last is not None
         else "the pipeline's measured peaks on a generated site of that size"
     )
     return (
-        f"a run of {site} ({pages:,} pages) needs about {need:.1f} GB of memory ({basis}), more than "
-        f"INTERLINK_MEMORY_LIMIT={cap}: raise the limit on a machine that has it, or run the site on a "
-        "larger one; nothing was run."
+        f"a run of {site} ({pages:,} URLs in its crawl) needs about {need:.1f} GB of memory ({basis}), "
+        f"more than INTERLINK_MEMORY_LIMIT={cap}: raise the limit on a machine that has it, or run the site "
+        "on a larger one; nothing was run."
     )
