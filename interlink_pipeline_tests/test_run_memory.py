@@ -16,7 +16,7 @@ def test_a_runs_memory_is_estimated_from_the_sites_last_run_else_from_the_measur
     assert memory_refusal("64GB", 1_000_000, None, "a.example") is None
     said = memory_refusal("16GB", 1_000_000, None, "a.example")
     assert said.startswith(
-        "a run of a.example (1,000,000 pages) needs about 31.7 GB of memory (the pipeline's"
+        "a run of a.example (1,000,000 URLs in its crawl) needs about 31.7 GB of memory (the pipeline's"
     )
     assert parse_size("512 MiB", "X") == 512 * 2**20 and parse_size("12gb", "X") == 12 * 10**9
     for wrong in ("lots", "0GB", "12 parsecs", "-1GB"):
