@@ -12,6 +12,7 @@ def test_a_runs_memory_is_estimated_from_the_sites_last_run_else_from_the_measur
     assert estimated_peak_gb(10, None) == 1.0  # never under the process's floor
     # run before: its peak above the floor grows with the pages
     assert estimated_peak_gb(4_000, LastRun("r", 2_000, 1.5)) == pytest.approx(2.0)
+    assert estimated_peak_gb(2_000, LastRun("r", 2_000, 0.8)) == pytest.approx(0.8)  # the same site: its peak
     assert memory_refusal(None, 10**7, None, "a.example") is None  # no cap, no check
     assert memory_refusal("64GB", 1_000_000, None, "a.example") is None
     said = memory_refusal("16GB", 1_000_000, None, "a.example")

@@ -117,7 +117,7 @@ def materialize(args: argparse.Namespace) -> int:
 
 def _resume(site: str, config: dict, wait: bool) -> int:
     """The steps of the site's last run that did not finish, run again with its settings (resume.py)."""
-    from interlink_pipeline.cli.memory_check import refuse_over_cap
+    from interlink_pipeline.cli.memory_check import crawl_rows, refuse_over_cap
     from interlink_pipeline.cli.resume import resumption
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.ingest.inbox import default_inbox
@@ -130,7 +130,7 @@ def _resume(site: str, config: dict, wait: bool) -> int:
         )
     with locked_site(site) as instance:
         left = resumption(instance, site, inbox_run_key(default_inbox(), site))
-        refuse_over_cap(instance, site)
+        refuse_over_cap(instance, site, crawl_rows(site))
         print(
             f"resuming run {left.run_id} of {site}: {len(left.done)} of {len(left.done) + len(left.left)} "
             f"steps finished ({', '.join(left.done) or 'none'}); running {', '.join(left.left)}"

@@ -39,8 +39,9 @@ def _newlines(path: Path) -> int:
     return count
 
 
-def refuse_over_cap(instance, site: str) -> None:
-    """An InputError when a whole run of `site` is estimated above INTERLINK_MEMORY_LIMIT (none unset)."""
+def refuse_over_cap(instance, site: str, rows: int) -> None:
+    """An InputError when a whole run of `site` (`rows`: its crawl's, crawl_rows) is estimated above
+    INTERLINK_MEMORY_LIMIT (none unset)."""
     from interlink_pipeline.core.environment import environment
     from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.run_memory import memory_refusal
@@ -48,7 +49,7 @@ def refuse_over_cap(instance, site: str) -> None:
     cap = environment().memory_cap
     if cap is None:
         return
-    refusal = memory_refusal(cap, crawl_rows(site), _last_whole_run(instance, site), site)
+    refusal = memory_refusal(cap, rows, _last_whole_run(instance, site), site)
     if refusal is not None:
         raise InputError(refusal)
 
@@ -66,8 +67,8 @@ def _last_whole_run(instance, site: str):
     return None
 
 
-def record_peak(instance, run_id: str, site: str) -> None:
-    """Tag a whole run that succeeded with this process's peak resident memory and the crawl's rows."""
+def record_peak(instance, run_id: str, rows: int) -> None:
+    """Tag a whole run that succeeded with this process's peak resident memory and its crawl's `rows`."""
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     peak_gb = peak_kb * (1 if sys.platform == "darwin" else 1024) / 1e9
-    instance.add_run_tags(run_id, {PEAK_TAG: f"{peak_gb:.2f}", PAGES_TAG: str(crawl_rows(site))})
+    instance.add_run_tags(run_id, {PEAK_TAG: f"{peak_gb:.2f}", PAGES_TAG: str(rows)})

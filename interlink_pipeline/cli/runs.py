@@ -154,15 +154,16 @@ def execute(
 ) -> int:
     """A run of the site's pipeline (or `steps`) in process, followed step by step, with `tags` besides
     its own; the caller holds the site (locked_site)."""
-    from interlink_pipeline.cli.memory_check import record_peak, refuse_over_cap
+    from interlink_pipeline.cli.memory_check import crawl_rows, record_peak, refuse_over_cap
     from interlink_pipeline.core.ingest.inbox import default_inbox
     from interlink_pipeline.definitions import defs
     from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
     from interlink_pipeline.defs.jobs import step_keys
 
     tags = {"interlink/trigger": "cli", **(tags or {})}
+    rows = crawl_rows(site) if steps is None else 0  # the crawl the whole run reads, counted once
     if steps is None:
-        refuse_over_cap(instance, site)
+        refuse_over_cap(instance, site, rows)
     key = inbox_run_key(default_inbox(), site) if steps is None else run_key
     started = time.monotonic()
     job = defs.resolve_job_def("site_pipeline")
@@ -192,7 +193,7 @@ def execute(
     if not result.success:
         return _report_failure(instance, result, site, seconds)
     if steps is None:
-        record_peak(instance, result.run_id, site)
+        record_peak(instance, result.run_id, rows)
     print(f"run {result.run_id} for {site} succeeded in {seconds:.1f}s (its steps' output: {said.where()})")
     published = _published_after(instance, result.run_id)
     if published is not None:

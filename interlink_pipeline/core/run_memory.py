@@ -42,7 +42,8 @@ def parse_size(text: str, name: str) -> int:
 def estimated_peak_gb(pages: int, last: LastRun | None) -> float:
     """A whole run's peak for a site of `pages` pages (see the module's docstring)."""
     if last is not None and last.pages > 0:
-        return FLOOR_GB + max(last.peak_gb - FLOOR_GB, 0.0) * pages / last.pages
+        floor = min(FLOOR_GB, last.peak_gb)  # a run that peaked under the floor held no more than it
+        return floor + (last.peak_gb - floor) * pages / last.pages
     sizes = [size for size, _ in MEASURED_PEAKS_GB]
     at = min(max(bisect_left(sizes, pages), 1), len(sizes) - 1)
     (low, low_gb), (high, high_gb) = MEASURED_PEAKS_GB[at - 1], MEASURED_PEAKS_GB[at]

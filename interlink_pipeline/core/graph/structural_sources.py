@@ -107,32 +107,33 @@ def link_from_related(
 def link_from_above_or_related(
     planner: PlanState,
     targets: np.ndarray,
-    into: sparse.csr_matrix,
+    lists: IndexLists,
     depth: np.ndarray,
     eligible: np.ndarray,
     reason: str | Mapping[int, str],
-    lists: IndexLists,
 ) -> None:
     """Give each target one link from the `eligible` index above its own index (indexes_above) whose list
-    holds pages like it (`lists`), else, for those none is open on, from its first eligible related source
-    (link_from_related)."""
+    holds pages like it (`lists`: the pages' links), else, for those none is open on, from its first
+    eligible related source (link_from_related)."""
     rest = []
     for target in targets.tolist():
         why = reason if isinstance(reason, str) else reason[target]
-        above = indexes_above(planner, into, depth, target, eligible[: planner.page_count], lists)
+        above = indexes_above(planner, lists, depth, target, eligible[: planner.page_count])
         if above is None or not link_first_open(planner, target, above, eligible, why):
             rest.append(target)
     link_from_related(planner, np.asarray(rest, dtype=np.int64), eligible, reason)
 
 
 class IndexLists:
-    """Whether a page belongs in an index's list: it is at least as close to the pages the list holds as
-    its typical page is to the others (their median). A list holds pages of one kind — the controls'
-    overviews, a category's products — and a page of another kind (a control's member functions, one
-    level further down) is no entry of it, however deep it sits."""
+    """The pages' links (`out`: each page's out-links; `into`: its in-links), and whether a page belongs
+    in an index's list: it is at least as close to the pages the list holds as its typical page is to the
+    others (their median). A list holds pages of one kind — the controls' overviews, a category's
+    products — and a page of another kind (a control's member functions, one level further down) is no
+    entry of it, however deep it sits."""
 
     def __init__(self, vectors: np.ndarray | None, out: sparse.csr_matrix):
         self.vectors, self.out = vectors, out
+        self.into = out.T.tocsr()
         self._typical: dict[int, float] = {}
 
     def holds_like(self, index: int, page: int) -> bool:
@@ -148,19 +149,16 @@ class IndexLists:
 
 
 def indexes_above(
-    planner: PlanState,
-    into: sparse.csr_matrix,
-    depth: np.ndarray,
-    page: int,
-    givers: np.ndarray,
-    lists: IndexLists,
+    planner: PlanState, lists: IndexLists, depth: np.ndarray, page: int, givers: np.ndarray
 ) -> Sources | None:
-    """The `givers` that are index pages, link a page that links `page` one level up (its index's index:
-    `into` holds each page's in-links) and whose list holds pages like it (`lists`), most similar to it
-    first: the site's own hierarchy places the page in their list."""
-    linking = csr_row(into, page)
+    """The `givers` that are index pages, link a page that links `page` one level up (its index's index)
+    and whose list holds pages like it (`lists`), most similar to it first: the site's own hierarchy
+    places the page in their list."""
+    linking = csr_row(lists.into, page)
     parents = linking[depth[linking] == depth[page] - 1]
-    above = np.unique(np.concatenate([csr_row(into, p) for p in parents.tolist()] or [np.array([], int)]))
+    above = np.unique(
+        np.concatenate([csr_row(lists.into, p) for p in parents.tolist()] or [np.array([], int)])
+    )
     above = above[givers[above] & planner.is_index[above]]
     above = np.asarray([index for index in above.tolist() if lists.holds_like(index, page)], dtype=np.int64)
     if not len(above):

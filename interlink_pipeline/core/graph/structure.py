@@ -205,17 +205,16 @@ def shorten_depth(planner: PlanState) -> None:
             np.where(depth[ordered] == UNREACHABLE, "component-bridge", "depth-shortcut"),
         )
         linked = len(planner.links)
-        pages_graph = graph[:n][:, :n].astype(bool).tocsr()
-        into, lists = pages_graph.T.tocsr(), IndexLists(planner.site.vectors, pages_graph)
+        lists = IndexLists(planner.site.vectors, graph[:n][:, :n].astype(bool).tocsr())
         why = dict(zip(ordered.tolist(), reasons.tolist(), strict=True))
         # a section's index before its pages: once it is in reach, it is their place (its list)
         heads = _section_heads(planner, ordered)
         if len(heads):
-            link_from_above_or_related(planner, heads, into, depth[:n], eligible, why, lists)
+            link_from_above_or_related(planner, heads, lists, depth[:n], eligible, why)
             if len(planner.links) > linked:
                 progress = True
                 continue
-        link_from_above_or_related(planner, ordered, into, depth[:n], eligible, why, lists)
+        link_from_above_or_related(planner, ordered, lists, depth[:n], eligible, why)
         progress |= len(planner.links) > linked
         if len(planner.links) == linked:
             failed[ordered] = True
@@ -275,8 +274,8 @@ def _lift_lists(planner: PlanState) -> None:
                 chosen.append(int(page))
                 tried[page], too_deep[listed] = True, False
         chosen_pages = np.asarray(chosen, dtype=np.int64)
-        lists, shortcut = IndexLists(planner.site.vectors, graph), "depth-shortcut"
-        link_from_above_or_related(planner, chosen_pages, graph.T.tocsr(), depth, givers, shortcut, lists)
+        lists = IndexLists(planner.site.vectors, graph)
+        link_from_above_or_related(planner, chosen_pages, lists, depth, givers, "depth-shortcut")
         if len(planner.links) == linked:
             return
 
