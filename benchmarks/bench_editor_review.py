@@ -50,7 +50,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.harness import DATA, print_table
-from interlink_pipeline.core.graph.anchors import url_like
+from interlink_pipeline.core.graph.anchors import texts_and_leads, url_like
 from interlink_pipeline.core.graph.link_evidence import related, with_shares
 from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, pages_matching
 from interlink_pipeline.core.graph.planner import SECTION_PAGES
@@ -90,15 +90,44 @@ def _plan_frames(warehouse: str, site: str) -> tuple[pl.DataFrame, pl.DataFrame,
                                           "meta_description", "is_home"],
     )  # fmt: skip
     metrics = read_site(warehouse, "graph.page_metrics", site)
-    candidates = read_site(
-        warehouse, "ml.link_candidates", site, ["source_page_id", "target_page_id", "probability", "origins"]
-    )
-    shares = with_shares(candidates.rename({"target_page_id": "target", "probability": "score"}))
-    candidates = shares.rename({"target": "target_page_id", "score": "probability"})
-    plan = plan.drop("probability").join(
-        candidates, on=["source_page_id", "target_page_id"], how="left", maintain_order="left"
-    )
     return plan, pages, metrics
+
+
+def with_usable_candidates(plan: pl.DataFrame, warehouse: str, site: str) -> pl.DataFrame:
+    """`plan` with each pair's candidate among those the plan could use (probability, origins, share,
+    rivals): the stored candidates less those sensible_candidates refuses, as the plan itself judged them —
+    a target's share is of its usable candidates, not of every one ml.link_candidates holds."""
+    from interlink_pipeline.core.graph.link_plan import CANDIDATE_COLUMNS
+    from interlink_pipeline.core.graph.plan_inputs import indexed, read_plan_inputs
+    from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
+    from interlink_pipeline.core.warehouse.site_tables import SiteTables
+    from interlink_pipeline.defs.ml.embeddings import default_embedder
+
+    tables = SiteTables()
+    tables.path, tables.lock_timeout_s, tables.snapshot_path = warehouse, 10.0, ""
+    inputs = read_plan_inputs(tables, site, default_embedder())
+    stored = indexed(
+        read_site(warehouse, "ml.link_candidates", site, CANDIDATE_COLUMNS),
+        inputs.index,
+        {"source_page_id": "source", "target_page_id": "target"},
+    )
+    usable = sensible_candidates(
+        inputs.pages, inputs.tree, inputs.name_groups, inputs.cluster_of, stored, inputs.existing,
+        PlanOptions(), inputs.sense, inputs.links_known == "links",
+    )  # fmt: skip
+    ids = inputs.pages["page_id"].to_numpy()
+    shares = with_shares(usable.rename({"probability": "score"}))
+    shares = shares.select(
+        pl.Series("source_page_id", ids[shares["source"].to_numpy()], dtype=pl.String),
+        pl.Series("target_page_id", ids[shares["target"].to_numpy()], dtype=pl.String),
+        pl.col("score").alias("probability"),
+        "origins",
+        "share",
+        "rivals",
+    )
+    return plan.drop("probability").join(
+        shares, on=["source_page_id", "target_page_id"], how="left", maintain_order="left"
+    )
 
 
 def without_evidence(plan: pl.DataFrame, pages: pl.DataFrame) -> int:
@@ -124,10 +153,11 @@ def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame)
     lowered = anchors.str.to_lowercase().str.strip_chars()
     generic = int(lowered.is_in(list(EDITOR_GENERIC)).sum())
     url_path = sum(url_like(a) for a in anchors.to_list())
-    texts = dict(pages.select("page_id", pl.coalesce("body_text", "meta_description").alias("t")).iter_rows())
+    texts, leads = (dict(zip(pages["page_id"], found, strict=True)) for found in texts_and_leads(pages))
     in_text = plan.filter(pl.col("anchor_offset").is_not_null())
     misplaced = sum(
-        placed_mention(texts.get(source), offset, len(re.findall(r"\w+", anchor))) is None
+        placed_mention(texts.get(source), offset, len(re.findall(r"\w+", anchor)), leads.get(source, 0))
+        is None
         for source, offset, anchor in in_text.select(
             "source_page_id", "anchor_offset", "anchor_text"
         ).iter_rows()
@@ -189,7 +219,8 @@ def sense(sets: list[str], warehouse: str | None, site: str | None) -> None:
                 f"{name}: no warehouse at {path}; run bench_link_quality --sets {name} first", file=sys.stderr
             )
             continue
-        rows.append({"set": name, **editor_sense(*_plan_frames(path, host))})
+        plan, pages, metrics = _plan_frames(path, host)
+        rows.append({"set": name, **editor_sense(with_usable_candidates(plan, path, host), pages, metrics)})
     _table("What an editor reading the plan sees", rows)
 
 

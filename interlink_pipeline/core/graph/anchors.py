@@ -171,6 +171,17 @@ def choose_anchors(
     return result
 
 
+def texts_and_leads(pages: pl.DataFrame) -> tuple[list[str | None], list[int]]:
+    """Each page's text an anchor is placed in (its body, else its meta description) and how many of its
+    first characters are the page's own heading (sentences.heading_lead), where no anchor goes."""
+    texts = pages.select(pl.coalesce("body_text", "meta_description").alias("t"))["t"].to_list()
+    leads = [
+        heading_lead(text, [h1, first_clause(title), title])
+        for text, h1, title in zip(texts, pages["h1"].to_list(), pages["title"].to_list(), strict=True)
+    ]
+    return texts, leads
+
+
 def placed_mentions(
     pages: pl.DataFrame,
     planned: pl.DataFrame,
@@ -182,11 +193,7 @@ def placed_mentions(
     for the target where its candidate found one that can be linked in place and that means the target
     (`sense`, the sentence judged by its `nearest` pages, or not at all with None): mention_text,
     mention_offset, sentence."""
-    texts = pages.select(pl.coalesce("body_text", "meta_description").alias("t"))["t"].to_list()
-    leads = [
-        heading_lead(text, [h1, first_clause(title), title])
-        for text, h1, title in zip(texts, pages["h1"].to_list(), pages["title"].to_list(), strict=True)
-    ]
+    texts, leads = texts_and_leads(pages)
     mentions = planned.select("source", "target", "score", "placement").join(
         candidates.select("source", "target", "mention_offset", "mention_words"),
         on=["source", "target"],
