@@ -452,6 +452,9 @@ def test_ten_decisions_change_only_what_they_decide_and_each_new_link_says_why(s
     done = run_cli(env, "decisions", "import", str(tmp_path / "review.csv"), "--site", SAMPLE_HOST)
     assert done.returncode == 0, done.stderr  # it plans again, and publishes the plan
     assert "5 accepted and 5 rejected links imported" in done.stdout and "succeeded" in done.stdout
+    # ten decisions add up to little: the kept ranker's scores stand, nothing is fitted or scored anew
+    assert "the ranker is kept" in done.stdout and "graph/link_plan " in done.stdout
+    assert "ml/link_candidates" not in done.stdout and "ml/link_ranker_runs" not in done.stdout
     after = _plan(sample)
     decided = dict(zip(chosen["link_id"], words, strict=True))
     planned = set(after["link_id"])

@@ -198,14 +198,47 @@ def backtest(args: argparse.Namespace) -> int:
 REPLAN_STEPS = ["link_ranker", "link_candidates", "link_plan", "marts", "analyst_snapshot",
                 "spreadsheet_exports", "html_report", "published_files", "link_backtest",
                 "published_measurement"]  # fmt: skip
+# ... while the kept ranker still fits the site with the new decisions: nothing is fitted or scored anew and
+# the backtest's measurement stands, so the plan and what is published of it are all that change
+PLAN_STEPS = [
+    "link_plan",
+    "marts",
+    "analyst_snapshot",
+    "spreadsheet_exports",
+    "html_report",
+    "published_files",
+]
+
+
+def replan_steps(site: str) -> tuple[list[str], str]:
+    """The steps that plan again after an import of decisions, and why: PLAN_STEPS while the site's kept
+    ranker still fits it with them (the question link_ranker asks, with the run's own settings), else
+    REPLAN_STEPS."""
+    from interlink_pipeline.core.relevance.kept_ranker import RankerRequest, kept_ranker_fits
+    from interlink_pipeline.core.relevance.link_ranker import RankerOptions
+    from interlink_pipeline.defs.ml.embeddings import default_embedder
+    from interlink_pipeline.defs.relevance.ranker import CandidateSettings, LinkRankerConfig
+    from interlink_pipeline.defs.settings import options_from
+
+    config = LinkRankerConfig()
+    request = RankerRequest(
+        CandidateSettings().options(), options_from(config, RankerOptions), config.retrain, config.refit_above
+    )
+    model_id = default_embedder().identity().model_id
+    fits, why = kept_ranker_fits(warehouse_resource(), site, model_id, request)
+    if fits:
+        return PLAN_STEPS, f"the ranker is kept ({why}): planning again with its scores"
+    return REPLAN_STEPS, f"the ranker learns from them ({why}): fitting it, scoring and planning again"
 
 
 def _plan_again(instance, site: str, not_now: bool) -> int:
-    """The plan made again with the decisions just recorded (REPLAN_STEPS), unless `not_now`."""
+    """The plan made again with the decisions just recorded (replan_steps), unless `not_now`."""
     if not_now:
         print(f"the site's next run plans with them: interlink materialize --site {site}")
         return 0
-    code = execute(instance, site, REPLAN_STEPS)
+    steps, why = replan_steps(site)
+    print(why)
+    code = execute(instance, site, steps)
     if code != 0:
         print(f"the decisions stand; plan again with: interlink materialize --site {site}")
     return code
@@ -213,7 +246,7 @@ def _plan_again(instance, site: str, not_now: bool) -> int:
 
 def decisions(args: argparse.Namespace) -> int:
     """Check an editor's decisions file against the site's pages, keep it in the site's decisions/ folder
-    and run link_decisions for the site, then plan again (REPLAN_STEPS; not with --no-plan), all while the
+    and run link_decisions for the site, then plan again (replan_steps; not with --no-plan), all while the
     site is held: a file refused, or an import refused because the site is running, leaves nothing behind;
     the same content again changes nothing."""
     from datetime import UTC, datetime

@@ -31,7 +31,7 @@ from interlink_pipeline.core.relevance.link_ranker import (
     training_fingerprint,
     validation_figures,
 )
-from interlink_pipeline.core.relevance.site_inputs import relevance_inputs, with_vectors
+from interlink_pipeline.core.relevance.site_inputs import RelevanceInputs, relevance_inputs, with_vectors
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions
 from interlink_pipeline.core.warehouse.site_tables import SiteTables
 
@@ -121,28 +121,50 @@ def site_ranker(
     own in-content links (and kept for the next run)."""
     path = ranker_path(tables, site)
     inputs = relevance_inputs(tables, site, model_id)
-    fingerprint = training_fingerprint(
-        inputs.signals, inputs.links, request.candidates, request.ranker, model_id, inputs.decided
-    )
-    settings = settings_fingerprint(request.candidates, request.ranker, model_id)
-    state = site_state(inputs.pages["page_id"], inputs.signals, inputs.links, inputs.decided)
+    now = _inputs_state(inputs, request, model_id)
     kept, why = (
         (None, "retrain was set")
         if request.retrain
-        else reusable_ranker(path, site, (fingerprint, settings, state), request.refit_above)
+        else reusable_ranker(path, site, now, request.refit_above)
     )
     if kept is not None:
         thin = thin_links(inputs.links, kept.ranker, request.ranker)
-        return RankerRun(kept, why, path, fingerprint, "none: the kept model was reused", thin)
+        return RankerRun(kept, why, path, now[0], "none: the kept model was reused", thin)
     inputs = with_vectors(inputs, tables, model_id, encoder)
     builder = CandidateBuilder(inputs.signals, request.candidates)
     examples = training_examples(builder, inputs.links, request.ranker, inputs.decided)
     fitted = fit_ranker(examples, request.ranker, links_known=len(inputs.links.source) > 0)
     fitted_at = datetime.now(UTC).replace(tzinfo=None)
-    kept = KeptRanker(fitted, fingerprint, run_id, fitted_at, FEATURES, settings, state)
+    kept = KeptRanker(fitted, now[0], run_id, fitted_at, FEATURES, now[1], now[2])
     save_state(kept, path)
     thin = thin_links(inputs.links, fitted, request.ranker)
-    return RankerRun(kept, why, path, fingerprint, builder.searches_done(), thin)
+    return RankerRun(kept, why, path, now[0], builder.searches_done(), thin)
+
+
+def kept_ranker_fits(
+    tables: SiteTables, site: str, model_id: str, request: RankerRequest
+) -> tuple[bool, str]:
+    """Whether the site's next link_ranker run keeps its model (see still_fits), and why: asked before a
+    run whose only change is editors' decisions, so that it fits nothing and scores nothing anew when the
+    decisions add up to little."""
+    now = _inputs_state(relevance_inputs(tables, site, model_id), request, model_id)
+    kept, why = reusable_ranker(ranker_path(tables, site), site, now, request.refit_above)
+    return kept is not None, why
+
+
+def _inputs_state(
+    inputs: RelevanceInputs, request: RankerRequest, model_id: str
+) -> tuple[str, str, SiteState]:
+    """What a fit reads of the site now: its inputs' fingerprint, its settings' and the site's state."""
+    fingerprint = training_fingerprint(
+        inputs.signals, inputs.links, request.candidates, request.ranker, model_id, inputs.decided
+    )
+    settings = settings_fingerprint(request.candidates, request.ranker, model_id)
+    return (
+        fingerprint,
+        settings,
+        site_state(inputs.pages["page_id"], inputs.signals, inputs.links, inputs.decided),
+    )
 
 
 def thin_links(links: LinkGraph, ranker: Ranker, options: RankerOptions) -> str | None:
