@@ -370,6 +370,21 @@ def test_an_orphan_section_index_is_linked_before_its_orphan_pages_which_join_it
     ]
 
 
+def test_an_orphan_only_the_full_home_page_is_likely_to_link_is_left_for_an_editor_saying_so():
+    # the home page links its two sections and has no room left; page 3, no section's index, is an orphan
+    # only the home page is likely to link (97%): its list takes only its own sections' indexes
+    existing = [(0, 1, True), (0, 2, True), (1, 2, True), (2, 1, True)]
+    candidates = [(0, 3, 0.97, "similar"), (1, 3, 0.03, "similar")]
+    site = _site(4, existing=existing, candidates=candidates)
+    site.tree = UrlTree(["/", "/a/", "/b/", "/c/"])
+    planned, planner = plan_links(site, PlanOptions(out_link_budget=2, hub_links=2, max_inlinks=1))
+    assert 3 not in planned["target"].to_list() and planner.left_for_editor[3].problem == "orphan"
+    assert [(p, why) for p, _, why in planner.left_for_editor[3].passed_over] == [
+        (0, "the home page, full: past its hub links it lists only its own sections' indexes"),
+        (1, "under the plan's floor of 10%"),
+    ]
+
+
 def test_existing_links_are_never_suggested_and_budgets_hold():
     existing = [(0, i, False) for i in range(1, 6)] + [(1, 2, True)]
     candidates = [

@@ -110,6 +110,8 @@ def _why_passed_over(
         return f"not among its {planner.options.structural_sources} most related pages"
     if out_of_reach is not None and out_of_reach[0][source]:
         return out_of_reach[1]
+    if source == planner.site.home and planner.out_budget[source] <= 0:
+        return "the home page, full: past its hub links it lists only its own sections' indexes"
     if planner.out_budget[source] <= 0 and not planner.is_index[source]:
         return "no room for another link"
     return "its room came free only after the structure steps"
