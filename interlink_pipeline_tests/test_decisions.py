@@ -452,9 +452,8 @@ def test_ten_decisions_change_only_what_they_decide_and_each_new_link_says_why(s
     done = run_cli(env, "decisions", "import", str(tmp_path / "review.csv"), "--site", SAMPLE_HOST)
     assert done.returncode == 0, done.stderr  # it plans again, and publishes the plan
     assert "5 accepted and 5 rejected links imported" in done.stdout and "succeeded" in done.stdout
-    # ten decisions add up to little: the kept ranker's scores stand, nothing is fitted or scored anew
-    assert "the ranker is kept" in done.stdout and "graph/link_plan " in done.stdout
-    assert "ml/link_candidates" not in done.stdout and "ml/link_ranker_runs" not in done.stdout
+    # this copy's Dagster home holds no record of the candidates' build: they are scored again first
+    assert "the candidates are not on record as built after" in done.stdout
     after = _plan(sample)
     decided = dict(zip(chosen["link_id"], words, strict=True))
     planned = set(after["link_id"])
@@ -489,6 +488,37 @@ def test_ten_decisions_change_only_what_they_decide_and_each_new_link_says_why(s
         tab = shown.page.locator("#new-since-review")
         shown_rows, heading = tab.locator("tbody tr").count(), tab.locator("h2").inner_text()
     assert shown_rows == added.height and f"{added.height:,} new since your last review" in heading
+    # two decisions more: the kept ranker's scores stand and the candidates are on record, so nothing is
+    # fitted or scored anew
+    after.filter(~pl.col("link_id").is_in(list(decided))).head(2).select(
+        "link_id", "source_url", "target_url", pl.lit("reject").alias("decision")
+    ).write_csv(tmp_path / "more.csv")
+    done = run_cli(env, "decisions", "import", str(tmp_path / "more.csv"), "--site", SAMPLE_HOST)
+    assert done.returncode == 0, done.stderr
+    assert "the ranker is kept" in done.stdout and "graph/link_plan " in done.stdout
+    assert "ml/link_candidates" not in done.stdout and "ml/link_ranker_runs" not in done.stdout
+
+
+def test_an_import_plans_from_the_candidates_only_while_they_are_newer_than_what_they_read():
+    """A decisions import skips scoring only when the site's candidates were built after the pages, links
+    and ranker they read (a step run alone from the UI leaves them behind); another site's runs and the
+    decisions themselves say nothing of them."""
+    from interlink_pipeline.cli.commands import candidates_current
+    from interlink_pipeline.defs.tables import table_key
+
+    def materialised(instance, table: str, site: str = SAMPLE_HOST) -> None:
+        instance.report_runless_asset_event(dg.AssetMaterialization(table_key(table), partition=site))
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert not candidates_current(instance, SAMPLE_HOST)  # never built
+        for table in ("staging.pages", "raw.crawl_links", "ml.link_ranker_runs", "ml.link_candidates"):
+            materialised(instance, table)
+        assert candidates_current(instance, SAMPLE_HOST)
+        materialised(instance, "graph.link_decisions")
+        materialised(instance, "staging.pages", "www.other.example")
+        assert candidates_current(instance, SAMPLE_HOST)
+        materialised(instance, "staging.pages")  # the pages again, alone
+        assert not candidates_current(instance, SAMPLE_HOST)
 
 
 def test_decisions_made_in_the_report_download_as_a_file_the_import_takes_and_the_next_plan_honours(

@@ -210,10 +210,30 @@ PLAN_STEPS = [
 ]
 
 
-def replan_steps(site: str) -> tuple[list[str], str]:
+def candidates_current(instance, site: str) -> bool:
+    """Whether the site's candidates were built after everything they read (the relevance tables but the
+    editors' decisions, and the ranker), by the order of their materialisations: a plan made from them now
+    is the plan a whole re-plan would make (a step run alone from the UI, `pages` say, leaves them behind)."""
+    from dagster import AssetRecordsFilter
+
+    from interlink_pipeline.core.relevance.site_inputs import RELEVANCE_TABLES
+    from interlink_pipeline.defs.tables import table_key
+
+    def last(table: str) -> int | None:
+        found = instance.fetch_materializations(
+            AssetRecordsFilter(table_key(table), asset_partitions=[site]), limit=1
+        ).records
+        return found[0].storage_id if found else None
+
+    built = last("ml.link_candidates")
+    read = [last(t) for t in (*RELEVANCE_TABLES, "ml.link_ranker_runs") if t != "graph.link_decisions"]
+    return built is not None and all(r is None or r < built for r in read)
+
+
+def replan_steps(instance, site: str) -> tuple[list[str], str]:
     """The steps that plan again after an import of decisions, and why: PLAN_STEPS while the site's kept
-    ranker still fits it with them (the question link_ranker asks, with the run's own settings), else
-    REPLAN_STEPS."""
+    ranker still fits it with them (the question link_ranker asks, with the run's own settings) and its
+    candidates are current, else REPLAN_STEPS."""
     from interlink_pipeline.core.relevance.kept_ranker import RankerRequest, kept_ranker_fits
     from interlink_pipeline.core.relevance.link_ranker import RankerOptions
     from interlink_pipeline.defs.ml.embeddings import default_embedder
@@ -226,9 +246,14 @@ def replan_steps(site: str) -> tuple[list[str], str]:
     )
     model_id = default_embedder().identity().model_id
     fits, why = kept_ranker_fits(warehouse_resource(), site, model_id, request)
-    if fits:
-        return PLAN_STEPS, f"the ranker is kept ({why}): planning again with its scores"
-    return REPLAN_STEPS, f"the ranker learns from them ({why}): fitting it, scoring and planning again"
+    if not fits:
+        return REPLAN_STEPS, f"the ranker learns from them ({why}): fitting it, scoring and planning again"
+    if not candidates_current(instance, site):
+        return REPLAN_STEPS, (
+            "the candidates are not on record as built after the pages, links and ranker they read: "
+            "scoring them again"
+        )
+    return PLAN_STEPS, f"the ranker is kept ({why}): planning again with its scores"
 
 
 def _plan_again(instance, site: str, not_now: bool) -> int:
@@ -236,7 +261,7 @@ def _plan_again(instance, site: str, not_now: bool) -> int:
     if not_now:
         print(f"the site's next run plans with them: interlink materialize --site {site}")
         return 0
-    steps, why = replan_steps(site)
+    steps, why = replan_steps(instance, site)
     print(why)
     code = execute(instance, site, steps)
     if code != 0:
