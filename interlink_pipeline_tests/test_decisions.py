@@ -521,6 +521,27 @@ def test_an_import_plans_from_the_candidates_only_while_they_are_newer_than_what
         assert not candidates_current(instance, SAMPLE_HOST)
 
 
+def test_an_import_that_cannot_ask_whether_the_ranker_fits_plans_again_in_full(
+    sample_site, tmp_path, monkeypatch
+):
+    """The question comes after the decisions are recorded: where it cannot be asked the import plans again
+    in full (its own steps say why, where the decisions stand), and a home with no record of the candidates'
+    build scores them again."""
+    from interlink_pipeline.cli.commands import PLAN_STEPS, REPLAN_STEPS, replan_steps
+
+    sample = sample_site.folder.copy(tmp_path / "sample")
+    monkeypatch.setenv("INTERLINK_WAREHOUSE", str(sample.warehouse))
+    with dg.DagsterInstance.ephemeral() as instance:
+        steps, why = replan_steps(instance, "www.unknown.example")
+        assert steps == REPLAN_STEPS and why.startswith(
+            "whether the kept ranker still fits could not be asked"
+        )
+        assert "staging.pages has no rows for www.unknown.example" in why
+        steps, why = replan_steps(instance, SAMPLE_HOST)
+        assert steps == REPLAN_STEPS and "not on record as built after" in why
+    assert set(PLAN_STEPS) < set(REPLAN_STEPS)
+
+
 def test_decisions_made_in_the_report_download_as_a_file_the_import_takes_and_the_next_plan_honours(
     sample_cli, tmp_path
 ):

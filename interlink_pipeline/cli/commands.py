@@ -234,6 +234,7 @@ def replan_steps(instance, site: str) -> tuple[list[str], str]:
     """The steps that plan again after an import of decisions, and why: PLAN_STEPS while the site's kept
     ranker still fits it with them (the question link_ranker asks, with the run's own settings) and its
     candidates are current, else REPLAN_STEPS."""
+    from interlink_pipeline.core.errors import InputError
     from interlink_pipeline.core.relevance.kept_ranker import RankerRequest, kept_ranker_fits
     from interlink_pipeline.core.relevance.link_ranker import RankerOptions
     from interlink_pipeline.defs.ml.embeddings import default_embedder
@@ -244,8 +245,15 @@ def replan_steps(instance, site: str) -> tuple[list[str], str]:
     request = RankerRequest(
         CandidateSettings().options(), options_from(config, RankerOptions), config.retrain, config.refit_above
     )
-    model_id = default_embedder().identity().model_id
-    fits, why = kept_ranker_fits(warehouse_resource(), site, model_id, request)
+    try:
+        model_id = default_embedder().identity().model_id
+        fits, why = kept_ranker_fits(warehouse_resource(), site, model_id, request)
+    except InputError as error:  # the run's own step says it again, where the decisions already stand
+        said = str(error).rstrip(".")
+        return REPLAN_STEPS, (
+            f"whether the kept ranker still fits could not be asked ({said}): fitting it, scoring and "
+            "planning again"
+        )
     if not fits:
         return REPLAN_STEPS, f"the ranker learns from them ({why}): fitting it, scoring and planning again"
     if not candidates_current(instance, site):
