@@ -5,7 +5,9 @@
   across a sentence's end, the largest share of the plan's links into one page, new links into the weakest
   and the strongest quarter of pages (by in-links before), tasks with neither a sentence nor a concrete
   placement, hub links into pages that are not sections, rescues sourced from utility pages, links the
-  source already has in its navigation. Generic is judged by a fixed list (the issue's words and the
+  source already has in its navigation, anchors inside a longer name, topical links to a page of a shared
+  name outside the source's branch, structural links without evidence (over the candidates the plan could
+  use) and the pages left for an editor. Generic is judged by a fixed list (the issue's words and the
   usual "here", "read more") and by the site's own statistics, with the plan's rules.
 - `sample`: a seeded random sample of the plan written for a reviewer (CSV): the source page, the sentence
   with the anchor in [[brackets]] or the placement, the target's title and URL — nothing of the reason or
@@ -54,7 +56,12 @@ from interlink_pipeline.core.graph.anchors import texts_and_leads, url_like
 from interlink_pipeline.core.graph.link_evidence import related, with_shares
 from interlink_pipeline.core.graph.plan_options import UTILITY_PAGES, PlanOptions, pages_matching
 from interlink_pipeline.core.graph.planner import SECTION_PAGES
-from interlink_pipeline.core.graph.sentences import anchor_at, placed_mention
+from interlink_pipeline.core.graph.sentences import (
+    anchor_at,
+    inside_longer_name,
+    placed_mention,
+    sentence_bounds,
+)
 from interlink_pipeline.core.publish.page_drilldown import PLACEMENT_WORDS
 from interlink_pipeline.core.relevance.phrases import GENERIC_ANCHORS
 from interlink_pipeline.core.relevance.url_tree import UrlTree
@@ -96,9 +103,12 @@ def _plan_frames(warehouse: str, site: str) -> tuple[pl.DataFrame, pl.DataFrame,
 def with_usable_candidates(plan: pl.DataFrame, warehouse: str, site: str) -> pl.DataFrame:
     """`plan` with each pair's candidate among those the plan could use (probability, origins, share,
     rivals): the stored candidates less those sensible_candidates refuses, as the plan itself judged them —
-    a target's share is of its usable candidates, not of every one ml.link_candidates holds."""
+    a target's share is of its usable candidates, not of every one ml.link_candidates holds; and
+    `outside_branch`: whether its target is a page of a shared name outside the source's branch
+    (same_name.outside_branch, over the plan's own name groups)."""
     from interlink_pipeline.core.graph.link_plan import CANDIDATE_COLUMNS
     from interlink_pipeline.core.graph.plan_inputs import indexed, read_plan_inputs
+    from interlink_pipeline.core.graph.same_name import outside_branch
     from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
     from interlink_pipeline.core.warehouse.site_tables import SiteTables
     from interlink_pipeline.defs.ml.embeddings import default_embedder
@@ -116,6 +126,15 @@ def with_usable_candidates(plan: pl.DataFrame, warehouse: str, site: str) -> pl.
         PlanOptions(), inputs.sense, inputs.links_known == "links",
     )  # fmt: skip
     ids = inputs.pages["page_id"].to_numpy()
+    pairs = indexed(  # a join: back in the plan's order by its row
+        plan.select("source_page_id", "target_page_id").with_row_index("row"),
+        inputs.index,
+        {"source_page_id": "source", "target_page_id": "target"},
+    ).sort("row")
+    far = outside_branch(
+        inputs.tree, inputs.name_groups, pairs["source"].to_numpy(), pairs["target"].to_numpy()
+    )
+    plan = plan.with_columns(pl.Series("outside_branch", far, dtype=pl.Boolean))
     shares = with_shares(usable.rename({"probability": "score"}))
     shares = shares.select(
         pl.Series("source_page_id", ids[shares["source"].to_numpy()], dtype=pl.String),
@@ -155,12 +174,15 @@ def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame)
     url_path = sum(url_like(a) for a in anchors.to_list())
     texts, leads = (dict(zip(pages["page_id"], found, strict=True)) for found in texts_and_leads(pages))
     in_text = plan.filter(pl.col("anchor_offset").is_not_null())
+    placed = in_text.select("source_page_id", "anchor_offset", "anchor_text").rows()
     misplaced = sum(
         placed_mention(texts.get(source), offset, len(re.findall(r"\w+", anchor)), leads.get(source, 0))
         is None
-        for source, offset, anchor in in_text.select(
-            "source_page_id", "anchor_offset", "anchor_text"
-        ).iter_rows()
+        for source, offset, anchor in placed
+    )
+    in_longer_name = sum(
+        _in_longer_name(texts.get(source) or "", offset, anchor, leads.get(source, 0))
+        for source, offset, anchor in placed
     )
     shares = plan.group_by("target_page_id").len().sort("len", descending=True)
     before = metrics.select("page_id", "inlinks_before").sort("inlinks_before", "page_id")
@@ -181,6 +203,12 @@ def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame)
         "generic anchors": _share(generic, links),
         "URL-path anchors": _share(url_path, links),
         "anchors in code, tables or across sentences": _share(misplaced, links),
+        "anchors inside a longer name": _share(in_longer_name, links),
+        "topical links to a same-name page outside the source's branch": _share(
+            plan.filter(pl.col("outside_branch") & (pl.col("reason") == "topical")).height, links
+        )
+        if "outside_branch" in plan.columns
+        else "–",
         "largest share into one page": f"{shares['len'][0] / links:.1%}" if links else "–",
         "new links into the weakest / strongest quarter": f"{sum(t in weakest for t in targets)} / "
         f"{sum(t in strongest for t in targets)}",
@@ -194,6 +222,16 @@ def editor_sense(plan: pl.DataFrame, pages: pl.DataFrame, metrics: pl.DataFrame)
         "structural links without evidence": _share(without_evidence(plan, pages), links),
         "pages left for an editor (orphan / too deep or cut off / near-duplicate)": _left_for_editor(metrics),
     }
+
+
+def _in_longer_name(text: str, offset: int, anchor: str, lead: int) -> bool:
+    """Whether an anchor placed at `offset` is part of a longer name in its sentence (the plan's own test,
+    sentences.inside_longer_name): "York" of "New York City Subway"."""
+    end = offset + len(anchor)
+    if text[offset:end].lower() != anchor.lower():
+        return False  # not where the plan says: counted with the misplaced anchors
+    begin, _ = sentence_bounds(text, offset, end, lead)
+    return inside_longer_name(text, offset, end, begin)
 
 
 def _left_for_editor(metrics: pl.DataFrame) -> str:
