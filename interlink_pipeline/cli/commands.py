@@ -235,16 +235,11 @@ def replan_steps(instance, site: str) -> tuple[list[str], str]:
     ranker still fits it with them (the question link_ranker asks, with the run's own settings) and its
     candidates are current, else REPLAN_STEPS."""
     from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.core.relevance.kept_ranker import RankerRequest, kept_ranker_fits
-    from interlink_pipeline.core.relevance.link_ranker import RankerOptions
+    from interlink_pipeline.core.relevance.kept_ranker import kept_ranker_fits
     from interlink_pipeline.defs.ml.embeddings import default_embedder
     from interlink_pipeline.defs.relevance.ranker import CandidateSettings, LinkRankerConfig
-    from interlink_pipeline.defs.settings import options_from
 
-    config = LinkRankerConfig()
-    request = RankerRequest(
-        CandidateSettings().options(), options_from(config, RankerOptions), config.retrain, config.refit_above
-    )
+    request = LinkRankerConfig().request(CandidateSettings())  # the settings a re-plan's run has
     try:
         model_id = default_embedder().identity().model_id
         fits, why = kept_ranker_fits(warehouse_resource(), site, model_id, request)

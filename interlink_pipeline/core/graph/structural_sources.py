@@ -134,18 +134,27 @@ class IndexLists:
     def __init__(self, vectors: np.ndarray | None, out: sparse.csr_matrix):
         self.vectors, self.out = vectors, out
         self.into = out.T.tocsr()
-        self._typical: dict[int, float] = {}
+        self._lists: dict[int, tuple[np.ndarray, int, float] | None] = {}  # per index, asked once
 
     def holds_like(self, index: int, page: int) -> bool:
+        if index not in self._lists:
+            self._lists[index] = self._list(index)
+        known = self._lists[index]
+        if known is None:
+            return True  # nothing to tell its kind by
+        total, items, typical = known
+        return float(self.vectors[page] @ total) / items >= typical
+
+    def _list(self, index: int) -> tuple[np.ndarray, int, float] | None:
+        """The sum of the vectors of the pages the index lists, their number, and their typical closeness
+        (the median of each one's mean cosine to the others, through the sum); None below two pages."""
         items = csr_row(self.out, index)  # (a page already among them is no new link: not asked)
         if self.vectors is None or len(items) < 2:
-            return True  # nothing to tell its kind by
+            return None
         block = self.vectors[items]
         total = block.sum(axis=0)
-        if index not in self._typical:  # each item's mean closeness to the others, through their sum
-            own = np.einsum("ij,ij->i", block, block)
-            self._typical[index] = float(np.median((block @ total - own) / (len(items) - 1)))
-        return float(self.vectors[page] @ total) / len(items) >= self._typical[index]
+        own = np.einsum("ij,ij->i", block, block)
+        return total, len(items), float(np.median((block @ total - own) / (len(items) - 1)))
 
 
 def indexes_above(

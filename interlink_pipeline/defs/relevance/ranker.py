@@ -46,6 +46,11 @@ class LinkRankerConfig(settings_config(RankerOptions)):
         "since its fit (a re-crawl); 0 refits on any change.",
     )
 
+    def request(self, candidate_settings: CandidateSettings) -> RankerRequest:
+        """What a run asks of the ranker with these settings: the step's, and a decisions import's."""
+        options = options_from(self, RankerOptions)
+        return RankerRequest(candidate_settings.options(), options, self.retrain, self.refit_above)
+
 
 def _ranker_metadata(ranker: Ranker) -> dict:
     figures = validation_figures(ranker)
@@ -85,8 +90,7 @@ def link_ranker(
     run_id = context.run.run_id
     with user_errors():
         site = site_key(context)
-        options = options_from(config, RankerOptions)
-        request = RankerRequest(candidate_settings.options(), options, config.retrain, config.refit_above)
+        request = config.request(candidate_settings)
         run = site_ranker(warehouse, site, embedder.identity().model_id, embedder.encoder, request, run_id)
     fitted = run.kept.run_id == run_id
     context.log.info(
@@ -103,5 +107,5 @@ def link_ranker(
         "fitted_in_run": run.kept.run_id,
         "model_file": MetadataValue.path(str(run.path)),
     }
-    row = ranker_run_row(site, run_id, run, options)
+    row = ranker_run_row(site, run_id, run, request.ranker)
     yield from record_run(context, warehouse, site, "ml.link_ranker_runs", row, metadata, started)
