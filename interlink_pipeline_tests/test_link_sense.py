@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.graph.anchors import AnchorRules, site_anchor_rules
+from interlink_pipeline.core.graph.anchors import AnchorRules, site_anchor_rules, target_names
 from interlink_pipeline.core.graph.broad_targets import broad_pages
 from interlink_pipeline.core.graph.mention_sense import MentionSense, site_case
 from interlink_pipeline.core.graph.plan_options import PlanOptions, link_room
@@ -59,6 +59,20 @@ def test_the_same_name_links_to_the_page_in_the_sources_own_branch_or_none():
     # never links another
     pairs = outside_branch(tree, group, np.array([6, 6, 1, 4]), np.array([4, 7, 7, 7]))
     assert pairs.tolist() == [True, False, True, True]
+
+
+def test_a_heading_that_leaves_its_subject_to_the_title_names_no_page():
+    # the crawl keeps "functions" of "<cuchar> functions" (its H1 lost the tag-like name): a word a hundred
+    # pages of one folder bear is no shared name, and no anchor; a floor plan's H1 stays its name
+    pages = pl.DataFrame(
+        {
+            "title": ["<cuchar> functions", "<utility> functions", "The Oaks | Austin", "The Oaks | Dallas"],
+            "h1": ["functions", "functions", "The Oaks", "The Oaks"],
+        }
+    )
+    assert name_groups(pages).tolist() == [-1, -1, 0, 0]
+    assert target_names("<cuchar> functions", "functions", None) == ["<cuchar> functions"]
+    assert target_names("The Oaks in Austin", "The Oaks", None)[0] == "The Oaks"
 
 
 def test_a_broad_page_is_one_most_of_the_sites_topics_link():

@@ -33,6 +33,16 @@ def first_clause(text: str | None) -> str:
     return _CLAUSE_END.split((text or "").strip())[0].rstrip(" .") if text else ""
 
 
+def page_name(title: str | None, h1: str | None) -> str:
+    """A page's name: its H1's own words, else its title's; the title's where the H1 is their tail, a
+    heading that leaves its subject to the title ("functions" on the page titled "<cuchar> functions": a
+    word many pages bear, which names none of them)."""
+    heading, titled = first_clause(h1), first_clause(title)
+    if heading and titled.lower().endswith(" " + heading.lower()):
+        return titled
+    return heading or titled
+
+
 def detect_language(texts: list[str]) -> str:
     """The language whose stop words cover most of the texts' words (among LANGUAGES)."""
     tokens = [w for t in texts[:5000] for w in words(t)]

@@ -20,6 +20,7 @@ from interlink_pipeline.core.relevance.phrases import DEMONSTRATIVES, GENERIC_AN
 from interlink_pipeline.core.text import (
     first_clause,
     function_words,
+    page_name,
     stop_words,
 )
 
@@ -107,13 +108,16 @@ def target_names(
     shared: frozenset[str] = frozenset(),
     rules: AnchorRules | None = None,
 ) -> list[str]:
-    """A target's names, best first: its H1's and title's own words (unless other pages' begin the same:
-    `shared`, lower case, as 'Expert Tips: …'), the whole H1 and title (without either, its URL's last part
-    in words), then the first of them with its parent's name (two pages called 'Overview' in two sections,
-    and the only name of a page called by a word the site uses everywhere, 'File (Page methods)'); never a
-    URL, and no name the `rules` refuse while another is left."""
-    clauses = [c for c in (first_clause(h1), first_clause(title)) if c.lower() not in shared]
-    names = [*clauses, (h1 or "").strip(), (title or "").strip()]
+    """A target's names, best first: its name's and its title's own words (text.page_name; unless other
+    pages' begin the same: `shared`, lower case, as 'Expert Tips: …'), the whole H1 (unless it is the
+    title's tail) and title (without either, its URL's last part in words), then the first of them with its
+    parent's name (two pages called 'Overview' in two sections, and the only name of a page called by a word
+    the site uses everywhere, 'File (Page methods)'); never a URL, and no name the `rules` refuse while
+    another is left."""
+    name = page_name(title, h1)
+    heading = (h1 or "").strip() if name == first_clause(h1) else ""  # no H1 that is its title's tail
+    clauses = [c for c in (name, first_clause(title)) if c.lower() not in shared]
+    names = [*clauses, heading, (title or "").strip()]
     names = [n for n in dict.fromkeys(names) if n and not url_like(n)]
     if not names and path:  # no title at all: its URL's last part, in words
         last = [s for s in path.split("?")[0].split("/") if s]
@@ -240,14 +244,12 @@ def plan_anchors(
     """Each planned link's anchor, its place in the source's text (when the text holds it) and its
     placement; `parents`: each page's parent in the URL tree (-1: none)."""
     titles, h1s, paths = pages["title"].to_list(), pages["h1"].to_list(), pages["path"].to_list()
-    clauses = pl.Series(
-        [first_clause(h or t).lower() for t, h in zip(titles, h1s, strict=True)], dtype=pl.String
-    )
+    clauses = pl.Series([page_name(t, h).lower() for t, h in zip(titles, h1s, strict=True)], dtype=pl.String)
     shared = frozenset(clauses.filter(clauses.is_duplicated()).to_list())
     names = {}
     for t in planned["target"].unique().to_list():
         parent = parents[t]
-        parent_name = first_clause(h1s[parent] or titles[parent]) if parent >= 0 else None
+        parent_name = page_name(titles[parent], h1s[parent]) if parent >= 0 else None
         names[t] = target_names(titles[t], h1s[t], parent_name, paths[t], shared, rules)
     return choose_anchors(
         placed_mentions(pages, planned, candidates, sense, options.sentence_pages),

@@ -10,13 +10,13 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.relevance.url_tree import UrlTree
-from interlink_pipeline.core.text import first_clause
+from interlink_pipeline.core.text import page_name
 
 
 def name_groups(pages: pl.DataFrame) -> np.ndarray:
-    """Per page, an id of its name (its H1, else its title: their own words, in lower case) when another
-    page bears it too, else -1."""
-    names = [first_clause(h1 or title).lower() for h1, title in pages.select("h1", "title").iter_rows()]
+    """Per page, an id of its name (text.page_name, in lower case) when another page bears it too, else
+    -1."""
+    names = [page_name(title, h1).lower() for title, h1 in pages.select("title", "h1").iter_rows()]
     frame = pl.DataFrame({"name": names}).with_row_index("page")
     shared = frame.filter((pl.col("name") != "") & (pl.col("name").count().over("name") > 1))
     group = np.full(len(names), -1, dtype=np.int64)
