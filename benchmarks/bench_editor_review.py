@@ -308,13 +308,28 @@ def judged_pairs(files: list[str]) -> pl.DataFrame | None:
     return pl.concat(frames).unique() if frames else None
 
 
+def shown_titles(pages: pl.DataFrame) -> pl.Series:
+    """Each page's title as its reader sees it: its H1, else its title — its title where the H1 is only the
+    title's tail (text.page_name: "functions" on "<cuchar> functions")."""
+    from interlink_pipeline.core.text import first_clause, page_name
+
+    return pl.Series(
+        "title",
+        [
+            (h1 if page_name(title, h1) == first_clause(h1) else title) or title
+            for title, h1 in pages.select("title", "h1").iter_rows()
+        ],
+        dtype=pl.String,
+    )
+
+
 def review_sample(
     warehouse: str, site: str, links: int, seed: int, judged: pl.DataFrame | None = None
 ) -> pl.DataFrame:
     """A seeded random sample of the plan, as a reviewer reads it: no reason, no probability; none of the
     `judged` pairs."""
     plan, pages, _ = _plan_frames(warehouse, site)
-    titles = pages.select("page_id", pl.coalesce("h1", "title").alias("title"))
+    titles = pages.select("page_id", shown_titles(pages))
     if judged is not None:
         plan = plan.join(judged, on=["source_url", "target_url"], how="anti")
     picked = plan.sample(min(links, plan.height), seed=seed, shuffle=True)
@@ -363,7 +378,7 @@ def editors_sample(
 
     pairs = content_links(warehouse, site, lock_timeout_s=10.0)
     _, pages, _ = _plan_frames(warehouse, site)
-    pages = pages.select("page_id", "url", pl.coalesce("h1", "title").alias("title"), "body_text")
+    pages = pages.select("page_id", "url", shown_titles(pages), "body_text")
     picked = (
         pairs.join(pages.rename(lambda c: f"source_{c}" if c != "page_id" else "source_page_id"),
                    on="source_page_id")
