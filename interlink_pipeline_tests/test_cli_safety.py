@@ -338,6 +338,22 @@ def _at_a_writing_step(instance: dg.DagsterInstance, home: Path) -> bool:
     return "STEP_START" in events
 
 
+def _stop_at_a_writing_step(process: subprocess.Popen, log: Path, condition) -> None:
+    """SIGSTOP `process` where `condition()` holds, checked again once stopped: a quick step may end (and
+    free the writer) between a check and the signal, and then the process goes on to the next chance."""
+    while True:
+        _wait_while_running(process, log, condition)
+        os.kill(process.pid, signal.SIGSTOP)
+        while (
+            process.poll() is None
+            and Path(f"/proc/{process.pid}/stat").read_text().split(")")[1].split()[0] != "T"
+        ):
+            time.sleep(0.01)  # the signal is sent, not yet taken
+        if condition():
+            return
+        os.kill(process.pid, signal.SIGCONT)
+
+
 def _steps_finished(home: Path) -> list[str]:
     """The steps the run at work has finished, in order."""
     with dg.DagsterInstance.from_config(str(home)) as instance:
@@ -356,7 +372,7 @@ def test_a_killed_cli_run_is_marked_failed_and_resumed_from_its_last_finished_st
     home = Path(env["DAGSTER_HOME"])
     killed = _materialize_in_background(env, tmp_path / "killed.log")
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
-        _wait_while_running(
+        _stop_at_a_writing_step(
             killed,
             tmp_path / "killed.log",
             lambda: len(_steps_finished(home)) >= 2 and _at_a_writing_step(instance, home),
@@ -430,8 +446,8 @@ def test_a_second_run_of_a_site_is_refused_and_the_reading_commands_answer_while
         # while it holds the writer, status and sites answer from the home's files, the published ones
         # and the snapshot: no Dagster and no table contract loaded, nothing of theirs waits on it
         again = _materialize_in_background(env, tmp_path / "again.log", "backtest")
-        _wait_while_running(again, tmp_path / "again.log", lambda: _at_a_writing_step(instance, home))
-        os.kill(again.pid, signal.SIGSTOP)  # held there, however quick its step: the commands meet it
+        # held there, however quick its step: the commands meet it
+        _stop_at_a_writing_step(again, tmp_path / "again.log", lambda: _at_a_writing_step(instance, home))
         try:
             status, sites = _reading(env, "status", "--site", LIGHT), _reading(env, "sites")
             [running] = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
