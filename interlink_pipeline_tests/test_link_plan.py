@@ -40,9 +40,11 @@ from interlink_pipeline.core.graph.plan_stability import plan_changes
 from interlink_pipeline.core.graph.plan_state import SiteGraph
 from interlink_pipeline.core.graph.planner import Planner, plan_links, weak_topics
 from interlink_pipeline.core.graph.sentences import first_placed, heading_lead, placed_mention
+from interlink_pipeline.core.graph.structure import near_duplicate_orphans
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ingest.site_links import existing_links, links_from_crawl_counts
 from interlink_pipeline.core.ingest.site_sections import SiteSections
+from interlink_pipeline.core.ml.ann_search import Approximate
 from interlink_pipeline.core.numbers import significant
 from interlink_pipeline.core.publish.plan_table import plan_in_words
 from interlink_pipeline.core.relevance.url_tree import UrlTree
@@ -483,6 +485,16 @@ def test_near_duplicate_orphans_are_not_rescued_side_by_side_the_pair_is_named()
     rescued = set(planned.filter(pl.col("reason") == "orphan-rescue")["target"])
     assert 3 in rescued and 5 in rescued and 4 not in rescued
     assert planner.duplicate_of.tolist() == [-1, -1, -1, -1, 3, -1]
+    assert planner.stats.near_duplicate_search == "3 orphans, exact"
+    # past a size the search is approximate where its recall holds, exact (and said) where it does not
+    for search, said in (
+        (Approximate(1), "ann:HNSW"),
+        (Approximate(1, recall_floor=1.01), "searched exactly"),
+    ):
+        planner.duplicate_of[:] = -1
+        near_duplicate_orphans(planner, search)
+        assert planner.duplicate_of.tolist() == [-1, -1, -1, -1, 3, -1]
+        assert said in planner.stats.near_duplicate_search, planner.stats.near_duplicate_search
     assert planner.stats.unreachable_after == 0
     anchors = _anchored([None] * planned.height)
     checks = {c.name: c for c in check_plan(planned, anchors, site.existing, planner, 1, PlanOptions())}

@@ -50,6 +50,7 @@ def planned_frame(links: list) -> pl.DataFrame:
 @dataclass
 class PlanStats:
     centrality: str = ""
+    near_duplicate_search: str = ""  # how the orphans' near-duplicates were searched (structure.py)
     seconds: dict[str, float] = field(default_factory=dict)
     unresolved_orphans: list[str] = field(default_factory=list)  # page ids
     unreachable_after: int = 0

@@ -118,6 +118,7 @@ def _metadata(result: SitePlan, pages: pl.DataFrame, previous_links: int, links_
         **_equity(result),
         **_trends(result),
         "centrality": stats.centrality,
+        "near_duplicate_search": stats.near_duplicate_search or "fewer than two orphans with vectors",
         "seconds_by_step": MetadataValue.json(stats.seconds),
         "preview": table_preview(_preview(plan, names), 20),
     }
