@@ -147,8 +147,8 @@ def centrality_agreement(warehouse: Path, samples: int) -> dict:
             .select(pl.col("ia").alias(a), pl.col("ib").alias(b))
         )
 
-    edges = relatedness_edges(indexed(similar, "a", "b"), indexed(candidates, "source", "target"))
     n = ids.height
+    edges = relatedness_edges(n, indexed(similar, "a", "b"), indexed(candidates, "source", "target"))
     started = time.monotonic()
     exact, _ = betweenness(n, edges, PlanOptions(exact_centrality_below=n + 1))
     exact_s = time.monotonic() - started

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import polars as pl
 
+from interlink_pipeline.core.frames import looked_up
 from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.graph.sentences import first_placed, heading_lead
@@ -198,11 +199,10 @@ def placed_mentions(
     (`sense`, the sentence judged by its `nearest` pages, or not at all with None): mention_text,
     mention_offset, sentence."""
     texts, leads = texts_and_leads(pages)
-    mentions = planned.select("source", "target", "score", "placement").join(
+    mentions = looked_up(
+        planned.select("source", "target", "score", "placement"),
         candidates.select("source", "target", "mention_offset", "mention_words"),
-        on=["source", "target"],
-        how="left",
-        maintain_order="left",
+        ["source", "target"],
     )
     placed = [
         first_placed(texts[s], o, int(w or 0), leads[s])

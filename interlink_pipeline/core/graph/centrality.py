@@ -23,19 +23,14 @@ class KeptCentrality:
     samples: int
 
 
-def relatedness_edges(similar: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
-    """The undirected relatedness graph (u < v page indices), sorted: similar pairs and link candidates."""
-    both = pl.concat(
-        [
-            similar.select("a", "b"),
-            candidates.select(pl.col("source").alias("a"), pl.col("target").alias("b")),
-        ]
-    )
-    return (
-        both.select(pl.min_horizontal("a", "b").alias("u"), pl.max_horizontal("a", "b").alias("v"))
-        .unique()
-        .sort("u", "v")
-    )
+def relatedness_edges(pages: int, similar: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
+    """The undirected relatedness graph (u < v page indices of `pages`), sorted: similar pairs and link
+    candidates. Each edge is one integer key while they are deduplicated: a frame's unique and sort of two
+    columns took 0.95 GB more for a 100,000-page site's 7M pairs."""
+    a = np.concatenate([similar["a"].to_numpy(), candidates["source"].to_numpy()]).astype(np.uint64)
+    b = np.concatenate([similar["b"].to_numpy(), candidates["target"].to_numpy()]).astype(np.uint64)
+    keys = np.unique(np.minimum(a, b) * np.uint64(pages) + np.maximum(a, b))  # sorted
+    return pl.DataFrame({"u": (keys // pages).astype(np.int64), "v": (keys % pages).astype(np.int64)})
 
 
 def edge_hashes(page_ids: np.ndarray, pairs: pl.DataFrame) -> np.ndarray:

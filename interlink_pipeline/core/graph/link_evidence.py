@@ -8,6 +8,7 @@ import re
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.frames import looked_up
 from interlink_pipeline.core.warehouse.vocabularies import STRUCTURAL_REASONS
 
 # what says two pages are about related things: their texts are near, the source names the target, a search
@@ -100,8 +101,11 @@ def with_evidence_columns(
     """`links` (source, target page indices, reason, evidence, placement) with the pair's candidate now
     (`candidates`: source, target, score, provenance) as probability, origins and share, and source_is_parent
     (`parent`: each page's URL parent, None when unknown)."""
-    joined = links.drop("probability", "origins", "share", "rivals", strict=False).join(
-        with_shares(candidates).select(
+    # a share is of its target's candidates alone: those of the links' targets are all it needs
+    theirs = candidates.join(links.select("target"), on="target", how="semi")
+    joined = looked_up(
+        links.drop("probability", "origins", "share", "rivals", strict=False),
+        with_shares(theirs).select(
             "source",
             "target",
             pl.col("score").alias("probability"),
@@ -109,9 +113,7 @@ def with_evidence_columns(
             "share",
             "rivals",
         ),
-        on=["source", "target"],
-        how="left",
-        maintain_order="left",
+        ["source", "target"],
     )
     parents = parent[joined["target"].to_numpy()] if parent is not None else np.full(joined.height, -1)
     return joined.with_columns(

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from interlink_pipeline.core.files import load_state, save_state
+from interlink_pipeline.core.frames import looked_up
 from interlink_pipeline.core.graph.centrality import KeptCentrality
 from interlink_pipeline.core.graph.decided_links import (
     LIVE_COLUMNS,
@@ -115,15 +116,11 @@ def plan_site(
         reviewed=reviewed.pages if reviewed else None, settled=reviewed.settled if reviewed else frozenset(),
     )  # fmt: skip
     planned, planner = plan_links(graph, options)
-    planned = planned.join(
-        candidates.select("source", "target", pl.col("probability").cast(pl.Float32)),
-        on=["source", "target"],
-        how="left",
-        maintain_order="left",
-    ).join(
-        sensible.select("source", "target", "needs_sentence", "tied"), on=["source", "target"], how="left",
-        maintain_order="left",
-    ).with_columns(pl.col("needs_sentence").fill_null(False), pl.col("tied").fill_null(True))  # fmt: skip
+    pair = ["source", "target"]
+    planned = looked_up(planned, candidates.select(*pair, pl.col("probability").cast(pl.Float32)), pair)
+    planned = looked_up(planned, sensible.select(*pair, "needs_sentence", "tied"), pair).with_columns(
+        pl.col("needs_sentence").fill_null(False), pl.col("tied").fill_null(True)
+    )
     return planned, planner
 
 

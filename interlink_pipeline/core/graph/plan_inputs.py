@@ -14,7 +14,7 @@ import polars as pl
 from interlink_pipeline.core.graph.anchors import AnchorRules, site_anchor_rules
 from interlink_pipeline.core.graph.mention_sense import MentionSense
 from interlink_pipeline.core.graph.same_name import name_groups
-from interlink_pipeline.core.ingest.link_graph import page_links
+from interlink_pipeline.core.ingest.link_graph import LINK_COLUMNS, page_links
 from interlink_pipeline.core.ingest.site_links import existing_links, links_from_crawl_counts, taken_anchors
 from interlink_pipeline.core.ingest.site_sections import SiteSections
 from interlink_pipeline.core.ml.page_embeddings import SentenceEncoder, read_vectors, require_model
@@ -146,7 +146,7 @@ def read_plan_inputs(tables: SiteTables, site: str, encoder: SentenceEncoder) ->
         vectors,
         tables.read_site("ml.page_clusters", site, ["page_id", "cluster_id"]),
         tables.read_site("ml.similarity_pairs", site),
-        tables.read_site("raw.crawl_links", site),
+        tables.read_site("raw.crawl_links", site, LINK_COLUMNS),
         encoder.encode,
     )
     inputs.search_console = tables.read_site("raw.search_console", site, ["url", "impressions", "position"])

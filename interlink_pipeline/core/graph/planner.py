@@ -46,6 +46,7 @@ from functools import partial
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.frames import looked_up
 from interlink_pipeline.core.graph.centrality import centrality, relatedness_edges
 from interlink_pipeline.core.graph.left_for_editor import editor_tasks
 from interlink_pipeline.core.graph.link_evidence import (
@@ -87,7 +88,10 @@ class Planner(PlanState):
         options, site = self.options, self.site
         started = time.monotonic()
         self.centrality, self.stats.centrality, self.kept_centrality = centrality(
-            site.page_ids, relatedness_edges(site.similar, site.candidates), options, site.kept_centrality
+            site.page_ids,
+            relatedness_edges(self.page_count, site.similar, site.candidates),
+            options,
+            site.kept_centrality,
         )
         self.stats.seconds["centrality"] = time.monotonic() - started
         quantile = np.argsort(np.argsort(self.centrality, kind="stable"), kind="stable") / max(
@@ -179,9 +183,10 @@ class Planner(PlanState):
     def _link_sections(self) -> None:
         """Each menu parent links the pages listed under it, the most probable first."""
         pairs = (
-            self.site.sections.pairs()
-            .join(
-                self.site.candidates.select("source", "target", "score"), on=["source", "target"], how="left"
+            looked_up(
+                self.site.sections.pairs(),
+                self.site.candidates.select("source", "target", "score"),
+                ["source", "target"],
             )
             .with_columns(pl.col("score").fill_null(0.0))
             .sort(["source", "score", "target"], descending=[False, True, False])

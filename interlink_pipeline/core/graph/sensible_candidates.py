@@ -50,22 +50,26 @@ def sensible_candidates(
         ]
     )
     broad = broad_pages(cluster_of, linkers)[candidates["target"].to_numpy()]
-    near = candidates.filter(pl.Series(~far, dtype=pl.Boolean))
-    named_only = near["origins"].str.contains("mention") & ~near["origins"].str.contains(TEXT_EVIDENCE)
-    in_text_only = pl.Series(broad[~far], dtype=pl.Boolean) | named_only.fill_null(False)
+    origins = candidates["origins"]
+    named_only = origins.str.contains("mention") & ~origins.str.contains(TEXT_EVIDENCE)
+    in_text_only = broad | named_only.fill_null(False).to_numpy()
+    # masks over the site's candidates, each kept row copied once
+    asked = candidates.filter(pl.Series(~far & in_text_only))
     named = placed_mentions(
         pages,
-        near.filter(in_text_only).select(
+        asked.select(
             "source", "target", pl.col("probability").alias("score"), pl.lit("contextual").alias("placement")
         ),
-        candidates,
+        asked,
         sense,
         None,  # its sentence is judged once the link is planned (plan_rows.placed_links)
     ).filter(pl.col("mention_text").is_not_null())
-    placed = near.filter(in_text_only).join(named.select("source", "target"), on=["source", "target"])
+    placed = asked.join(named.select("source", "target"), on=["source", "target"])
     usable = pl.concat(
         [
-            near.filter(~in_text_only).with_columns(pl.lit(False).alias("needs_sentence")),
+            candidates.filter(pl.Series(~far & ~in_text_only)).with_columns(
+                pl.lit(False).alias("needs_sentence")
+            ),
             placed.with_columns(pl.lit(True).alias("needs_sentence")),
         ]
     )

@@ -7,7 +7,9 @@ import math
 
 import numpy as np
 
-BLOCK_BYTES = 256 * 1024**2
+# a block's scores: 64 MB blocks searched 35,000 vectors among themselves as fast as 256 MB ones (9.1 s,
+# medians of three) and took 128 MB at once instead of 512
+BLOCK_BYTES = 64 * 1024**2
 
 
 def exact_top(

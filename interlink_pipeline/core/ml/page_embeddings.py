@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -205,18 +206,25 @@ def field_vectors(
     )
     # the cached vectors go straight into their pages' rows a chunk at a time: the site's distinct texts
     # are never held as one more matrix (and a frame beside it) on top of the fields'
-    with connect(warehouse) as con:
+    with connect(warehouse) as con, streaming(con):
         con.register("wanted", distinct.select("text_hash").to_arrow())
-        # the limit is the database's, shared by any other connection to the file in this process: put back
-        con.execute(f"SET memory_limit = '{CACHE_READ_MEMORY}'")
-        try:
-            vectors, placed = _cached_vectors(con, model_id, frames, wanted)
-        finally:
-            con.execute(f"SET memory_limit = '{memory_limit()}'")
+        vectors, placed = _cached_vectors(con, model_id, frames, wanted)
     if placed != wanted.height:
         missing = wanted.height - placed
         raise ValueError(f"ml.embedding_cache lacks {missing:,} of the texts it was just given")
     return vectors, filled
+
+
+@contextmanager
+def streaming(con):
+    """`con`'s reads under CACHE_READ_MEMORY, so that DuckDB spills what it sorts or joins instead of
+    holding a site's vectors in its buffers (up to memory_limit) beside the matrix they fill. The limit is
+    the database's, shared by any other connection to the file in this process: put back after."""
+    con.execute(f"SET memory_limit = '{CACHE_READ_MEMORY}'")
+    try:
+        yield con
+    finally:
+        con.execute(f"SET memory_limit = '{memory_limit()}'")
 
 
 def _cached_vectors(
@@ -275,7 +283,7 @@ def read_vectors(
 ) -> tuple[pl.DataFrame, np.ndarray]:
     """A site's pages (`columns` of staging.pages, by page_id) and their vectors as one float32 matrix.
 
-    Streams the rows into a preallocated array, so memory is the matrix plus one chunk.
+    Streams the vectors into a preallocated array, so memory is the matrix plus one chunk.
     """
     select = ", ".join(f'p."{c}"' for c in columns)
     with connect(warehouse) as con:
@@ -296,17 +304,22 @@ def read_vectors(
                 f"ml.page_embeddings for {site} is stale ({embedded} vectors, {pages} pages, {matched} "
                 "matching): materialise page_embeddings again after pages."
             )
-        vectors = np.empty((embedded, dim), dtype=np.float32)
-        frames = []
-        position = 0
-        reader = con.execute(
-            f"SELECT {select}, e.vector FROM ml.page_embeddings e JOIN staging.pages p USING (site, page_id) "
-            "WHERE e.site = ? ORDER BY p.page_id",
+        found = con.execute(
+            f"SELECT {select}, p.page_id AS page_row_key FROM staging.pages p "
+            "WHERE p.site = ? ORDER BY p.page_id",
             [site],
-        ).to_arrow_reader(chunk_rows)
-        for batch in reader:
-            chunk = pl.from_arrow(batch)
-            vectors[position : position + chunk.height] = chunk["vector"].list.to_array(dim).to_numpy()
-            frames.append(chunk.drop("vector"))
-            position += chunk.height
-    return pl.concat(frames), vectors
+        ).pl()
+        rows = found.select(pl.col("page_row_key").alias("page_id"), pl.int_range(pl.len()).alias("row"))
+        vectors = np.empty((embedded, dim), dtype=np.float32)
+        # unsorted and unjoined, so DuckDB streams them: sorting them with the pages held the site's vectors
+        # in its buffers (0.5 GB more at 100,000 pages) beside the matrix they fill
+        with streaming(con):
+            reader = con.execute(
+                "SELECT page_id, vector FROM ml.page_embeddings WHERE site = ?", [site]
+            ).to_arrow_reader(chunk_rows)
+            for batch in reader:
+                chunk = pl.from_arrow(batch)
+                at = chunk.select("page_id", pl.int_range(pl.len()).alias("at")).join(rows, on="page_id")
+                block = chunk["vector"].list.to_array(dim).to_numpy()
+                vectors[at["row"].to_numpy()] = block[at["at"].to_numpy()]
+    return found.drop("page_row_key"), vectors

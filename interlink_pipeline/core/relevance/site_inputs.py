@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
+from interlink_pipeline.core.ingest.link_graph import LINK_COLUMNS, LinkGraph, page_links
 from interlink_pipeline.core.ml.encoders import TextEncoder
 from interlink_pipeline.core.ml.page_embeddings import field_vectors
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
@@ -82,7 +82,7 @@ def relevance_inputs(
         site_pages["duplicate_key"].to_list(),
         store,
     )
-    links = page_links(tables.read_site("raw.crawl_links", site), site_pages["url_key"])
+    links = page_links(tables.read_site("raw.crawl_links", site, LINK_COLUMNS), site_pages["url_key"])
     decided = (
         standing_decisions(tables.read_site("graph.link_decisions", site))
         .join(index.rename({"page_id": "source_page_id", "row": "source"}), on="source_page_id")
