@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
-from interlink_pipeline.core.graph.decided_links import adoption_by_reason
 from interlink_pipeline.core.graph.left_for_editor import task_counts
-from interlink_pipeline.core.graph.link_plan import PlanHistory, SitePlan, keep_centrality, plan_for_site
+from interlink_pipeline.core.graph.link_plan import SitePlan, keep_centrality, plan_for_site
 from interlink_pipeline.core.graph.plan_invariants import PLAN_INVARIANTS
 from interlink_pipeline.core.graph.plan_metrics import comparison, equity_moved
 from interlink_pipeline.core.graph.plan_options import PlanOptions
-from interlink_pipeline.core.warehouse.vocabularies import ACCEPTED_LIVE, LINKS_NOTES, NOT_KEPT
+from interlink_pipeline.core.warehouse.vocabularies import LINKS_NOTES
+from interlink_pipeline.defs.graph.plan_adoption import adoption_metadata
 from interlink_pipeline.defs.groups import GRAPH
 from interlink_pipeline.defs.ml.embeddings import Embedder
 from interlink_pipeline.defs.partitions import site_key
@@ -83,7 +83,7 @@ def link_plan(
     }
     metadata = {
         **_metadata(result, inputs.pages, history.previous.height, inputs.links_known),
-        **_adoption(result, history),
+        **adoption_metadata(result, history),
     }
     metadata["trend"] = site_trend(context, table_key("graph.link_plan"), metadata, TREND_FIGURES)
     yield from persist(context, warehouse, site, frames, metadata, started, check_results(result.checks))
@@ -148,64 +148,6 @@ def _equity(result: SitePlan) -> dict:
         f"pagerank_share_{name}": " → ".join("unknown" if v is None else f"{v:.1%}" for v in shares)
         for name, shares in moved.items()
         if shares is not None
-    }
-
-
-def _adoption(result: SitePlan, history: PlanHistory) -> dict:
-    """Editors' decisions and the links seen live: their counts as a table (the links live and the
-    acceptance rate as numbers, for the Plots tab), acceptance by reason, the accepted links no crawl has
-    shown live yet, and those the plan cannot hold, with why (a warning: the CLI prints it)."""
-    by_reason = adoption_by_reason(result.plan, history.decisions, result.live)
-    total = by_reason.row(by_reason.height - 1, named=True)
-    waiting = result.accepted.filter(pl.col("outcome") != ACCEPTED_LIVE)
-    not_kept = waiting.filter(pl.col("outcome").str.starts_with(NOT_KEPT))
-    why = not_kept.group_by("outcome").len("links").sort("links", "outcome", descending=[True, False])
-    counts = {
-        "accepted": total["accepted"],
-        "rejected": total["rejected"],
-        "live": result.live.height,
-        "live since the last plan": result.live.height - history.live.height,
-        "rejected, kept out": len(result.decided.rejected),
-    }
-    metadata = {
-        "decisions": table_preview(pl.DataFrame({"links": list(counts), "count": list(counts.values())}), 10),
-        "links_live": result.live.height,
-        "acceptance_rate": MetadataValue.float(total["acceptance_rate"])
-        if total["acceptance_rate"] is not None
-        else "nothing decided yet",
-        "rejected_planned_again": table_preview(result.decided.returned, 10)
-        if result.decided.returned.height
-        else "none",
-        "adoption_by_reason": table_preview(by_reason, 10),
-        "accepted_not_live": table_preview(
-            waiting.select("source_url", "target_url", "decided_at", "outcome"), 20
-        )
-        if waiting.height
-        else "none",
-        "accepted_not_kept": not_kept.height,
-        "accepted_not_kept_why": table_preview(why, 10) if not_kept.height else "none",
-        **_review_queue(result, history.decisions),
-    }
-    if not_kept.height:
-        counts = "; ".join(f"{n:,} {outcome.removeprefix(NOT_KEPT)}" for outcome, n in why.iter_rows())
-        metadata["warning"] = (
-            f"{not_kept.height:,} of the {result.accepted.height:,} links editors accepted are not in the "
-            f"plan: {counts} (graph.link_plan_changes lists them: why 'accepted by an editor, not kept: …')"
-        )
-    return metadata
-
-
-def _review_queue(result: SitePlan, standing: pl.DataFrame) -> dict:
-    """The links new since the editors' last review, by why they are new, and those held back behind the
-    pages they reviewed (new_links_per_reviewed_page)."""
-    if standing.is_empty():
-        return {"new_since_review": "no review yet"}
-    new = result.plan.filter(pl.col("planned_since") > standing["decided_at"].max())
-    why = new.group_by("added_because").len("links").sort("links", "added_because", descending=[True, False])
-    return {
-        "new_since_review": MetadataValue.int(new.height),
-        "new_since_review_why": table_preview(why, 10) if new.height else "none",
-        "waiting_for_review": MetadataValue.int(result.planner.waiting_for_review),
     }
 
 
