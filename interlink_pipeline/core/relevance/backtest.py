@@ -185,9 +185,11 @@ def precision_recall(links: pl.DataFrame, hidden: pl.DataFrame) -> tuple[int, fl
 
 
 def top_k(ranked: pl.DataFrame, score: str, hidden: pl.DataFrame, k: int) -> pl.DataFrame:
-    """Each source's top-k by `score`, over the sources with a hidden link."""
+    """Each source's top-k pairs (source, target, `score`) by `score`, over the sources with a hidden link
+    (the pairs alone are sorted: a large site's candidates carry their origins' text beside them)."""
     return (
-        ranked.filter(pl.col("source").is_in(hidden["source"].unique().implode()))
+        ranked.select("source", "target", score)
+        .filter(pl.col("source").is_in(hidden["source"].unique().implode()))
         .sort(["source", score, "target"], descending=[False, True, False])
         .group_by("source", maintain_order=True)
         .head(k)
