@@ -42,9 +42,10 @@ def _site_inputs(name: str, variant: str):
 
     site, path, inbox = _prepare(name, variant or None)
     _materialize(path, inbox, site, THROUGH_PLAN, {})
-    warehouse, embedder = Warehouse(path=str(path)), default_embedder()
-    inputs = relevance_inputs(warehouse, site, embedder.identity().model_id, embedder.encoder)
-    return inputs, read_plan_inputs(warehouse, site, embedder)
+    warehouse = Warehouse(path=str(path))
+    encoder = default_embedder().for_site(warehouse.path, site)
+    inputs = relevance_inputs(warehouse, site, encoder.identity().model_id, encoder.encoder)
+    return inputs, read_plan_inputs(warehouse, site, encoder)
 
 
 def _precision(links: pl.DataFrame, truth: pl.DataFrame) -> tuple[int, int, float]:

@@ -72,7 +72,7 @@ CHOICES = [
     *SETS,
     *(f"{name}:{v}" for name in ("hugodocs", "cppdocs", "cpwiki") for v in VARIANTS),
     "location-tree:no-links",
-    *(f"{name}:int8" for name in ("hugodocs", "cppdocs", "sample")),
+    *(f"{name}:int8" for name in ("hugodocs", "cppdocs", "cpwiki", "sample")),
 ]
 
 
@@ -84,7 +84,7 @@ def _embedder(variant: str | None):
     from interlink_pipeline.defs.ml.embeddings import Embedder, default_embedder
 
     int8_check.INT8_MIN_RECALL = 0.0  # the gate reads neighbour recall; this measures the plan instead
-    return Embedder(model=default_embedder().model, device="cpu", int8=True)
+    return Embedder(model=default_embedder().model, device="cpu", int8="always")
 
 
 def _folder(name: str) -> Path:

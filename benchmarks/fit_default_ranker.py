@@ -48,8 +48,8 @@ def _examples(name: str) -> pl.DataFrame:
     """A set's training examples (up to 150,000: each set weighs the same, whatever its size)."""
     site = SETS[name][0]
     warehouse = Warehouse(path=str(DATA / "quality" / name / "warehouse.duckdb"))
-    embedder = default_embedder()
-    inputs = relevance_inputs(warehouse, site, embedder.identity().model_id, embedder.encoder)
+    encoder = default_embedder().for_site(warehouse.path, site)
+    inputs = relevance_inputs(warehouse, site, encoder.identity().model_id, encoder.encoder)
     builder = CandidateBuilder(inputs.signals, CandidateSettings().options())
     examples = training_examples(builder, inputs.links, OPTIONS)
     print(f"{name}: {examples.height:,} examples, {int(examples['label'].sum()):,} positive")

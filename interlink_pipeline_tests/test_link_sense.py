@@ -19,6 +19,7 @@ from interlink_pipeline.core.graph.same_name import name_groups, outside_branch
 from interlink_pipeline.core.graph.sensible_candidates import sensible_candidates
 from interlink_pipeline.core.graph.sentences import inside_longer_name, placed_mention, title_cased
 from interlink_pipeline.core.ingest.site_sections import SiteSections
+from interlink_pipeline.core.ml.encoders import SiteEncoder
 from interlink_pipeline.core.relevance.confidence import MeasuredConfidence, link_confidence
 from interlink_pipeline.core.relevance.url_tree import UrlTree
 from interlink_pipeline.core.text import function_words
@@ -108,9 +109,9 @@ def test_an_anchor_is_never_part_of_a_longer_name_nor_set_in_a_title():
 
 def _sense(pages: pl.DataFrame) -> MentionSense:
     """A site's mention sense with the real model: its pages' vectors from their titles and texts."""
-    embedder = default_embedder()
+    encoder = SiteEncoder(default_embedder().settings())  # no site: int8's auto is fp32
     texts = [f"{t}. {x}" for t, x in pages.select("title", "body_text").iter_rows()]
-    return MentionSense.of(pages, embedder.encode(texts), embedder.encode, function_words("en"))
+    return MentionSense.of(pages, encoder.encode(texts), encoder.encode, function_words("en"))
 
 
 def test_a_phrase_means_its_target_by_its_whole_name_or_a_sentence_about_it():

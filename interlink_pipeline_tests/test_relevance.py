@@ -226,9 +226,9 @@ def light_inputs(light_and_nutri, tmp_path_factory):
     the candidates need go into the copy's embedding cache)."""
     site = light_and_nutri.phases["upstream"].copy(tmp_path_factory.mktemp("light"))
     warehouse = Warehouse(path=str(site.warehouse))
-    embedder = default_embedder()
-    inputs = relevance_inputs(warehouse, LIGHT, embedder.identity().model_id, embedder.encoder)
-    return warehouse, inputs, read_plan_inputs(warehouse, LIGHT, embedder)
+    encoder = default_embedder().for_site(warehouse.path, LIGHT)
+    inputs = relevance_inputs(warehouse, LIGHT, encoder.identity().model_id, encoder.encoder)
+    return warehouse, inputs, read_plan_inputs(warehouse, LIGHT, encoder)
 
 
 def _backtest(inputs, visible, hiding, base, ranker_options, decided=None):
@@ -266,7 +266,7 @@ def test_reading_the_cached_vectors_leaves_the_warehouses_memory_limit_as_it_was
     def no_encoder():
         raise AssertionError("every text is cached: nothing to embed")
 
-    model_id = default_embedder().identity().model_id
+    model_id = default_embedder().for_site(warehouse.path, LIGHT).identity().model_id
     with connect(warehouse.path) as held:
         before = held.execute("SELECT current_setting('memory_limit')").fetchone()[0]
         vectors, _ = field_vectors(warehouse.path, model_id, inputs.signals.texts, no_encoder)

@@ -241,8 +241,9 @@ def replan_steps(instance, site: str) -> tuple[list[str], str]:
 
     request = LinkRankerConfig().request(CandidateSettings())  # the settings a re-plan's run has
     try:
-        model_id = default_embedder().identity().model_id
-        fits, why = kept_ranker_fits(warehouse_resource(), site, model_id, request)
+        warehouse = warehouse_resource()
+        model_id = default_embedder().for_site(warehouse.path, site).identity().model_id
+        fits, why = kept_ranker_fits(warehouse, site, model_id, request)
     except InputError as error:  # the run's own step says it again, where the decisions already stand
         said = str(error).rstrip(".")
         return REPLAN_STEPS, (

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import polars as pl
@@ -23,7 +23,7 @@ import polars as pl
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.faults import fault_point
 from interlink_pipeline.core.ml.encoders import TextEncoder
-from interlink_pipeline.core.ml.int8_check import check_int8
+from interlink_pipeline.core.ml.int8_check import Int8Check, check_int8, refuse
 from interlink_pipeline.core.ml.model_identity import ModelIdentity
 from interlink_pipeline.core.warehouse.contract import ValidationReport
 from interlink_pipeline.core.warehouse.database import connect, memory_limit, query
@@ -69,7 +69,8 @@ class EmbeddingRun:
     chunks: int
     encoder: TextEncoder | None  # None when every text was cached (the model was not loaded)
     load_seconds: float
-    int8_recall: float | None  # the int8 encoder's neighbour recall against fp32 (int8_check), when run
+    model_id: str  # the vectors' model: fp32's where int8 was asked for and its check failed
+    int8: Int8Check | None  # the int8 encoder's check against fp32, when it ran
 
     @property
     def texts_per_second(self) -> float:
@@ -99,15 +100,27 @@ def embed_site(
     model_id: str,
     load_encoder: Callable[[], TextEncoder],
     *,
+    int8_falls_back: bool = False,
     chunk_size: int = DEFAULT_CHUNK,
     progress: Callable[[int, int], None] | None = None,
 ) -> EmbeddingRun:
-    """Embed the site's page texts missing from the cache, then rebuild its ml.page_embeddings rows."""
+    """Embed the site's page texts missing from the cache, then rebuild its ml.page_embeddings rows. An int8
+    encoder is checked against fp32 first: short of the gate, the step fails, or with `int8_falls_back`
+    embeds in fp32."""
     pages = read_site(warehouse, "staging.pages", site, ["text_hash", "text"])
     if pages.is_empty():
         raise InputError(f"staging.pages has no rows for {site}: materialise pages for this site first.")
     distinct = pages.unique("text_hash", keep="first", maintain_order=True)
-    filled = fill_cache(warehouse, model_id, distinct, load_encoder, chunk_size=chunk_size, progress=progress)
+    filled = fill_cache(
+        warehouse,
+        model_id,
+        distinct,
+        load_encoder,
+        int8_gate="fall back" if int8_falls_back else "refuse",
+        chunk_size=chunk_size,
+        progress=progress,
+    )
+    model_id = filled["model_id"]
     report = update_site_rows(
         warehouse,
         site,
@@ -123,25 +136,33 @@ def embed_site(
     return EmbeddingRun(pages=pages.height, distinct_texts=distinct.height, report=report, **filled)
 
 
-def fill_cache(
-    warehouse: str | Path,
-    model_id: str,
-    distinct: pl.DataFrame,
-    load_encoder: Callable[[], TextEncoder],
-    *,
-    chunk_size: int = DEFAULT_CHUNK,
-    progress: Callable[[int, int], None] | None = None,
-) -> dict:
-    """Embed the texts (text_hash, text; distinct) that ml.embedding_cache lacks for the model, committing
-    chunk by chunk; the model is loaded only when something is missing."""
+def _uncached(warehouse: str | Path, model_id: str, distinct: pl.DataFrame) -> pl.DataFrame:
+    """The rows of `distinct` (text_hash, text) whose vectors ml.embedding_cache lacks for the model."""
     cached = query(
         warehouse,
         "SELECT c.text_hash FROM ml.embedding_cache c JOIN wanted w USING (text_hash) WHERE c.model = ?",
         [model_id],
         {"wanted": distinct.select("text_hash")},
     )["text_hash"]
-    todo = distinct.filter(~pl.col("text_hash").is_in(cached.implode()))
-    encoder = int8_recall = None
+    return distinct.filter(~pl.col("text_hash").is_in(cached.implode()))
+
+
+def fill_cache(
+    warehouse: str | Path,
+    model_id: str,
+    distinct: pl.DataFrame,
+    load_encoder: Callable[[], TextEncoder],
+    *,
+    int8_gate: Literal["refuse", "fall back"] | None = None,
+    chunk_size: int = DEFAULT_CHUNK,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """Embed the texts (text_hash, text; distinct) that ml.embedding_cache lacks for the model, committing
+    chunk by chunk; the model is loaded only when something is missing. With an `int8_gate`, an int8
+    encoder is checked first (int8_check): short of it, refused, or its fp32 reference embeds instead. The
+    steps that read a site's vectors embed with the encoder that made them, unchecked (None)."""
+    todo = _uncached(warehouse, model_id, distinct)
+    encoder = check = None
     load_seconds = embed_seconds = 0.0
     chunks = 0
     if todo.height:
@@ -150,7 +171,13 @@ def fill_cache(
         load_seconds = time.monotonic() - started
         if encoder.model_id != model_id:
             raise ValueError(f"the loaded model is {encoder.model_id}, not {model_id}")
-        int8_recall = check_int8(encoder, distinct)
+        check = check_int8(encoder, distinct) if int8_gate else None
+        if check and not check.passed:
+            if int8_gate == "refuse":
+                raise refuse(check)
+            encoder = encoder.reference
+            model_id = encoder.model_id
+            todo = _uncached(warehouse, model_id, distinct)
     for chunk in todo.iter_slices(chunk_size):
         started = time.monotonic()
         vectors = encoder.encode(chunk["text"].to_list())
@@ -167,7 +194,8 @@ def fill_cache(
         "chunks": chunks,
         "encoder": encoder,
         "load_seconds": load_seconds,
-        "int8_recall": int8_recall,
+        "model_id": model_id,
+        "int8": check,
     }
 
 

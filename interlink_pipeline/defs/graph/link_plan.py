@@ -73,7 +73,8 @@ def link_plan(
         site = site_key(context)
         now = datetime.now(UTC).replace(tzinfo=None)
         options = options_from(config, PlanOptions)
-        result, inputs, history = plan_for_site(warehouse, site, options, now, embedder)
+        encoder = embedder.for_site(warehouse.path, site)
+        result, inputs, history = plan_for_site(warehouse, site, options, now, encoder)
     frames = {
         "graph.link_plan": result.plan,
         "graph.page_metrics": result.page_rows,

@@ -1,16 +1,16 @@
 """page_embeddings: one vector per page, through the global embedding cache."""
 
 import time
-from collections.abc import Sequence
+from pathlib import Path
 
-import numpy as np
 import polars as pl
 from dagster import AssetExecutionContext, Config, ConfigurableResource, MetadataValue
 from pydantic import Field
 
 from interlink_pipeline.core.environment import Environment, environment
-from interlink_pipeline.core.ml.encoders import EncoderSettings, TextEncoder, identify_model, load_encoder
-from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL, ModelIdentity
+from interlink_pipeline.core.ml.encoders import EncoderSettings, SiteEncoder
+from interlink_pipeline.core.ml.int8_check import site_settings
+from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL
 from interlink_pipeline.core.ml.page_embeddings import DEFAULT_CHUNK, embed_site
 from interlink_pipeline.core.warehouse.contract import ContractError
 from interlink_pipeline.defs.groups import ML
@@ -28,16 +28,9 @@ class Embedder(settings_config(EncoderSettings, ConfigurableResource)):
     def settings(self) -> EncoderSettings:
         return options_from(self, EncoderSettings)
 
-    def identity(self) -> ModelIdentity:
-        """The model's id, device and precision, without loading it."""
-        return identify_model(self.settings())
-
-    def encoder(self) -> TextEncoder:
-        return load_encoder(self.settings())
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm vectors of `texts`, by the model that embeds the pages (loaded on first use)."""
-        return self.encoder().encode(texts)
+    def for_site(self, warehouse: str | Path, site: str) -> SiteEncoder:
+        """The encoder of `site`'s vectors, int8 decided for it (int8_check.site_settings)."""
+        return SiteEncoder(site_settings(warehouse, site, self.settings()))
 
 
 def default_embedder(env: Environment | None = None) -> Embedder:
@@ -59,7 +52,8 @@ def page_embeddings(
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        identity = embedder.identity()
+        encoder = embedder.for_site(warehouse.path, site)
+        identity = encoder.identity()
         context.log.info(f"model {identity.model_id} on {identity.device}")
 
         def progress(done: int, total: int) -> None:
@@ -70,7 +64,8 @@ def page_embeddings(
                 warehouse.path,
                 site,
                 identity.model_id,
-                embedder.encoder,
+                encoder.encoder,
+                int8_falls_back=embedder.int8 == "auto",
                 chunk_size=config.chunk_size,
                 progress=progress,
             )
@@ -81,7 +76,7 @@ def page_embeddings(
         pl.col("vector").list.head(4).cast(pl.List(pl.String)).list.join(", ") + ", …"
     )
     metadata = {
-        "model": identity.model_id,
+        "model": run.model_id,
         "device": identity.device,
         "backend": run.encoder.backend if run.encoder else "not loaded: every text was cached",
         "dim": int(sample["vector"].list.len()[0]) if sample.height else 0,
@@ -95,7 +90,15 @@ def page_embeddings(
         "embed_seconds": MetadataValue.float(run.embed_seconds),
         "model_load_seconds": MetadataValue.float(run.load_seconds),
         "chunks_committed": run.chunks,
-        **({"int8_neighbour_recall": MetadataValue.float(run.int8_recall)} if run.int8_recall else {}),
+        "precision": run.int8.said() if run.int8 else _precision(run.model_id, identity.device),
+        **({"int8_neighbour_recall": MetadataValue.float(run.int8.recall)} if run.int8 else {}),
         "preview": table_preview(preview),
     }
     yield from materialized(context, site, {"ml.page_embeddings": run.report}, metadata, started)
+
+
+def _precision(model_id: str, device: str) -> str:
+    """The vectors' precision where no int8 check ran this time."""
+    if model_id.endswith("/int8"):
+        return "int8: the site's vectors are int8's (checked when they were embedded)"
+    return "fp16" if model_id.endswith("/fp16") else f"fp32 on {device}"

@@ -76,7 +76,8 @@ def link_backtest(
     started = time.monotonic()
     with user_errors():
         site = site_key(context)
-        model_id = embedder.identity().model_id
+        encoder = embedder.for_site(warehouse.path, site)
+        model_id = encoder.identity().model_id
         inputs = relevance_inputs(warehouse, site, model_id)
         crawl_id = inputs.pages["crawl_id"][0]  # every page of a site is of its one registered crawl
     if not inputs.links.content.any():
@@ -106,8 +107,8 @@ def link_backtest(
         yield from _standing(context, warehouse, site, crawl_id, earlier, why, started)
         return
     with user_errors():
-        inputs = with_vectors(inputs, warehouse, model_id, embedder.encoder)
-        base = read_plan_inputs(warehouse, site, embedder)
+        inputs = with_vectors(inputs, warehouse, model_id, encoder.encoder)
+        base = read_plan_inputs(warehouse, site, encoder)
     result = backtest_plan(inputs.signals, inputs.links, base, hiding, setup, inputs.decided)
     ran_at, run_id = datetime.now(UTC).replace(tzinfo=None), context.run.run_id
     row = backtest_row(setup, result, site, run_id, crawl_id, ran_at, time.monotonic() - started)

@@ -71,8 +71,9 @@ def link_candidates(
     spill_folder = files_folder(warehouse.path) / "spill"
     with user_errors(), SpilledRows("ml.link_candidates", site, spill_folder) as spilled:
         kept_ranker = load_ranker(ranker_path(warehouse, site), site)
-        model_id = embedder.identity().model_id
-        inputs = relevance_inputs(warehouse, site, model_id, embedder.encoder)
+        encoder = embedder.for_site(warehouse.path, site)
+        model_id = encoder.identity().model_id
+        inputs = relevance_inputs(warehouse, site, model_id, encoder.encoder)
         builder = CandidateBuilder(inputs.signals, candidate_settings.options())
         kept = None if config.rebuild else _kept_candidates(warehouse, site)
         scored = score_candidates(

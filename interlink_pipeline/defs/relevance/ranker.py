@@ -91,7 +91,8 @@ def link_ranker(
     with user_errors():
         site = site_key(context)
         request = config.request(candidate_settings)
-        run = site_ranker(warehouse, site, embedder.identity().model_id, embedder.encoder, request, run_id)
+        encoder = embedder.for_site(warehouse.path, site)
+        run = site_ranker(warehouse, site, encoder.identity().model_id, encoder.encoder, request, run_id)
     fitted = run.kept.run_id == run_id
     context.log.info(
         f"{site}: fitted again ({run.why}): {run.kept.ranker.reason}"
