@@ -10,7 +10,7 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.crawl_exports import read_crawl_export
 from interlink_pipeline.core.ingest.pages import clean_pages
-from interlink_pipeline.core.serp import local_index
+from interlink_pipeline.core.serp import capped_search, local_index
 from interlink_pipeline.core.serp.local_index import search_kept
 from interlink_pipeline.core.serp.local_search import LocalSearch
 from interlink_pipeline.core.serp.queries import page_queries, search_scope
@@ -327,3 +327,49 @@ def test_the_kept_local_index_answers_as_a_full_search_under_its_statistics(monk
     assert unchanged.pages_searched == 0 and same.equals(found)
     _, _, again = search_kept(_recrawled(pages, rng, 9), queries, 10, "", None, 0.05, index)
     assert again.mode == "full" and "more than 5%" in again.why
+
+
+def test_capped_postings_answer_past_a_size_only_where_they_find_a_full_searchs_results(monkeypatch):
+    """Past `capped_above` pages each word keeps its best-weighted pages only, and the pages found through
+    them are scored in full: where the cap binds on no word the answers are the full search's; where it
+    cuts too much (5 pages per word) or the check is planted to fail (a floor over 1), the full search
+    answers, and the check says why; below the size nothing is checked."""
+    raw = read_crawl_export(SAMPLE_DIR / "internal_all.csv", SAMPLE_HOST).frame
+    pages = clean_pages(raw, SAMPLE_HOST).pages.sort("page_id")
+    queries = list(dict.fromkeys(pages.select(pl.coalesce("title", "text")).to_series().to_list()))
+    engine = LocalSearch(pages)
+    full = engine.search(queries, 20)
+    unbound = engine.search(queries, 20, per_word=pages.height)
+    assert unbound.drop("score").equals(full.drop("score"))
+    assert np.allclose(unbound["score"], full["score"], rtol=1e-5)
+
+    found, check = capped_search.checked_search(engine, queries, 20, "", capped_above=None)
+    assert found.equals(full) and (check.method, check.recall_at_k) == ("exact", None)
+    monkeypatch.setattr(capped_search, "PAGES_PER_WORD", 5)
+    found, check = capped_search.checked_search(engine, queries, 20, "", capped_above=1000)
+    assert found.equals(full) and check.fell_back and check.recall_sample == 1000
+    assert check.recall_at_k < 0.98 and "under the 0.98 floor: searched in full" in check.why
+    monkeypatch.setattr(capped_search, "PAGES_PER_WORD", pages.height)
+    found, check = capped_search.checked_search(engine, queries, 20, "", capped_above=1000)
+    assert found.drop("score").equals(full.drop("score")) and not check.fell_back
+    assert (
+        check.described() == f"capped postings ({pages.height} pages per word), recall 1.000 on 1,000 pages"
+    )
+    found, check = capped_search.checked_search(engine, queries, 20, "", 1000, recall_floor=1.01)
+    assert found.equals(full) and check.fell_back and check.recall_at_k == 1.0
+    # a tie with a query's last full result counts as found, whichever tied page was listed
+    last = pl.DataFrame({"query_index": [0, 0], "row": [1, 2], "score": [3.0, 2.0]})
+    assert capped_search.capped_recall(last, last.with_columns(pl.Series("row", [1, 7]))) == 1.0
+    assert capped_search.capped_recall(last, last.head(1)) == 0.5
+
+
+def test_the_serp_step_says_how_its_local_search_searched(warehouse_path, light_inbox, instance):
+    """lightchiropractic's 97 pages past a `capped_above` of 50: the capped search (250 pages per word: it
+    binds on no word) finds every result of the full one, and the step's metadata says so."""
+    result = run_serp(
+        warehouse_path, light_inbox, instance, SerpApi(), {"provider": "local", "capped_above": 50}
+    )
+    assert result.success, failure_message(result)
+    metadata = materialization_metadata(result, "serp_results")
+    assert metadata["index"] == "full"
+    assert metadata["search"] == "capped postings (250 pages per word), recall 1.000 on 97 pages"

@@ -118,6 +118,7 @@ def _local_results(
         options.language,
         options.refresh_above,
         kept_index,
+        options.capped_above,
     )
     queried = asked.with_row_index("query_index").select(
         pl.col("query_index").cast(pl.Int64), "page_id", "query"

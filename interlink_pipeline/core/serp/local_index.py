@@ -19,7 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.ml.ann_search import SearchCheck
 from interlink_pipeline.core.ml.page_neighbours import Increment
+from interlink_pipeline.core.serp.capped_search import checked_search
 from interlink_pipeline.core.serp.local_search import IndexStatistics, LocalSearch, documents
 
 # Results kept per query beyond those asked for: a changed or removed page rarely forces a query again.
@@ -68,9 +70,11 @@ def search_kept(
     language: str | None,
     refresh_above: float,
     kept: KeptIndex | None,
+    capped_above: int | None = None,
 ) -> tuple[pl.DataFrame, KeptIndex, Increment]:
     """The top `depth` pages (query_index, rank, row) for each of `queries` over `pages` (sorted by
-    page_id: ties go to the first), through the kept index when it serves, and the index to keep."""
+    page_id: ties go to the first), through the kept index when it serves, and the index to keep. A full
+    build past `capped_above` pages searches capped postings where their check holds (capped_search)."""
     ids = pages["page_id"].cast(pl.String)
     now = pl.DataFrame({"page_id": ids, "doc_hash": document_hashes(pages)})
     width = depth + KEPT_MARGIN
@@ -82,8 +86,8 @@ def search_kept(
         changed_since = kept.changed_since_build + changes.count
     else:
         engine = LocalSearch(pages, language)
-        answers = _answers(engine, distinct, ids, width, path_prefix)
-        increment = Increment("full", why, len(distinct))
+        answers, check = _answers(engine, distinct, ids, width, path_prefix, capped_above)
+        increment = Increment("full", why, len(distinct), search=check)
         changed_since = 0
     index = KeptIndex(engine.statistics, now, answers.drop("row", "q"), width, path_prefix, changed_since)
     return _top(answers, queries, depth), index, increment
@@ -125,11 +129,18 @@ def _numbered(queries: list[str], position: str) -> pl.DataFrame:
 
 
 def _answers(
-    engine: LocalSearch, queries: list[str], ids: pl.Series, width: int, prefix: str
-) -> pl.DataFrame:
-    """Each query's answers searched in full: query, row and page_ids (lists), scores, floor."""
-    found = engine.search(queries, width, prefix)
-    return _listed(_numbered(queries, "q"), found.rename({"query_index": "q"}), ids, width, None)
+    engine: LocalSearch,
+    queries: list[str],
+    ids: pl.Series,
+    width: int,
+    prefix: str,
+    capped_above: int | None = None,
+) -> tuple[pl.DataFrame, SearchCheck]:
+    """Each query's answers searched against every page: query, row and page_ids (lists), scores, floor;
+    and how (capped postings past `capped_above` pages, where they hold: capped_search)."""
+    found, check = checked_search(engine, queries, width, prefix, capped_above)
+    answers = _listed(_numbered(queries, "q"), found.rename({"query_index": "q"}), ids, width, None)
+    return answers, check
 
 
 def _listed(
@@ -199,7 +210,7 @@ def _updated_answers(
     sure = merged.filter(pl.col("floor_page_id").is_null() | (pl.col("scores").list.len() >= depth))
     again = asked.join(sure, on="q", how="anti")
     searched = (
-        _answers(engine, again["query"].to_list(), ids, kept.width, path_prefix)
+        _answers(engine, again["query"].to_list(), ids, kept.width, path_prefix)[0]
         .drop("q")
         .join(again, on="query")
     )

@@ -127,4 +127,6 @@ def _metadata(run: SerpRun, results: pl.DataFrame, options: SerpOptions, queries
             "queries_reused": run.search.pages_merged,
             "pages_changed": run.search.pages_changed,
         }
+        if run.search.search is not None:
+            metadata["search"] = run.search.search.described()
     return metadata
