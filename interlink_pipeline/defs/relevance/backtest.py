@@ -87,15 +87,7 @@ def link_backtest(
         )
         yield from _skipped(context, site, crawl_id, started, links_export=len(inputs.links.source) > 0)
         return
-    setup = BacktestSetup(
-        fraction=config.fraction,
-        seed=config.seed,
-        k=config.k,
-        orphan_fraction=config.orphan_fraction,
-        candidates=candidate_settings.options(),
-        ranker=RankerOptions(seed=config.seed),
-        plan=PlanOptions(),
-    )
+    setup = _setup(config, candidate_settings)
     with user_errors():
         home = int(inputs.pages["is_home"].arg_max())
         hiding = links_to_hide(inputs.links, setup.fraction, setup.seed, setup.orphan_fraction, home)
@@ -125,6 +117,19 @@ def link_backtest(
     metadata = _trended(context, metadata)
     yield from record_run(context, warehouse, site, "graph.backtest_runs", row, metadata, started)
     keep_measurement(warehouse, site, now, run_id)
+
+
+def _setup(config: LinkBacktestConfig, candidate_settings: CandidateSettings) -> BacktestSetup:
+    """What the backtest hides and rebuilds with: the step's config, the run's candidate settings."""
+    return BacktestSetup(
+        fraction=config.fraction,
+        seed=config.seed,
+        k=config.k,
+        orphan_fraction=config.orphan_fraction,
+        candidates=candidate_settings.options(),
+        ranker=RankerOptions(seed=config.seed),
+        plan=PlanOptions(),
+    )
 
 
 def _standing(context, warehouse, site, crawl_id, earlier, why, started):
