@@ -21,6 +21,7 @@ import duckdb
 import polars as pl
 import psutil
 import pytest
+import sqlalchemy
 
 from interlink_pipeline.cli.dead_runs import RunProcess, process_gone, run_process
 from interlink_pipeline.core.errors import InputError
@@ -338,9 +339,25 @@ def _at_a_writing_step(instance: dg.DagsterInstance, home: Path) -> bool:
     return "STEP_START" in events
 
 
+def _unless_locked(condition):
+    """`condition`, read as not holding while the run writes to Dagster's SQLite storage (a run stopped
+    there holds the lock): asked again later."""
+
+    def asked() -> bool:
+        try:
+            return condition()
+        except (sqlite3.OperationalError, sqlalchemy.exc.OperationalError) as exc:
+            if "database is locked" in str(exc):
+                return False
+            raise
+
+    return asked
+
+
 def _stop_at_a_writing_step(process: subprocess.Popen, log: Path, condition) -> None:
     """SIGSTOP `process` where `condition()` holds, checked again once stopped: a quick step may end (and
     free the writer) between a check and the signal, and then the process goes on to the next chance."""
+    condition = _unless_locked(condition)
     while True:
         _wait_while_running(process, log, condition)
         os.kill(process.pid, signal.SIGSTOP)
