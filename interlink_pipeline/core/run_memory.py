@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from interlink_pipeline.core.errors import InputError
 
 # (pages, peak GB) of whole cold runs of the generated site, 2 cores (docs/benchmarks.md)
-MEASURED_PEAKS_GB = ((1_000, 1.05), (10_000, 2.01), (100_000, 4.22), (300_000, 10.32))
+MEASURED_PEAKS_GB = ((1_000, 1.05), (10_000, 2.01), (100_000, 3.92), (300_000, 8.98))
 FLOOR_GB = 1.0  # what a run holds whatever the site: Python, Dagster, the model (1,000 pages: 1.05 GB)
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
