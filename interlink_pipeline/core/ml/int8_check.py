@@ -19,6 +19,7 @@ import polars as pl
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ml.ann_search import APPROXIMATE_ABOVE, RECALL_FLOOR
 from interlink_pipeline.core.ml.encoders import EncoderSettings, TextEncoder, int8_runs_here
+from interlink_pipeline.core.ml.model_identity import ModelIdentity
 from interlink_pipeline.core.warehouse.database import query
 
 INT8_MIN_RECALL = RECALL_FLOOR
@@ -91,7 +92,7 @@ def site_settings(warehouse: str | Path, site: str, settings: EncoderSettings) -
         "model"
     ].to_list()
     if made:
-        int8 = all(model_id.endswith("/int8") for model_id in made)
+        int8 = all(ModelIdentity.precision(model_id) == "int8" for model_id in made)
     else:
         texts = query(
             warehouse, "SELECT count(DISTINCT text_hash) AS texts FROM staging.pages WHERE site = ?", [site]

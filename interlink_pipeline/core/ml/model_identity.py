@@ -39,6 +39,11 @@ class ModelIdentity:
         """name@content-hash[/fp16|/int8]: the embedding cache key (same files, same id, anywhere)."""
         return f"{self.label}@{self.fingerprint}" + ("/fp16" if self.half else "/int8" if self.int8 else "")
 
+    @staticmethod
+    def precision(model_id: str) -> str:
+        """The precision of vectors keyed `model_id`: fp16, int8 or fp32."""
+        return model_id.rpartition("@")[2].partition("/")[2] or "fp32"
+
     def same_files(self, model_id: str) -> bool:
         """Whether vectors keyed `model_id` come from this model's files (any precision): one space."""
         base = f"{self.label}@{self.fingerprint}"

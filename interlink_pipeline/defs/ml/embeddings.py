@@ -10,7 +10,7 @@ from pydantic import Field
 from interlink_pipeline.core.environment import Environment, environment
 from interlink_pipeline.core.ml.encoders import EncoderSettings, SiteEncoder
 from interlink_pipeline.core.ml.int8_check import site_settings
-from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL
+from interlink_pipeline.core.ml.model_identity import DEFAULT_MODEL, ModelIdentity
 from interlink_pipeline.core.ml.page_embeddings import DEFAULT_CHUNK, embed_site
 from interlink_pipeline.core.warehouse.contract import ContractError
 from interlink_pipeline.defs.groups import ML
@@ -99,6 +99,7 @@ def page_embeddings(
 
 def _precision(model_id: str, device: str) -> str:
     """The vectors' precision where no int8 check ran this time."""
-    if model_id.endswith("/int8"):
+    precision = ModelIdentity.precision(model_id)
+    if precision == "int8":
         return "int8: the site's vectors are int8's (checked when they were embedded)"
-    return "fp16" if model_id.endswith("/fp16") else f"fp32 on {device}"
+    return precision if precision == "fp16" else f"fp32 on {device}"
