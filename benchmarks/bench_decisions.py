@@ -60,12 +60,9 @@ def simulated_editor(
     accepted and rejected links' weight (default: the settings')."""
     from interlink_pipeline.core.graph.link_plan import backtest_plan
     from interlink_pipeline.core.graph.plan_options import PlanOptions
-    from interlink_pipeline.core.relevance.backtest import (
-        BacktestSetup,
-        baseline_lists,
-        links_to_hide,
-        same_budget_baseline,
-    )
+    from interlink_pipeline.core.relevance.backtest import links_to_hide
+    from interlink_pipeline.core.relevance.backtest_runs import BacktestSetup
+    from interlink_pipeline.core.relevance.backtest_scores import baseline_lists, same_budget_baseline
     from interlink_pipeline.core.relevance.link_ranker import RankerOptions
     from interlink_pipeline.core.relevance.site_signals import CandidateOptions
 

@@ -254,9 +254,9 @@ def without_links_export(name: str, seeds: list[int], fraction: float) -> list[d
     from interlink_pipeline.core.ingest.crawl_exports import read_links_export
     from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
     from interlink_pipeline.core.ml.page_embeddings import read_vectors
-    from interlink_pipeline.core.relevance.backtest import (
+    from interlink_pipeline.core.relevance.backtest import links_to_hide
+    from interlink_pipeline.core.relevance.backtest_scores import (
         baseline_lists,
-        links_to_hide,
         precision_recall,
         same_budget_baseline,
     )
@@ -324,7 +324,7 @@ def editorial_recovery(run_config: dict) -> dict:
     """lightchiropractic: the plan built without the 52 editorial links, searched for them."""
     from interlink_pipeline.core.ingest.link_graph import page_links
     from interlink_pipeline.core.ml.page_embeddings import read_vectors
-    from interlink_pipeline.core.relevance.backtest import baseline_lists, same_budget_baseline
+    from interlink_pipeline.core.relevance.backtest_scores import baseline_lists, same_budget_baseline
     from interlink_pipeline.core.urls import url_parts
     from interlink_pipeline.core.warehouse.store import read_site
 

@@ -21,13 +21,12 @@ from interlink_pipeline.core.ingest.link_graph import LinkGraph, page_links
 from interlink_pipeline.core.ml.ann_search import Approximate
 from interlink_pipeline.core.ml.page_embeddings import field_vectors
 from interlink_pipeline.core.relevance.backtest import (
-    baseline_lists,
     decisions_learned,
-    figures_by_reason,
     links_to_hide,
     run_backtest,
     scored_by,
 )
+from interlink_pipeline.core.relevance.backtest_scores import baseline_lists, figures_by_reason
 from interlink_pipeline.core.relevance.candidate_features import FEATURES, LINK_FEATURES
 from interlink_pipeline.core.relevance.candidate_updates import (
     KEY,
@@ -903,7 +902,7 @@ def test_a_page_text_file_without_a_text_column_names_what_it_needs(inbox_root, 
 
 
 def test_a_backtest_of_too_few_hidden_links_says_it_cannot_be_read():
-    from interlink_pipeline.core.relevance.backtest import MIN_MEASURED_LINKS, thin_measurement
+    from interlink_pipeline.core.relevance.backtest_runs import MIN_MEASURED_LINKS, thin_measurement
 
     said = thin_measurement(4, 0.0, [0.0, 0.6])
     assert said.startswith("only 4 in-content links were hidden, too few to read the plan's precision (0.0%, "

@@ -46,12 +46,8 @@ from interlink_pipeline.core.ingest.site_links import (
 )
 from interlink_pipeline.core.invariants import Invariant
 from interlink_pipeline.core.ml.page_embeddings import SentenceEncoder
-from interlink_pipeline.core.relevance.backtest import (
-    BacktestResult,
-    BacktestSetup,
-    HiddenLinks,
-    run_backtest,
-)
+from interlink_pipeline.core.relevance.backtest import BacktestResult, HiddenLinks, run_backtest
+from interlink_pipeline.core.relevance.backtest_runs import BacktestSetup
 from interlink_pipeline.core.relevance.confidence import MeasuredConfidence
 from interlink_pipeline.core.relevance.site_signals import SiteSignals
 from interlink_pipeline.core.urls import url_parts

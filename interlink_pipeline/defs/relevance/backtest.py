@@ -13,12 +13,12 @@ from interlink_pipeline.core.graph.link_plan import backtest_plan
 from interlink_pipeline.core.graph.plan_inputs import read_plan_inputs
 from interlink_pipeline.core.graph.plan_options import PlanOptions
 from interlink_pipeline.core.numbers import SEED_LIMIT
-from interlink_pipeline.core.relevance.backtest import (
+from interlink_pipeline.core.relevance.backtest import links_to_hide
+from interlink_pipeline.core.relevance.backtest_runs import (
     BacktestSetup,
     backtest_row,
     earlier_measurement,
     keep_measurement,
-    links_to_hide,
     measured_inputs,
 )
 from interlink_pipeline.core.relevance.link_ranker import RankerOptions

@@ -6,7 +6,7 @@ import json
 import polars as pl
 from dagster import MetadataValue
 
-from interlink_pipeline.core.relevance.backtest import thin_measurement
+from interlink_pipeline.core.relevance.backtest_runs import thin_measurement
 from interlink_pipeline.core.relevance.intervals import interval_text
 from interlink_pipeline.defs.previews import table_preview
 
