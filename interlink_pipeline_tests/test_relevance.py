@@ -39,15 +39,17 @@ from interlink_pipeline.core.relevance.intervals import ratio_intervals
 from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder, build_candidates
 from interlink_pipeline.core.relevance.link_ranker import (
     RankerOptions,
-    SiteState,
     default_ranker,
-    drift,
     fit_ranker,
     negative_sample,
+    training_examples,
+)
+from interlink_pipeline.core.relevance.ranker_inputs import (
+    SiteState,
+    drift,
     settings_fingerprint,
     site_state,
     still_fits,
-    training_examples,
 )
 from interlink_pipeline.core.relevance.site_inputs import relevance_inputs
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions, SiteSignals

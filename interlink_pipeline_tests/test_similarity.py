@@ -11,14 +11,8 @@ from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ml import exact_search
 from interlink_pipeline.core.ml.ann_search import Approximate, checked_top, recall_at_k
-from interlink_pipeline.core.ml.clusters import (
-    ClusterOptions,
-    PreviousClusters,
-    _distinct_labels,
-    candidate_ks,
-    label_clusters,
-    topic_clusters,
-)
+from interlink_pipeline.core.ml.cluster_names import distinct_labels, label_clusters
+from interlink_pipeline.core.ml.clusters import ClusterOptions, PreviousClusters, candidate_ks, topic_clusters
 from interlink_pipeline.core.ml.exact_search import exact_top
 from interlink_pipeline.core.ml.page_neighbours import nearest_pages, neighbour_state
 from interlink_pipeline.core.ml.similarity import SimilarityOptions, search, similar_pairs
@@ -283,7 +277,7 @@ def test_shared_labels_are_made_distinct():
         {"cluster_id": [0, 1, 2, 3], "label": ["misc", "misc", "misc (2)", "misc"], "top_terms": [[]] * 4},
         schema_overrides={"top_terms": pl.List(pl.String)},
     )
-    assert _distinct_labels(frame)["label"].to_list() == ["misc", "misc (2)", "misc (2) (2)", "misc (3)"]
+    assert distinct_labels(frame)["label"].to_list() == ["misc", "misc (2)", "misc (2) (2)", "misc (3)"]
 
 
 def test_labels_are_written_as_the_pages_write_them_or_named_by_folder_or_central_page():

@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 from interlink_pipeline.cli import commands, reading
+from interlink_pipeline.cli.home import PROJECT_ROOT
 from interlink_pipeline.cli.run_config import SETTING_FLAGS
-from interlink_pipeline.cli.runs import PROJECT_ROOT, command_instances
+from interlink_pipeline.cli.runs import command_instances
 from interlink_pipeline.core.environment import environment
 
 SAMPLE_DIR = PROJECT_ROOT / "data" / "sample"
@@ -111,7 +112,7 @@ def _home_problem(exc: Exception) -> Exception | str | None:
     import shutil
     import sqlite3
 
-    from interlink_pipeline.cli.runs import HOME_DATABASES, damaged_home
+    from interlink_pipeline.cli.home import HOME_DATABASES, damaged_home
 
     if not isinstance(getattr(exc, "orig", exc), sqlite3.DatabaseError):
         return None

@@ -143,8 +143,8 @@ def _waited_for_a_run_of_it(site: str) -> bool:
     registered now, so that nothing is left to run."""
     from dagster import DagsterRunStatus
 
-    from interlink_pipeline.cli.runs import site_held
     from interlink_pipeline.cli.site_activity import wait_for_site
+    from interlink_pipeline.cli.site_locks import site_held
     from interlink_pipeline.core.ingest.inbox import default_inbox
     from interlink_pipeline.defs.ingest.inbox_sensor import RUN_KEY_TAG, inbox_run_key
 

@@ -8,7 +8,8 @@ import argparse
 from pathlib import Path
 
 from interlink_pipeline.cli.dead_runs import IN_PROGRESS, release_dead_runs
-from interlink_pipeline.cli.runs import dagster_instance, home_records, registered, site_held
+from interlink_pipeline.cli.runs import dagster_instance, home_records, registered
+from interlink_pipeline.cli.site_locks import site_held
 
 
 def _freshness(site: str):

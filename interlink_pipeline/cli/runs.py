@@ -3,7 +3,6 @@ and a failed run recorded as one anywhere else."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import sys
@@ -11,30 +10,19 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
-from pathlib import Path
 from typing import TextIO
 
 from interlink_pipeline.cli.dead_runs import (
-    IN_PROGRESS,
     announce_process,
     record_failure,
     release_dead_runs,
-    run_process,
 )
+from interlink_pipeline.cli.home import dagster_home
+from interlink_pipeline.cli.run_files import KeptText, run_file
+from interlink_pipeline.cli.site_locks import site_lock
 from interlink_pipeline.cli.where import print_where
-from interlink_pipeline.core.environment import environment, use_dagster_home
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROGRESS_MESSAGE_CHARS = 60  # the running step's latest message, as much as the bar shows of it
-
-
-# the Dagster home's SQLite files every command reads, and what moving a damaged one aside loses
-HOME_DATABASES = {
-    "history/runs.db": "the run history",
-    "history/runs/index.db": "the registered sites and the index of runs' events (asset history in the UI; "
-    "register each site again: its exports are still in the drop folder)",
-    "schedules/schedules.db": "the schedules' and sensors' tick history",
-}
 
 
 _INSTANCES: list[dict] = []  # the Dagster home's instance by home, while a command runs (command_instances)
@@ -53,7 +41,7 @@ def command_instances() -> Iterator[None]:
 
 
 def dagster_instance():
-    home = _home()
+    home = dagster_home()
     opened = _INSTANCES[-1] if _INSTANCES else {}
     if home in opened:
         return opened[home]
@@ -68,35 +56,7 @@ def home_records():
     keeps them there (a command that only reads answers without Dagster), else through its instance."""
     from interlink_pipeline.defs.site_runs import InstanceHome, local_home
 
-    return local_home(_home()) or InstanceHome(dagster_instance())
-
-
-def _home() -> Path:
-    """The Dagster home, made if missing, its databases checked to be SQLite files (a damaged one is said
-    before Dagster or a read trips on it)."""
-    home = use_dagster_home(PROJECT_ROOT / "dagster_home")
-    home.mkdir(parents=True, exist_ok=True)
-    from interlink_pipeline.core.files import SQLITE_HEADER
-
-    for name in HOME_DATABASES:
-        with contextlib.suppress(FileNotFoundError), open(home / name, "rb") as f:
-            head = f.read(len(SQLITE_HEADER))
-            if head and head != SQLITE_HEADER:
-                raise damaged_home(home / name, "not an SQLite database")
-    return home
-
-
-def damaged_home(path: Path, why: str) -> Exception:
-    """The error for a damaged database of the Dagster home: which file, and how to recover."""
-    from interlink_pipeline.core.errors import InputError
-
-    relative = path.relative_to(Path(environment().dagster_home)).as_posix()
-    loses = HOME_DATABASES.get(relative, "what Dagster kept in it")
-    return InputError(
-        f"the Dagster home's {path} is damaged ({why}); nothing was changed. Move it aside (mv {path} "
-        f"{path}.damaged) and run again: Dagster starts a new one, without {loses}. The warehouse keeps "
-        "every table."
-    )
+    return local_home(dagster_home()) or InstanceHome(dagster_instance())
 
 
 def add_site(site: str) -> None:
@@ -140,7 +100,7 @@ def locked_site(site: str) -> Iterator:
     refusal leaves nothing behind."""
     instance = dagster_instance()
     release_dead_runs(instance)
-    with _site_lock(instance, site):
+    with site_lock(instance, site):
         yield instance
 
 
@@ -171,7 +131,7 @@ def execute(
     run_id = str(uuid.uuid4())  # known before the run starts, so its events can be followed
     planned = job.get_subset(asset_selection=set(selection)) if selection else job
     # what the steps print (dbt's own console, for one) goes to a file, not between the progress lines
-    said = _KeptText(_run_file(site, run_id, "out"))
+    said = KeptText(run_file(site, run_id, "out"))
     with (
         _screen() as screen,
         _progress(instance, run_id, len(planned.graph.nodes), screen),
@@ -305,75 +265,6 @@ def _progress(instance, run_id: str, steps: int, screen: TextIO) -> Iterator[Non
         instance.end_watch_event_logs(run_id, seen)
 
 
-@contextmanager
-def _site_lock(instance, site: str) -> Iterator[None]:
-    """Runs of one site never interleave: a second CLI run of the site (the lock file, released by the
-    kernel when its holder dies), a CLI run while the UI or the daemon runs it, or while a run of it waits
-    in the queue of a running `make dev` (it would start beside this one) is refused at once."""
-    from dagster import DagsterRunStatus
-    from filelock import FileLock, Timeout
-
-    from interlink_pipeline.cli.site_activity import DAEMON_BEAT_S
-    from interlink_pipeline.core.errors import InputError
-    from interlink_pipeline.defs.site_runs import InstanceHome, site_runs
-
-    busy = f"a run of {site} is already in progress"
-    path = _lock_path(site)
-    try:
-        held = FileLock(path, blocking=False, on_acquired=_write_pid).acquire()
-    except Timeout:
-        raise InputError(
-            f"{busy} (interlink, process {path.read_text().strip() or '?'}); wait for it to finish, then run "
-            "again."
-        ) from None
-    with held:
-        in_progress = [DagsterRunStatus(status) for status in IN_PROGRESS]
-        for record in site_runs(instance, site, statuses=in_progress)[:1]:
-            run = record.dagster_run
-            process = run_process(instance, run)
-            where = (
-                f"interlink, process {process.pid} on {process.host}"
-                if process is not None and process.cli
-                else "in the UI or the daemon"
-            )
-            raise InputError(
-                f"{busy} (run {run.run_id}, {where}); wait for it to finish, or cancel it there."
-            )
-        if InstanceHome(instance).beat_within("QUEUED_RUN_COORDINATOR", DAEMON_BEAT_S):
-            for record in site_runs(instance, site, statuses=[DagsterRunStatus.QUEUED])[:1]:
-                raise InputError(
-                    f"a run of {site} is waiting in make dev's run queue (run {record.dagster_run.run_id}) "
-                    f"and starts once the queue lets it; interlink materialize --site {site} --wait waits "
-                    "for it, or cancel it in the UI."
-                )
-        yield
-
-
-def _lock_path(site: str) -> Path:
-    path = _home() / "site_locks" / f"{site}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def site_held(site: str) -> bool:
-    """Whether another interlink process holds the site now (its run lock)."""
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(_lock_path(site), blocking=False)
-    try:
-        lock.acquire()
-    except Timeout:
-        return True
-    lock.release()
-    return False
-
-
-def _write_pid(fd: int) -> None:
-    """The lock holder's process id in its lock file, for the run it refuses to name."""
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
-
-
 def _report_failure(instance, result, site: str, seconds: float) -> int:
     """A failed CLI run, as a run anywhere else fails: recorded in ops.run_failures and posted to the
     webhook; the user gets the step and its message, and the path of the full log."""
@@ -385,7 +276,7 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
         [e for e in events if e.event_type_value == "STEP_FAILURE"],
         None,
     )
-    with _KeptText(_run_file(site, result.run_id, "log")) as log:
+    with KeptText(run_file(site, result.run_id, "log")) as log:
         for event in events:
             log.write(f"{event.event_type_value} {event.step_key or ''} {event.message or ''}\n")
             error = getattr(event.event_specific_data, "error", None)
@@ -399,71 +290,6 @@ def _report_failure(instance, result, site: str, seconds: float) -> int:
         file=sys.stderr,
     )
     return 1
-
-
-class _KeptText(io.TextIOBase):
-    """A run's text file (its steps' output, its failure's log), made at the first write and kept while the
-    disk allows: a refused write (a full disk, a folder that cannot be written) stops the keeping and is
-    said (`where`), never raised into the run or over its own message."""
-
-    def __init__(self, path: Path):
-        self.path, self.problem, self._file, self._written = path, None, None, False
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        if self.problem is None and text:
-            try:
-                if self._file is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    self._file = self.path.open("w", encoding="utf-8")
-                self._file.write(text)
-                self._written = True
-            except OSError as exc:
-                self._give_up(exc)
-        return len(text)
-
-    def flush(self) -> None:
-        if self._file is not None:
-            self._guarded(self._file.flush)
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._guarded(self._file.close)
-            self._file = None
-        super().close()
-
-    def _guarded(self, act) -> None:
-        try:
-            act()
-        except OSError as exc:
-            self._give_up(exc)
-
-    def _give_up(self, exc: OSError) -> None:
-        from interlink_pipeline.core.files import file_problem
-
-        self.problem = file_problem(exc, self.path)
-        if self._file is not None:
-            with contextlib.suppress(OSError):
-                self._file.close()
-        self._file = None
-        with contextlib.suppress(OSError):  # nothing of it could be written: no empty file left behind
-            if self.path.stat().st_size == 0:
-                self.path.unlink()
-
-    def where(self) -> str:
-        """The file, or why it was not kept (or that nothing was written to it)."""
-        if self.problem is not None:
-            return f"not kept: {self.problem}"
-        return str(self.path) if self._written else "none"
-
-
-def _run_file(site: str, run_id: str, kind: str) -> Path:
-    """A file of a CLI run, in the warehouse's files folder: logs/<site>-<run id>.<kind>."""
-    from interlink_pipeline.core.warehouse.database import default_warehouse, files_folder
-
-    return files_folder(default_warehouse()) / "logs" / f"{site}-{run_id}.{kind}"
 
 
 def warehouse_resource():

@@ -19,6 +19,8 @@ from interlink_pipeline.core.relevance.backtest import BacktestResult
 from interlink_pipeline.core.relevance.intervals import interval_text
 from interlink_pipeline.core.relevance.link_ranker import (
     RankerOptions,
+)
+from interlink_pipeline.core.relevance.ranker_inputs import (
     SiteState,
     site_state,
     still_fits,

@@ -24,6 +24,7 @@ import polars as pl
 
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, of_sources
+from interlink_pipeline.core.relevance.candidate_summary import KEY, CandidateSummary
 from interlink_pipeline.core.relevance.link_candidates import FEATURE_CHUNK, CandidateBuilder
 from interlink_pipeline.core.warehouse.store import RowChanges, SpilledRows
 
@@ -32,7 +33,6 @@ BUILD_FORMAT = 2  # 2: Adamic–Adar summed per pair
 # Above this share of changed pages, one full build costs less than the comparisons.
 FULL_BUILD_SHARE = 0.25
 PAIR = ["source", "target"]
-KEY = ("source_page_id", "target_page_id")
 MENTION = ["mention_commonness", "mention_words", "mention_title", "mention_offset"]
 PAIR_INPUTS = [*MENTION, "serp_score"]  # a pair's own inputs, compared pair by pair (not in the page hash)
 STORED = ["probability", "rank", "origins", *FEATURES, "mention_offset"]  # columns a row may differ in
@@ -41,15 +41,6 @@ LOCAL = [f for f in FEATURES if f not in ("rank_title", "rank_body", "listing_si
     "mention_offset"
 ]
 PAGE_STATE = ("page_id", "inputs_hash", "settings_hash", "scored_by")  # what a build reads of the last
-LIKELY = 0.5  # a probability the run's metadata counts as a likely link
-PREVIEW_ROWS = 15
-_COUNTS = {"source_page_id": pl.String, "origins": pl.String, "candidates": pl.UInt32, "likely": pl.UInt32}
-_TOP = {
-    "source_page_id": pl.String,
-    "target_page_id": pl.String,
-    "probability": pl.Float32,
-    "origins": pl.String,
-}
 
 
 Probability = Callable[[pl.DataFrame], np.ndarray]  # rows with FEATURES -> the ranker's probabilities
@@ -62,71 +53,6 @@ class KeptCandidates:
 
     pages: pl.DataFrame  # page_id, inputs_hash, settings_hash, scored_by
     rows_from: Callable[[pl.Series], pl.DataFrame]
-
-
-class CandidateSummary:
-    """What a run tells of a build's rows (ml.link_candidates rows without the site), gathered a chunk at
-    a time so that a full build never holds its rows: counts per source page and origins, and the most
-    probable rows."""
-
-    def __init__(self) -> None:
-        self._counts: list[pl.DataFrame] = []
-        self._top: list[pl.DataFrame] = []
-
-    def add(self, rows: pl.DataFrame) -> None:
-        self._counts.append(
-            rows.group_by("source_page_id", "origins").agg(
-                pl.len().alias("candidates"), (pl.col("probability") >= LIKELY).sum().alias("likely")
-            )
-        )
-        self._top.append(
-            rows.select(*KEY, "probability", "origins")
-            .sort("probability", descending=True, maintain_order=True)
-            .head(PREVIEW_ROWS)
-        )
-
-    def _all(self) -> pl.DataFrame:
-        if len(self._counts) != 1:  # the chunks' counts, joined once
-            self._counts = [pl.concat(self._counts) if self._counts else pl.DataFrame(schema=_COUNTS)]
-        return self._counts[0]
-
-    @property
-    def candidates(self) -> int:
-        return int(self._all()["candidates"].sum())
-
-    @property
-    def likely(self) -> int:
-        return int(self._all()["likely"].sum())
-
-    def per_source(self) -> pl.DataFrame:
-        """source_page_id, candidates: the pages with candidates."""
-        return self._all().group_by("source_page_id").agg(pl.col("candidates").sum())
-
-    def by_origin(self) -> pl.DataFrame:
-        """origins, candidates: how many candidates each signal proposed (a pair several proposed counts
-        for each), the most first."""
-        return (
-            self._all()
-            .group_by("origins")
-            .agg(pl.col("candidates").sum())
-            .with_columns(pl.col("origins").str.split("+"))
-            .explode("origins")
-            .group_by("origins")
-            .agg(pl.col("candidates").sum())
-            .sort(["candidates", "origins"], descending=[True, False])
-        )
-
-    def most_probable(self, pages: pl.DataFrame) -> pl.DataFrame:
-        """The PREVIEW_ROWS most probable candidates, by page names (title, else H1, else URL)."""
-        top = pl.concat(self._top) if self._top else pl.DataFrame(schema=_TOP)
-        names = pages.select("page_id", pl.coalesce("title", "h1", "url").alias("name"))
-        return (
-            top.sort("probability", descending=True, maintain_order=True)
-            .head(PREVIEW_ROWS)
-            .join(names.rename({"page_id": "source_page_id", "name": "on_page"}), on="source_page_id")
-            .join(names.rename({"page_id": "target_page_id", "name": "link_to"}), on="target_page_id")
-            .select("on_page", "link_to", pl.col("probability").round(3), "origins")
-        )
 
 
 @dataclass

@@ -21,15 +21,17 @@ from interlink_pipeline.core.relevance.link_candidates import CandidateBuilder
 from interlink_pipeline.core.relevance.link_ranker import (
     Ranker,
     RankerOptions,
-    SiteState,
     feature_weights,
     fit_ranker,
+    training_examples,
+    validation_figures,
+)
+from interlink_pipeline.core.relevance.ranker_inputs import (
+    SiteState,
     settings_fingerprint,
     site_state,
     still_fits,
-    training_examples,
     training_fingerprint,
-    validation_figures,
 )
 from interlink_pipeline.core.relevance.site_inputs import RelevanceInputs, relevance_inputs, with_vectors
 from interlink_pipeline.core.relevance.site_signals import CandidateOptions
