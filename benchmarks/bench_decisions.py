@@ -78,7 +78,7 @@ def simulated_editor(
     if weight is not None:
         ranker = RankerOptions(seed=seed, accepted_weight=weight, rejected_weight=weight)
     setup = BacktestSetup(FRACTION, seed, 10, ORPHAN_FRACTION, CandidateOptions(), ranker, PlanOptions())
-    lists, _ = baseline_lists(inputs.signals.vectors["title"], hiding.visible(links), 50)
+    lists = baseline_lists(inputs.signals.vectors["title"], hiding.visible(links), 50).lists
     decided = pl.DataFrame(schema={"source": pl.Int64, "target": pl.Int64, "decision": pl.String})
     rows = []
     for round_number in range(rounds + 1):

@@ -289,7 +289,7 @@ def without_links_export(name: str, seeds: list[int], fraction: float) -> list[d
     zero_inlinks = set(np.flatnonzero(pages["crawl_inlinks"].fill_null(0).to_numpy() == 0).tolist())
     every = links.content_pairs()
     home = int(pages["is_home"].arg_max())
-    baseline = same_budget_baseline(baseline_lists(vectors, LinkGraph.empty(), 50)[0], plan.height)
+    baseline = same_budget_baseline(baseline_lists(vectors, LinkGraph.empty(), 50).lists, plan.height)
     rows = []
     for seed in seeds:
         hidden = links_to_hide(links, fraction, seed, ORPHAN_FRACTION, home).scored(links)
@@ -352,7 +352,7 @@ def editorial_recovery(run_config: dict) -> dict:
         .join(index.rename({"url": "target_url", "row": "target"}), on="target_url")
     )
     visible = page_links(read_site(warehouse, "raw.crawl_links", site), pages["url_key"])
-    baseline = same_budget_baseline(baseline_lists(vectors, visible, 50)[0], plan.height)
+    baseline = same_budget_baseline(baseline_lists(vectors, visible, 50).lists, plan.height)
     found_plan = plan.join(hidden, on=["source", "target"])
     found = found_plan.height
     base_found = baseline.join(hidden, on=["source", "target"]).height

@@ -575,23 +575,26 @@ def test_baseline_lists_are_each_pages_most_similar_whatever_its_links():
     target = np.concatenate([hub_targets, [100, 101, 5, 8]])
     content = np.concatenate([np.ones(len(hub_targets) + 3, dtype=bool), [False]])
     links = LinkGraph(source=source, target=target, content=content, anchor=np.full(len(source), None))
-    lists, searched = baseline_lists(vectors, links, depth=12)
+    baseline = baseline_lists(vectors, links, depth=12)
+    lists, searched = baseline.lists, baseline.search
     cosines = vectors @ vectors.T
     linked = set(zip(source[content].tolist(), target[content].tolist(), strict=True))
     for page in (0, 7, 9, 5, 103):
-        expected = sorted(
-            (t for t in range(300) if t != page and (page, t) not in linked),
-            key=lambda t: (-round(float(cosines[page, t]), 5), t),
-        )[:12]
+        ranked = sorted(
+            (t for t in range(300) if t != page), key=lambda t: (-round(float(cosines[page, t]), 5), t)
+        )
+        expected = [t for t in ranked if (page, t) not in linked][:12]
         assert lists.filter(pl.col("source") == page).sort("position")["target"].to_list() == expected
+        assert baseline.closest[page] == ranked[0]  # an orphan's baseline source, links aside (5's: 100)
     assert lists.group_by("source").len()["len"].unique().to_list() == [12]
     assert searched.method == "exact" and searched.described() == "exact"
     # past `above` pages the narrow searches come from the checked HNSW graph: lists as similar, position
     # by position, here (of identical titles the graph may keep others where a list cuts them)
-    approximate, searched = baseline_lists(vectors, links, depth=12, approximate=Approximate(above=100))
+    approximate = baseline_lists(vectors, links, depth=12, approximate=Approximate(above=100))
+    searched = approximate.search
     assert searched.method.startswith("ann:HNSW") and searched.recall_at_k == 1.0
     assert searched.described() == f"{searched.method}, recall 1.000 on 300 pages"
-    assert_frame_equal(approximate.drop("target"), lists.drop("target"), abs_tol=1e-5)
+    assert_frame_equal(approximate.lists.drop("target"), lists.drop("target"), abs_tol=1e-5)
 
 
 def test_validation_fits_keep_every_positive_and_sample_the_negatives():

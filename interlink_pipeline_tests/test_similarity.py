@@ -1,6 +1,7 @@
 """Similarity pairs and topic clusters: the core on controlled vectors, the assets on real data."""
 
 import re
+from typing import ClassVar
 
 import duckdb
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from interlink_pipeline.core.errors import InputError
 from interlink_pipeline.core.ingest.inbox import register_crawl
 from interlink_pipeline.core.ml import exact_search
-from interlink_pipeline.core.ml.ann_search import Approximate, checked_top, recall_at_k
+from interlink_pipeline.core.ml.ann_search import RECALL_SAMPLE, Approximate, checked_top, recall_at_k
 from interlink_pipeline.core.ml.cluster_names import distinct_labels, label_clusters
 from interlink_pipeline.core.ml.clusters import ClusterOptions, PreviousClusters, candidate_ks, topic_clusters
 from interlink_pipeline.core.ml.exact_search import exact_top
@@ -118,25 +119,32 @@ def test_an_approximate_search_below_the_recall_floor_gives_way_to_exact_search(
         """Random neighbours below `good_from` search width, the exact ones from it."""
 
         good_from = 10**9
+        searched: ClassVar[list[int]] = []  # how many pages each search asked of
 
         def __init__(self, rows):
             self.rows = rows
 
-        def top(self, n, ef_search):
+        def top(self, n, ef_search, rows=None):
+            rows = np.arange(len(self.rows)) if rows is None else rows
+            Planted.searched.append(len(rows))
             if ef_search >= self.good_from:
-                return exact_top(self.rows, self.rows, n, query_ids=np.arange(len(self.rows)))
-            idx = rng.integers(0, len(self.rows), size=(len(self.rows), n))
-            return idx, np.einsum("ij,ikj->ik", self.rows, self.rows[idx]).astype(np.float32)
+                return exact_top(self.rows[rows], self.rows, n, query_ids=rows)
+            idx = rng.integers(0, len(self.rows), size=(len(rows), n))
+            return idx, np.einsum("ij,ikj->ik", self.rows[rows], self.rows[idx]).astype(np.float32)
 
     _, exact_scores = exact_top(vectors, vectors, 15, query_ids=np.arange(len(vectors)))
     _, scores, check = checked_top(vectors, 15, Approximate(above=0, k=15), graph=Planted)
     assert check.fell_back and check.method == "exact" and check.recall_at_k < 0.5
-    first, wider = re.search(r"recall@15 was (0\.\d+) at efSearch 64, (0\.\d+) at efSearch 256, < 0\.98: "
-                             r"searched exactly", check.said()).groups()  # fmt: skip
-    assert float(first) < 0.5 and float(wider) == pytest.approx(check.recall_at_k, abs=1e-3)
+    widths = ", ".join(rf"(0\.\d+) at efSearch {ef}" for ef in (64, 128, 256))
+    said = re.search(f"recall@15 was {widths}, < 0\\.98: searched exactly", check.said())
+    first, wider, widest = said.groups()
+    assert Planted.searched == [RECALL_SAMPLE] * 3  # each width tried on the sample alone
+    assert max(float(first), float(wider)) < 0.5
+    assert float(widest) == pytest.approx(check.recall_at_k, abs=1e-3)
     assert np.array_equal(scores, exact_scores)
-    Planted.good_from = 256
+    Planted.good_from, Planted.searched = 256, []
     _, scores, wider_check = checked_top(vectors, 15, Approximate(above=0, k=15), graph=Planted)
+    assert Planted.searched == [RECALL_SAMPLE] * 3 + [len(vectors)]  # every page searched once, at the width
     assert wider_check.method == "ann:HNSW M=32 efSearch=256" and wider_check.recall_at_k == 1.0
     assert not wider_check.fell_back and np.array_equal(scores, exact_scores)
     _, _, kept = checked_top(vectors, 15, Approximate(above=0, k=15))

@@ -149,23 +149,22 @@ def run_backtest(
     learned = decisions_learned(decided, hidden, ranker_options)
     ranker, candidates, planned, reach = _rebuilt(builder, visible, plan, ranker_options, learned, seconds)
     depth = max(k, 50)
-    lists, searched = baseline_lists(
-        signals.vectors["title"], visible, depth, candidate_options.approximate(depth)
-    )
-    figures, intervals = figures_against_baseline(planned, candidates, lists, hidden, k, ranker_options.seed)
+    started = time.monotonic()
+    baseline = baseline_lists(signals.vectors["title"], visible, depth, candidate_options.approximate(depth))
+    seconds["baseline"] = time.monotonic() - started
+    lists, seed = baseline.lists, ranker_options.seed
+    figures, intervals = figures_against_baseline(planned, candidates, lists, hidden, k, seed)
     figures |= {"decisions_learned": learned.height, "plan_precision_without_decisions": None}
     if learned.height:
         _, alone, planned_alone, _ = _rebuilt(builder, visible, plan, ranker_options, None, {})
-        without, _ = figures_against_baseline(planned_alone, alone, lists, hidden, k, ranker_options.seed)
+        without, _ = figures_against_baseline(planned_alone, alone, lists, hidden, k, seed)
         figures["plan_precision_without_decisions"] = without["plan_precision"]
-    orphans, orphan_intervals = orphan_figures(
-        planned, hidden, orphaned, signals.vectors["title"], ranker_options.seed
-    )
-    by_reason = figures_by_reason(planned, hidden, reach, ranker_options.seed)
+    orphans, orphan_intervals = orphan_figures(planned, hidden, orphaned, baseline.closest, seed)
+    by_reason = figures_by_reason(planned, hidden, reach, seed)
     hits = planned.join(hit_flags(hidden), on=PAIR, how="left", maintain_order="left")["hit"].fill_null(0)
     return BacktestResult(
         hidden.height, figures | orphans, intervals | orphan_intervals, by_reason, ranker, planned, seconds,
-        precision_by_band(planned, hits, min_probability), searched,
+        precision_by_band(planned, hits, min_probability), baseline.search,
     )  # fmt: skip
 
 

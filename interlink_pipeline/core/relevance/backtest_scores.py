@@ -3,6 +3,8 @@ same-budget baseline (each page's most similar pages by title), each figure with
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
@@ -14,15 +16,26 @@ from interlink_pipeline.core.relevance.intervals import Interval, ratio_figures,
 PAIR = ["source", "target"]
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """The plain "most similar pages" lists a backtest measures the plan against."""
+
+    lists: pl.DataFrame  # source, target, cosine, position (baseline_lists)
+    closest: np.ndarray  # per page row, its most similar other page by title (-1: none found)
+    search: SearchCheck  # how the lists were searched
+
+
 def baseline_lists(
     title_vectors: np.ndarray, visible: LinkGraph, depth: int, approximate: Approximate | None = None
-) -> tuple[pl.DataFrame, SearchCheck]:
+) -> Baseline:
     """source, target, cosine, position: each page's `depth` most similar pages by title, without itself
     and its visible in-content links; pages equally similar (the same title) in target order. Each page is
     searched as deep as it needs (depth, itself and its links), pages of like need together: searching
     every page as deep as the page with the most links made each list 1,205 long on a 100,000-page site,
     and took 121 s and 5.5 GB. The narrowest search (nearly every page's) is approximate past
-    `approximate.above` pages where its recall holds (ann_search.checked_top); the few deeper ones exact."""
+    `approximate.above` pages where its recall holds (ann_search.checked_top); the few deeper ones exact.
+    Each page's most similar page, its links aside, comes of the same search (an orphan's baseline
+    source: searched apart, the orphans' search grew with the square of the site)."""
     n = len(title_vectors)
     needed = depth + 1 + np.bincount(visible.source[visible.content], minlength=n)
     width = np.minimum(n, 2 ** np.ceil(np.log2(needed)).astype(np.int64))
@@ -40,16 +53,21 @@ def baseline_lists(
                 {"source": np.repeat(rows, found.shape[1]), "target": found.ravel(), "cosine": cosine.ravel()}
             )
         )
-    lists = (
+    ranked = (
         pl.concat(parts)
         .filter(pl.col("cosine").is_finite())  # an approximate list's padding
         .sort(pl.col("source"), pl.col("cosine").round(5), pl.col("target"), descending=[False, True, False])
         .filter(pl.col("source") != pl.col("target"))
-        .join(visible.content_pairs(), on=PAIR, how="anti")
+    )
+    first = ranked.filter(pl.col("source").is_first_distinct())
+    closest = np.full(n, -1, dtype=np.int64)
+    closest[first["source"].to_numpy()] = first["target"].to_numpy()
+    lists = (
+        ranked.join(visible.content_pairs(), on=PAIR, how="anti", maintain_order="left")
         .with_columns(pl.int_range(pl.len()).over("source").add(1).alias("position"))
         .filter(pl.col("position") <= depth)
     )
-    return lists, check
+    return Baseline(lists, closest, check)
 
 
 def same_budget_baseline(lists: pl.DataFrame, size: int) -> pl.DataFrame:
@@ -142,23 +160,20 @@ def figures_against_baseline(
 
 
 def orphan_figures(
-    planned: pl.DataFrame, hidden: pl.DataFrame, orphaned: np.ndarray, title_vectors: np.ndarray, seed: int
+    planned: pl.DataFrame, hidden: pl.DataFrame, orphaned: np.ndarray, closest: np.ndarray, seed: int
 ) -> tuple[dict[str, float | None], dict[str, Interval]]:
     """The orphans made by hiding their in-links: how many the plan rescued, how often a rescue's source
     is a page that linked to the orphan in content, and how often the orphan's most similar page by title
-    is (the baseline: "link it from its closest page"); intervals resampling the orphans."""
+    (`closest`, per page row: Baseline.closest) is (the baseline: "link it from its closest page");
+    intervals resampling the orphans."""
     truth = hidden.filter(pl.col("target").is_in(pl.Series(orphaned).implode()))
     orphans = truth["target"].unique()
     rescues = planned.filter(
         (pl.col("reason") == "orphan-rescue") & pl.col("target").is_in(orphans.implode())
     ).select(PAIR)
-    closest = np.empty(0, dtype=np.int64)
-    if len(orphans):
-        queries = orphans.to_numpy()
-        idx, _ = exact_top(title_vectors[queries], title_vectors, 2, query_ids=queries)
-        closest = idx[:, 0]
     baseline = pl.DataFrame(
-        {"source": closest, "target": orphans.to_numpy()}, schema=dict.fromkeys(PAIR, pl.Int64)
+        {"source": closest[orphans.to_numpy()], "target": orphans.to_numpy()},
+        schema=dict.fromkeys(PAIR, pl.Int64),
     )
     hit = hit_flags(truth)
     counts = pl.concat(
