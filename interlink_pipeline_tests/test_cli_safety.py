@@ -339,15 +339,19 @@ def _at_a_writing_step(instance: dg.DagsterInstance, home: Path) -> bool:
     return "STEP_START" in events
 
 
+SQLITE_HELD = ("database is locked", "locking protocol")  # a writer holds the file (or its WAL)
+
+
 def _unless_locked(condition):
     """`condition`, read as not holding while the run writes to Dagster's SQLite storage (a run stopped
-    there holds the lock): asked again later."""
+    there holds the lock: "database is locked", or, stopped inside a WAL lock, SQLite's "locking
+    protocol"): asked again later."""
 
     def asked() -> bool:
         try:
             return condition()
         except (sqlite3.OperationalError, sqlalchemy.exc.OperationalError) as exc:
-            if "database is locked" in str(exc):
+            if any(held in str(exc) for held in SQLITE_HELD):
                 return False
             raise
 
