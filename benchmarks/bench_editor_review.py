@@ -115,7 +115,7 @@ def with_usable_candidates(plan: pl.DataFrame, warehouse: str, site: str) -> pl.
 
     tables = SiteTables()
     tables.path, tables.lock_timeout_s, tables.snapshot_path = warehouse, 10.0, ""
-    inputs = read_plan_inputs(tables, site, default_embedder())
+    inputs = read_plan_inputs(tables, site, default_embedder().for_site(str(warehouse), site))
     stored = indexed(
         read_site(warehouse, "ml.link_candidates", site, CANDIDATE_COLUMNS),
         inputs.index,
@@ -461,7 +461,7 @@ def striking(sets: list[str], seed: int) -> None:
     from interlink_pipeline.core.warehouse.site_tables import SiteTables
     from interlink_pipeline.defs.ml.embeddings import default_embedder
 
-    rows, embedder = [], default_embedder()
+    rows = []
     for name in sets:
         folder = Path(tempfile.mkdtemp())
         shutil.copyfile(DATA / "quality" / name / "warehouse.duckdb", folder / "warehouse.duckdb")
@@ -481,7 +481,8 @@ def striking(sets: list[str], seed: int) -> None:
         found = {}
         for variant, rows_in in (("without", console.head(0)), ("with", console)):
             with_console = _stored_console(tables, SITES[name], rows_in)
-            result, _, _ = plan_for_site(with_console, SITES[name], options, datetime.now(), embedder)
+            encoder = default_embedder().for_site(with_console.path, SITES[name])
+            result, _, _ = plan_for_site(with_console, SITES[name], options, datetime.now(), encoder)
             targets = result.plan["target_page_id"]
             ids = read_site(tables.path, "staging.pages", SITES[name], ["page_id"])["page_id"]
             into = int(targets.is_in(ids.filter(pl.Series(near)).implode()).sum())
