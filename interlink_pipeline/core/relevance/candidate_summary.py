@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from interlink_pipeline.core.frames import owned
+
 KEY = ("source_page_id", "target_page_id")  # an ml.link_candidates row's pair
 LIKELY = 0.5  # a probability the run's metadata counts as a likely link
 PREVIEW_ROWS = 15
@@ -33,9 +35,11 @@ class CandidateSummary:
             )
         )
         self._top.append(
-            rows.select(*KEY, "probability", "origins")
-            .sort("probability", descending=True, maintain_order=True)
-            .head(PREVIEW_ROWS)
+            owned(
+                rows.select(*KEY, "probability", "origins")
+                .sort("probability", descending=True, maintain_order=True)
+                .head(PREVIEW_ROWS)
+            )
         )
 
     def _all(self) -> pl.DataFrame:

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import polars as pl
 
+from interlink_pipeline.core.frames import owned
 from interlink_pipeline.core.ingest.link_graph import LinkGraph
 from interlink_pipeline.core.relevance.candidate_features import FEATURES, Proposals, of_sources
 from interlink_pipeline.core.relevance.candidate_summary import KEY, CandidateSummary
@@ -223,7 +224,7 @@ class _Update:
             rows = self.rows(self.proposals.pairs.slice(low, high - low), before)
             summary.add(rows)
             spilled.add(_differing(rows, before))
-            removed.append(before.join(rows, on=list(KEY), how="anti").select(KEY))
+            removed.append(owned(before.join(rows, on=list(KEY), how="anti").select(KEY)))
         gone = kept.pages.join(self.inputs, on="page_id", how="anti")["page_id"]
         removed += [kept.rows_from(gone.slice(at, chunk)).select(KEY) for at in range(0, len(gone), chunk)]
         deleted = pl.concat(removed) if removed else pl.DataFrame(schema={k: pl.String for k in KEY})
