@@ -12,6 +12,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from interlink_pipeline.core.errors import InputError
+from interlink_pipeline.core.frames import owned
 from interlink_pipeline.core.graph.link_plan import planner_without
 from interlink_pipeline.core.graph.plan_inputs import read_plan_inputs
 from interlink_pipeline.core.graph.plan_options import PlanOptions
@@ -371,6 +372,30 @@ def test_candidates_updated_a_chunk_of_sources_at_a_time_patch_the_last_build_in
     assert_frame_equal(patched.sort(KEY), rebuilt.sort(KEY))
     assert 0 < upserted.height < rebuilt.height / 2
     assert update.summary.candidates == rebuilt.height
+    # the removed keys, kept across the chunks, hold their own rows' memory, not the rows read per chunk
+    assert _buffer_bytes(update.write.deleted) <= 100 * update.write.deleted.height + 1024
+
+
+def _buffer_bytes(frame: pl.DataFrame) -> int:
+    """The bytes of every buffer a frame's columns reference (a cut of a larger frame references its)."""
+    table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
+    return sum(b.size for column in table.columns for part in column.chunks for b in part.buffers() if b)
+
+
+def test_a_few_rows_kept_from_a_large_frame_hold_only_their_own_memory():
+    large = pl.DataFrame(
+        {"page_id": [f"{i:016x}" for i in range(200_000)], "probability": np.linspace(0, 1, 200_000)}
+    )
+    cuts = {
+        "most probable": large.sort("probability", descending=True).head(15),
+        "filtered": large.filter(pl.col("probability") < 1e-4),
+        "joined": large.join(large.tail(5), on="page_id", how="semi"),
+    }
+    for name, cut in cuts.items():
+        assert _buffer_bytes(cut) > 1_000_000, name  # what a cut holds: the large frame's buffers
+        kept = owned(cut)
+        assert_frame_equal(kept, cut)
+        assert _buffer_bytes(kept) <= 100 * kept.height + 1024, name
 
 
 def test_adamic_adar_is_the_same_a_block_of_pages_at_a_time(light_inputs, monkeypatch):
