@@ -281,8 +281,7 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, tables: list[str] | None = Non
     from interlink_pipeline.core.warehouse.schemas import TABLES
 
     in_lake = con.execute("SELECT current_database()").fetchone()[0] == lake.ALIAS
-    wanted = tables or list(TABLES)
-    # the catalog read once for every table asked for (DuckDB's own catalog functions, twice as quick as
+    # the catalog read once for every table asked for (DuckDB's own catalog function, twice as quick as
     # information_schema): a query per table cost 4 s of a small site's run, whose hundred connections ask
     existing: dict[str, set[str]] = {}
     for schema_name, table_name, column in con.execute(
@@ -290,15 +289,10 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, tables: list[str] | None = Non
         "WHERE database_name = current_database()"
     ).fetchall():
         existing.setdefault(f"{schema_name}.{table_name}", set()).add(column)
-    schemas = {
-        row[0]
-        for row in con.execute(
-            "SELECT schema_name FROM duckdb_schemas() WHERE database_name = current_database()"
-        ).fetchall()
-    }
-    for table in wanted:
+    schemas = {table.split(".")[0] for table in existing}
+    for table in tables or list(TABLES):
         schema_name, _ = table.split(".")
-        if schema_name not in schemas:
+        if schema_name not in schemas:  # (a schema with no table yet is asked for again: IF NOT EXISTS)
             con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema_name}"')
             schemas.add(schema_name)
         columns = table_columns(table)
