@@ -29,9 +29,12 @@ from interlink_pipeline.defs.publish.marts import DBT_EXECUTABLE, EnvironmentDbt
 from interlink_pipeline.defs.relevance.ranker import CandidateSettings
 from interlink_pipeline.defs.resources import CrawlInbox, Warehouse
 from interlink_pipeline.defs.serp.results import SerpApi, default_serp_api
+from interlink_pipeline.defs.sqlite_engines import reuse_sqlite_engines
 
-# Every process that runs the pipeline's steps loads this module: runs waiting for the writer pool sleep.
+# Every process that runs the pipeline's steps loads this module: runs waiting for the writer pool sleep,
+# and Dagster's SQLite storages keep their connections between statements.
 sleep_between_claims()
+reuse_sqlite_engines()
 
 
 def build_defs(

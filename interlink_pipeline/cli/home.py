@@ -25,7 +25,9 @@ def dagster_home() -> Path:
     home = use_dagster_home(PROJECT_ROOT / "dagster_home")
     home.mkdir(parents=True, exist_ok=True)
     from interlink_pipeline.core.files import SQLITE_HEADER
+    from interlink_pipeline.defs.sqlite_engines import close_kept_connections
 
+    close_kept_connections()  # a file closed outside SQLite drops this process's SQLite locks on it
     for name in HOME_DATABASES:
         with contextlib.suppress(FileNotFoundError), open(home / name, "rb") as f:
             head = f.read(len(SQLITE_HEADER))
