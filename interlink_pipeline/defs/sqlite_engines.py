@@ -70,17 +70,23 @@ def engine_for(conn_string: str) -> Engine:
         engine = create_engine(conn_string, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS})
         _engines[key] = (engine, identity)
         while len(_engines) > KEPT_ENGINES:
-            _, (old, _) = _engines.popitem(last=False)
-            old.dispose()
+            (pid, _), (old, _) = _engines.popitem(last=False)
+            _let_go(old, pid)
         return engine
 
 
 def close_kept_connections() -> None:
     """Close this process's kept connections (their engines make new ones when next asked)."""
     with _lock:
-        for engine, _ in _engines.values():
-            engine.dispose()
+        for (pid, _), (engine, _) in _engines.items():
+            _let_go(engine, pid)
         _engines.clear()
+
+
+def _let_go(engine: Engine, pid: int) -> None:
+    """Close the engine's connections, or, for an engine a forked process inherited, only forget them: they
+    are its parent's to close."""
+    engine.dispose(close=pid == os.getpid())
 
 
 @contextmanager
