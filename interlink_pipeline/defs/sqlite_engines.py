@@ -21,6 +21,7 @@ connections first (`close_kept_connections`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -42,11 +43,16 @@ _engines: OrderedDict[tuple[int, str], tuple[Engine, tuple[int, int] | None]] = 
 _lock = threading.Lock()
 
 
-def _file_identity(conn_string: str) -> tuple[int, int] | None:
+@functools.cache
+def _database_path(conn_string: str) -> str:
     from sqlalchemy import make_url
 
+    return make_url(conn_string).database or ""
+
+
+def _file_identity(conn_string: str) -> tuple[int, int] | None:
     try:
-        status = os.stat(make_url(conn_string).database or "")
+        status = os.stat(_database_path(conn_string))
     except OSError:
         return None
     return status.st_dev, status.st_ino
@@ -66,7 +72,7 @@ def engine_for(conn_string: str) -> Engine:
             _engines.move_to_end(key)
             return kept[0]
         if kept is not None:
-            kept[0].dispose()
+            _let_go(kept[0], key[0])
         engine = create_engine(conn_string, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS})
         _engines[key] = (engine, identity)
         while len(_engines) > KEPT_ENGINES:
